@@ -1,0 +1,1 @@
+"""Router drivers, one module per platform, and the dispatch map from platform name to class."""
