@@ -1,0 +1,1 @@
+"""CLI simulators of storage routers: real telnet/SSH servers with platform personalities."""
