@@ -1,0 +1,1 @@
+"""REST API (DRF): serializers, viewsets, mutual-TLS authentication and permissions."""

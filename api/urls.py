@@ -1,0 +1,3 @@
+"""Routes under /api/."""
+
+urlpatterns: list = []

@@ -1,0 +1,1 @@
+"""The flexzone and flexzone-rtr command-line clients. They speak REST over mutual TLS only."""

@@ -1,0 +1,1 @@
+"""flexzone project package: settings, URLs and the WSGI entry point."""

@@ -1,0 +1,163 @@
+"""flexzone settings, read only from environment variables.
+
+Every variable is parsed by a small helper that fails fast with the variable's name and the rule it
+broke, so a typo stops the process at start-up instead of surfacing later as odd behaviour.
+SQLite is the embedded default; DATABASE_URL selects PostgreSQL.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name, default)
+    if value is None:
+        raise ImproperlyConfigured(f"{name}: required environment variable is not set")
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    if raw.strip().lower() in _TRUE:
+        return True
+    if raw.strip().lower() in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}: must be one of {sorted(_TRUE | _FALSE - {''})}, got {raw!r}")
+
+
+def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: must be a number, got {raw!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def env_path(name: str, default: Path) -> Path:
+    return Path(os.environ.get(name, str(default))).expanduser()
+
+
+DEBUG = env_bool("FLEXZONE_DEBUG", False)
+# A per-process random key is acceptable when nothing signed must outlive the process (tests, a
+# throw-away demo); a deployment sets FLEXZONE_SECRET_KEY.
+SECRET_KEY = os.environ.get("FLEXZONE_SECRET_KEY") or secrets.token_urlsafe(50)
+ALLOWED_HOSTS = env_list("FLEXZONE_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "registry",
+    "api",
+    "netem",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "flexzone.urls"
+WSGI_APPLICATION = "flexzone.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = os.environ.get("DATABASE_URL", "")
+if _database_url:
+    try:
+        _db = dj_database_url.parse(_database_url, conn_max_age=env_int("FLEXZONE_DB_CONN_MAX_AGE", 60))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL: not a database URL this project supports ({exc})") from None
+    if _db["ENGINE"] not in ("django.db.backends.postgresql", "django.db.backends.sqlite3"):
+        raise ImproperlyConfigured(f"DATABASE_URL: must be postgresql:// or sqlite://, got engine {_db['ENGINE']}")
+else:
+    _db = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": env_path("FLEXZONE_SQLITE_PATH", BASE_DIR / ".demo" / "flexzone.sqlite3"),
+    }
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env_path("FLEXZONE_STATIC_ROOT", BASE_DIR / ".demo" / "static")
+
+# Router secrets are referenced, never stored in the registry: "env:NAME" reads an environment
+# variable, "file:NAME" reads FLEXZONE_SECRETS_DIR/NAME.
+FLEXZONE_SECRETS_DIR = env_path("FLEXZONE_SECRETS_DIR", BASE_DIR / ".demo" / "secrets")
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "flexzone API",
+    "DESCRIPTION": "SAN extension management: registry, plans, connect/disconnect operations.",
+    "VERSION": "1",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("FLEXZONE_LOG_LEVEL", "INFO")},
+}

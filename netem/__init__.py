@@ -1,0 +1,1 @@
+"""The lab: emulated WAN sites in network namespaces, impairment backends and experiments."""

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class NetemConfig(AppConfig):
+    name = "netem"
+    verbose_name = "Lab"

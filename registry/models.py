@@ -1,0 +1,465 @@
+"""The registry: sites, zones, shared devices, routers, links, principals and the operation journal.
+
+Invariants live in the database first (named constraints with messages a human understands);
+`clean()` is kept for rules that cross objects. `registry.errors.explain_integrity_error` turns a
+database refusal back into the message declared here.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from registry.validators import (
+    WWN_PATTERN,
+    validate_description,
+    validate_host,
+    validate_secret_ref,
+    validate_short_name,
+)
+
+ZONE_MIN, ZONE_MAX = 1, 4094
+WWN_MESSAGE = "A WWN is eight lower-case colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17."
+PORT_MAX = 4095
+
+
+class Site(models.Model):
+    """A Site is one storage network (MSAN) joined to the others through its storage router.
+
+    Remote gateways reach it at its data-path IP; flexzone manages its router at the management IP.
+    """
+
+    name = models.CharField(max_length=63, validators=[validate_short_name], help_text="short name, e.g. primary-site")
+    display_name = models.CharField(max_length=100, validators=[validate_description], help_text="e.g. GSFC-DICEL1")
+    msan_id = models.PositiveIntegerField(help_text="MSAN id, unique positive integer")
+    management_ip = models.GenericIPAddressField()
+    data_ip = models.GenericIPAddressField(help_text="address remote gateways use for this site's iFCP/FCIP traffic")
+    description = models.CharField(max_length=200, blank=True, validators=[validate_description])
+    router_port = models.PositiveSmallIntegerField(
+        validators=[MaxValueValidator(PORT_MAX)], help_text="the router's FC port facing this site's SAN"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"],
+                name="registry_site_unique_name",
+                violation_error_message="A site with this short name already exists.",
+            ),
+            models.UniqueConstraint(
+                Lower("display_name"),
+                name="registry_site_unique_display_name",
+                violation_error_message="A site with this display name already exists.",
+            ),
+            models.UniqueConstraint(
+                fields=["msan_id"],
+                name="registry_site_unique_msan_id",
+                violation_error_message="Another site already uses this MSAN id; MSAN ids must not overlap.",
+            ),
+            models.CheckConstraint(
+                condition=Q(msan_id__gte=1),
+                name="registry_site_msan_id_positive",
+                violation_error_message="The MSAN id must be a positive integer.",
+            ),
+            models.CheckConstraint(
+                condition=Q(router_port__lte=PORT_MAX),
+                name="registry_site_router_port_range",
+                violation_error_message=f"The router port must be between 0 and {PORT_MAX}.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.display_name})"
+
+
+class Zone(models.Model):
+    """A Zone groups the devices that may be reached together; an iFCP session is opened per zone."""
+
+    zone_id = models.PositiveSmallIntegerField(validators=[MinValueValidator(ZONE_MIN), MaxValueValidator(ZONE_MAX)])
+    description = models.CharField(max_length=200, blank=True, validators=[validate_description])
+
+    class Meta:
+        ordering = ["zone_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["zone_id"],
+                name="registry_zone_unique_zone_id",
+                violation_error_message="A zone with this id already exists.",
+            ),
+            models.CheckConstraint(
+                condition=Q(zone_id__gte=ZONE_MIN, zone_id__lte=ZONE_MAX),
+                name="registry_zone_zone_id_range",
+                violation_error_message=f"The zone id must be between {ZONE_MIN} and {ZONE_MAX}.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"zone {self.zone_id}"
+
+
+class Platform(models.TextChoices):
+    MCDATA_ECLIPSE = "mcdata_eclipse", "McData Eclipse (iFCP, telnet)"
+    NISHAN_IPS3000 = "nishan_ips3000", "Nishan IPS 3000 (iFCP, telnet)"
+    BROCADE_FOS = "brocade_fos", "Brocade FOS (FCIP, SSH)"
+    CISCO_MDS = "cisco_mds", "Cisco MDS (FCIP, SSH)"
+
+
+class Transport(models.TextChoices):
+    TELNET = "telnet", "telnet"
+    SSH = "ssh", "SSH"
+
+
+class Router(models.Model):
+    """A storage router (iFCP or FCIP gateway) that joins one site's SAN to the WAN.
+
+    The login secret is referenced (`secret_ref`), never stored here, so no listing can leak it.
+    """
+
+    Platform = Platform
+    Transport = Transport
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="routers")
+    name = models.CharField(max_length=63, validators=[validate_short_name])
+    platform = models.CharField(max_length=32, choices=Platform.choices)
+    transport = models.CharField(max_length=8, choices=Transport.choices)
+    host = models.CharField(max_length=253, validators=[validate_host])
+    port = models.PositiveIntegerField(validators=[MinValueValidator(1), MaxValueValidator(65535)])
+    username = models.CharField(max_length=64, validators=[validate_short_name])
+    secret_ref = models.CharField(
+        max_length=200, validators=[validate_secret_ref], help_text='"env:VARIABLE" or "file:NAME" (in the secrets dir)'
+    )
+    connect_timeout = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
+    command_timeout = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"],
+                name="registry_router_unique_name",
+                violation_error_message="A router with this name already exists.",
+            ),
+            models.UniqueConstraint(
+                fields=["host", "port"],
+                name="registry_router_unique_endpoint",
+                violation_error_message="Another router is already registered at this host and port.",
+            ),
+            models.CheckConstraint(
+                condition=Q(platform__in=[choice.value for choice in Platform]),
+                name="registry_router_platform_valid",
+                violation_error_message="Unknown router platform.",
+            ),
+            models.CheckConstraint(
+                condition=Q(transport__in=[choice.value for choice in Transport]),
+                name="registry_router_transport_valid",
+                violation_error_message="The transport must be telnet or ssh.",
+            ),
+            models.CheckConstraint(
+                condition=Q(port__gte=1, port__lte=65535),
+                name="registry_router_port_range",
+                violation_error_message="The management port must be between 1 and 65535.",
+            ),
+            models.CheckConstraint(
+                condition=Q(connect_timeout__gt=0, command_timeout__gt=0),
+                name="registry_router_timeouts_positive",
+                violation_error_message="Timeouts must be positive.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_platform_display()} at {self.host}:{self.port})"
+
+
+class Device(models.Model):
+    """A shared storage device (an FC target such as an Xserve RAID) owned by one site, in one zone.
+
+    Its WWN is stored lower-case, so `21:00:00:E0:8B:0E:95:17` and its lower-case form are the same
+    device. Locks (`DeviceLock`) record which sites hold it.
+    """
+
+    device_id = models.CharField(max_length=63, validators=[validate_short_name])
+    description = models.CharField(max_length=100, validators=[validate_description], help_text="e.g. XRAID1")
+    wwn = models.CharField(
+        max_length=23,
+        validators=[RegexValidator(WWN_PATTERN, WWN_MESSAGE)],
+    )
+    zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="devices")
+    owner_site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="devices")
+    shareable = models.BooleanField(default=False, help_text="may be locked by several sites at once")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["description"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["device_id"],
+                name="registry_device_unique_device_id",
+                violation_error_message="A device with this id already exists.",
+            ),
+            models.UniqueConstraint(
+                Lower("description"),
+                name="registry_device_unique_description",
+                violation_error_message="A device with this description already exists.",
+            ),
+            models.UniqueConstraint(
+                Lower("wwn"),
+                name="registry_device_unique_wwn",
+                violation_error_message="A device with this WWN already exists (WWNs compare without regard to case).",
+            ),
+            models.CheckConstraint(
+                condition=Q(wwn__regex=WWN_PATTERN),
+                name="registry_device_wwn_format",
+                violation_error_message=WWN_MESSAGE,
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.description} ({self.wwn})"
+
+    def save(self, *args, **kwargs) -> None:
+        self.wwn = self.wwn.strip().lower()
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        super().clean()
+        if self.wwn:
+            self.wwn = self.wwn.strip().lower()
+
+
+class DeviceLock(models.Model):
+    """A site's hold on a device while it is connected: exclusive unless the device is shareable.
+
+    At most one exclusive lock per device, and a site holds a device at most once (database rules);
+    the engine takes locks under a row lock on the device so shared and exclusive never mix.
+    """
+
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="locks")
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="device_locks")
+    exclusive = models.BooleanField(default=True)
+    acquired_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="lease expiry; the link is removed then")
+    reason = models.CharField(max_length=200, blank=True, validators=[validate_description])
+
+    class Meta:
+        ordering = ["device", "acquired_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["device"],
+                condition=Q(exclusive=True),
+                name="registry_devicelock_one_exclusive_holder",
+                violation_error_message="This device is already locked by another site.",
+            ),
+            models.UniqueConstraint(
+                fields=["device", "site"],
+                name="registry_devicelock_unique_holder",
+                violation_error_message="This site already holds this device.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.device} held by {self.site.name}"
+
+
+class LinkState(models.TextChoices):
+    REQUESTED = "requested"
+    CONFIGURING = "configuring"
+    UP = "up"
+    REMOVING = "removing"
+    DOWN = "down"
+    FAILED = "failed"
+
+
+class Link(models.Model):
+    """One SAN extension configured on one router: an iFCP session (or FCIP tunnel) for a zone
+    towards a remote gateway, requested by a site to reach a device."""
+
+    State = LinkState
+    ACTIVE_STATES = (State.REQUESTED, State.CONFIGURING, State.UP, State.REMOVING)
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="links", help_text="requesting site")
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="links")
+    router = models.ForeignKey(Router, on_delete=models.PROTECT, related_name="links")
+    port = models.PositiveSmallIntegerField(validators=[MaxValueValidator(PORT_MAX)])
+    zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="links")
+    remote_ip = models.GenericIPAddressField(help_text="data-path IP of the gateway at the other end")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.REQUESTED)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    up_at = models.DateTimeField(null=True, blank=True)
+    down_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["router", "port", "zone", "remote_ip"],
+                condition=Q(state__in=["requested", "configuring", "up", "removing"]),
+                name="registry_link_one_active_per_endpoint",
+                violation_error_message="An active link with this router, port, zone and remote IP already exists.",
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=[choice.value for choice in LinkState]),
+                name="registry_link_state_valid",
+                violation_error_message="Unknown link state.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.router.name} port {self.port} zone {self.zone.zone_id} -> {self.remote_ip} ({self.state})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE_STATES
+
+    def clean(self) -> None:
+        super().clean()
+        errors = {}
+        if self.router_id and self.site_id and self.device_id:
+            allowed_sites = {self.site_id, self.device.owner_site_id}
+            if self.router.site_id not in allowed_sites:
+                errors["router"] = "The router must belong to the requesting site or to the device's owning site."
+        if self.zone_id and self.device_id and self.device.zone_id != self.zone_id:
+            errors["zone"] = "The link's zone must be the device's zone."
+        if errors:
+            raise ValidationError(errors)
+
+
+class Role(models.TextChoices):
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+
+class Principal(models.Model):
+    """Someone (a person or a script) known by a client certificate, with a role and a scope.
+
+    Identity is the certificate's SHA-256 fingerprint, or its issuer and serial; never the CN.
+    """
+
+    Role = Role
+
+    name = models.CharField(max_length=63, validators=[validate_short_name])
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    cert_sha256 = models.CharField(max_length=64, null=True, blank=True, help_text="hex SHA-256 of the DER certificate")
+    cert_issuer = models.CharField(max_length=500, blank=True, help_text="RFC 4514 issuer DN")
+    cert_serial = models.CharField(max_length=64, blank=True, help_text="serial number, lower-case hex")
+    sites = models.ManyToManyField(Site, blank=True, related_name="principals")
+    zones = models.ManyToManyField(Zone, blank=True, related_name="principals")
+    all_sites = models.BooleanField(default=False)
+    all_zones = models.BooleanField(default=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"],
+                name="registry_principal_unique_name",
+                violation_error_message="A principal with this name already exists.",
+            ),
+            models.UniqueConstraint(
+                fields=["cert_sha256"],
+                name="registry_principal_unique_fingerprint",
+                violation_error_message="This certificate is already registered to another principal.",
+            ),
+            models.UniqueConstraint(
+                fields=["cert_issuer", "cert_serial"],
+                condition=~Q(cert_serial=""),
+                name="registry_principal_unique_issuer_serial",
+                violation_error_message="This issuer and serial are already registered to another principal.",
+            ),
+            models.CheckConstraint(
+                condition=Q(cert_sha256__isnull=False) | (~Q(cert_issuer="") & ~Q(cert_serial="")),
+                name="registry_principal_has_identity",
+                violation_error_message="A principal needs a certificate fingerprint, or an issuer and serial.",
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=[choice.value for choice in Role]),
+                name="registry_principal_role_valid",
+                violation_error_message="The role must be viewer, operator or admin.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role})"
+
+
+class OperationKind(models.TextChoices):
+    ADD = "add"
+    REMOVE = "remove"
+    LIST = "list"
+    RECONCILE = "reconcile"
+    INVOKE = "invoke"
+    EXPIRE = "expire"
+
+
+class OperationState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled_back"
+
+
+class OperationPhase(models.TextChoices):
+    QUEUED = "queued"
+    CONNECTING = "connecting"
+    ON_ROUTER = "on_router"
+    VERIFYING = "verifying"
+    DONE = "done"
+
+
+class Operation(models.Model):
+    """One journaled request (add, remove, list, reconcile, or a V1 invoke) and everything it did.
+
+    Phase timings are the seed's Figure 11-13 quantities: registry_ms (lookups and planning),
+    invocation_ms (flexzone's own work), router_ms (waiting on routers, login included), total_ms.
+    """
+
+    Kind = OperationKind
+    State = OperationState
+    Phase = OperationPhase
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    principal = models.ForeignKey(Principal, null=True, blank=True, on_delete=models.PROTECT, related_name="operations")
+    request = models.JSONField(default=dict, help_text="what was asked, as given")
+    plan = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    transcript = models.TextField(blank=True, help_text="router session text, secrets masked")
+    registry_ms = models.FloatField(default=0.0)
+    invocation_ms = models.FloatField(default=0.0)
+    router_ms = models.FloatField(default=0.0)
+    total_ms = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=[choice.value for choice in OperationState]),
+                name="registry_operation_state_valid",
+                violation_error_message="Unknown operation state.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"operation {self.pk} {self.kind} ({self.state})"
