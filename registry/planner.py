@@ -1,0 +1,243 @@
+"""The planner answers the seed's questions: "how do I connect this site to that device (or zone)?"
+
+A plan names, in order, which routers to configure, on which port, for which zone, towards which
+remote gateway, and the exact command lines each router will receive. The owning (target) site's
+router is configured first so that the requesting site's link comes up towards a ready gateway;
+a disconnect runs the same steps in reverse.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field
+
+from django.core.exceptions import ValidationError
+from django.db.models.functions import Lower
+
+from registry.models import Device, Router, Site, Zone
+from registry.validators import normalize_wwn
+from routers.drivers.base import LinkSpec
+
+
+class PlanError(ValueError):
+    """A question the registry cannot answer. `field` names the input at fault."""
+
+    def __init__(self, field: str, message: str, suggestions: list[str] | None = None) -> None:
+        self.field = field
+        self.message = message
+        self.suggestions = suggestions or []
+        text = f"{field}: {message}"
+        if self.suggestions:
+            text += f" Did you mean: {', '.join(self.suggestions)}?"
+        super().__init__(text)
+
+    def as_dict(self) -> dict:
+        return {"field": self.field, "message": self.message, "suggestions": self.suggestions}
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    order: int
+    action: str  # "add" | "remove"
+    router: str
+    router_id: int
+    platform: str
+    site: str
+    port: int
+    zone: int
+    remote_ip: str
+    local_ip: str
+    wwn: str | None
+    device: str
+    commands: list[str] = field(default_factory=list)
+
+    @property
+    def spec(self) -> LinkSpec:
+        return LinkSpec(port=self.port, zone=self.zone, remote_ip=self.remote_ip, local_ip=self.local_ip, wwn=self.wwn)
+
+
+@dataclass(frozen=True)
+class Plan:
+    action: str
+    site: str
+    zone: int
+    devices: list[str]
+    steps: list[PlanStep]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> str:
+        lines = [f"Plan: {self.action} site {self.site} -> zone {self.zone} ({', '.join(self.devices)})"]
+        for step in self.steps:
+            lines.append(
+                f"  {step.order}. {step.action} on router {step.router} ({step.platform}, site {step.site}): "
+                f"port {step.port}, zone {step.zone}, remote gateway {step.remote_ip}"
+            )
+            lines.extend(f"       {command}" for command in step.commands)
+        return "\n".join(lines)
+
+
+# --- lookups -------------------------------------------------------------------------------------
+
+
+def find_site(value: str | int) -> Site:
+    """A site named by short name, display name or MSAN id."""
+    text = str(value).strip()
+    if not text:
+        raise PlanError("site", "a site is required (short name, display name or MSAN id).")
+    query = Site.objects.filter(name=text)
+    if text.isdigit():
+        query = query.union(Site.objects.filter(msan_id=int(text)))
+    site = query.first() or Site.objects.annotate(lower=Lower("display_name")).filter(lower=text.lower()).first()
+    if site is None:
+        names = [name for pair in Site.objects.values_list("name", "display_name") for name in pair]
+        raise PlanError("site", f"no site is named {text!r}.", _close(text, names))
+    return site
+
+
+def find_device(*, description: str | None = None, wwn: str | None = None) -> Device:
+    if description is not None:
+        text = description.strip()
+        device = _devices().annotate(lower=Lower("description")).filter(lower=text.lower()).first()
+        if device is None:
+            names = list(Device.objects.values_list("description", flat=True))
+            raise PlanError("device_description", f"no device is described as {text!r}.", _close(text, names))
+        return device
+    if wwn is not None:
+        try:
+            canonical = normalize_wwn(wwn)
+        except ValidationError as exc:
+            raise PlanError("wwn", exc.messages[0]) from None
+        device = _devices().filter(wwn=canonical).first()
+        if device is None:
+            wwns = list(Device.objects.values_list("wwn", flat=True))
+            raise PlanError("wwn", f"no device has WWN {canonical}.", _close(canonical, wwns))
+        return device
+    raise PlanError("device", "name the device by description or WWN.")
+
+
+def find_zone(value: str | int) -> Zone:
+    try:
+        zone_id = int(str(value).strip())
+    except ValueError:
+        raise PlanError("zone", f"a zone is a number, got {value!r}.") from None
+    zone = Zone.objects.filter(zone_id=zone_id).first()
+    if zone is None:
+        known = [str(z) for z in Zone.objects.values_list("zone_id", flat=True)]
+        raise PlanError("zone", f"zone {zone_id} does not exist.", _close(str(zone_id), known))
+    return zone
+
+
+def _devices():
+    return Device.objects.select_related("zone", "owner_site")
+
+
+def _close(text: str, candidates: list[str]) -> list[str]:
+    lowered = {candidate.lower(): candidate for candidate in candidates}
+    return [lowered[match] for match in difflib.get_close_matches(text.lower(), list(lowered), n=3, cutoff=0.5)]
+
+
+def site_router(site: Site) -> Router:
+    router = site.routers.order_by("name").first()
+    if router is None:
+        raise PlanError("site", f"site {site.name} has no router registered.")
+    return router
+
+
+# --- planning ------------------------------------------------------------------------------------
+
+
+def plan_connect(
+    *, site: str | int, device_description: str | None = None, wwn: str | None = None, zone: str | int | None = None
+) -> Plan:
+    """Plan the links that let `site` reach a device (by description or WWN) or a whole zone."""
+    return _plan("add", site, device_description, wwn, zone)
+
+
+def plan_disconnect(
+    *, site: str | int, device_description: str | None = None, wwn: str | None = None, zone: str | int | None = None
+) -> Plan:
+    """The steps of `plan_connect`, reversed, as removals."""
+    return _plan("remove", site, device_description, wwn, zone)
+
+
+def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
+    given = [name for name, value in (("device_description", description), ("wwn", wwn), ("zone", zone_ref)) if value]
+    if len(given) != 1:
+        raise PlanError("device", "give exactly one of device description, WWN or zone.")
+    requester = find_site(site_ref)
+    if zone_ref is not None and zone_ref != "":
+        zone = find_zone(zone_ref)
+        devices = [d for d in _devices().filter(zone=zone).order_by("description") if d.owner_site_id != requester.pk]
+        if not devices:
+            raise PlanError("zone", f"zone {zone.zone_id} has no device owned by a site other than {requester.name}.")
+    else:
+        device = find_device(description=description, wwn=wwn)
+        if device.owner_site_id == requester.pk:
+            raise PlanError(
+                given[0], f"{device.description} belongs to {requester.name} itself; no SAN extension is needed."
+            )
+        zone, devices = device.zone, [device]
+
+    steps: list[tuple] = []
+    requester_router = site_router(requester)
+    seen_owners: set[int] = set()
+    for device in devices:
+        owner = device.owner_site
+        if owner.pk in seen_owners:
+            continue
+        seen_owners.add(owner.pk)
+        owner_router = site_router(owner)
+        # Target side first: its gateway must accept the session before the requester opens it.
+        steps.append((owner_router, owner, requester, device))
+        steps.append((requester_router, requester, owner, device))
+    if action == "remove":
+        steps.reverse()
+    plan_steps = [
+        _step(order, action, router, local, remote, zone.zone_id, device)
+        for order, (router, local, remote, device) in enumerate(_dedupe(steps), start=1)
+    ]
+    return Plan(
+        action=action,
+        site=requester.name,
+        zone=zone.zone_id,
+        devices=[d.description for d in devices],
+        steps=plan_steps,
+    )
+
+
+def _dedupe(steps: list[tuple]) -> list[tuple]:
+    seen, unique = set(), []
+    for router, local, remote, device in steps:
+        key = (router.pk, local.router_port, remote.data_ip)
+        if key not in seen:
+            seen.add(key)
+            unique.append((router, local, remote, device))
+    return unique
+
+
+def _step(order: int, action: str, router: Router, local: Site, remote: Site, zone_id: int, device: Device) -> PlanStep:
+    step = PlanStep(
+        order=order,
+        action=action,
+        router=router.name,
+        router_id=router.pk,
+        platform=router.platform,
+        site=local.name,
+        port=local.router_port,
+        zone=zone_id,
+        remote_ip=remote.data_ip,
+        local_ip=local.data_ip,
+        wwn=device.wwn,
+        device=device.description,
+    )
+    return PlanStep(**{**asdict(step), "commands": render_commands(router.platform, action, step.spec)})
+
+
+def render_commands(platform: str, action: str, spec: LinkSpec) -> list[str]:
+    """The exact command lines the platform's driver would send, without connecting."""
+    from routers.drivers import DRIVERS
+
+    driver = DRIVERS[platform]
+    return driver.render_add(spec) if action == "add" else driver.render_remove(spec)

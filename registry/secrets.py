@@ -1,0 +1,31 @@
+"""Resolve a router's secret reference at the moment of use; secrets never enter the database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.conf import settings
+
+
+class SecretUnavailable(LookupError):
+    pass
+
+
+def resolve_secret(ref: str) -> str:
+    """`env:NAME` reads an environment variable; `file:NAME` reads FLEXZONE_SECRETS_DIR/NAME."""
+    scheme, _, name = ref.partition(":")
+    if scheme == "env":
+        value = os.environ.get(name)
+        if value is None:
+            raise SecretUnavailable(f"secret_ref: environment variable {name} is not set")
+        return value
+    if scheme == "file":
+        path = Path(settings.FLEXZONE_SECRETS_DIR) / name
+        if "/" in name or name.startswith("."):
+            raise SecretUnavailable(f"secret_ref: {ref!r} must name a file inside the secrets directory")
+        try:
+            return path.read_text().strip()
+        except OSError as exc:
+            raise SecretUnavailable(f"secret_ref: cannot read {path}: {exc.strerror}") from None
+    raise SecretUnavailable(f"secret_ref: unknown scheme in {ref!r} (use env: or file:)")
