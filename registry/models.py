@@ -463,3 +463,54 @@ class Operation(models.Model):
 
     def __str__(self) -> str:
         return f"operation {self.pk} {self.kind} ({self.state})"
+
+
+class AuditOutcome(models.TextChoices):
+    ALLOWED = "allowed"
+    DENIED = "denied"
+    FAILED = "failed"
+
+
+class AuditEvent(models.Model):
+    """One attributed API event: every write (whether it succeeded or failed) and every refusal.
+
+    The principal is kept by reference and by name and fingerprint, so the record still says who it
+    was after the principal is deleted; `before`/`after` hold the object's state around a change.
+    """
+
+    Outcome = AuditOutcome
+
+    principal = models.ForeignKey(
+        Principal, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+    )
+    principal_name = models.CharField(max_length=63, blank=True)
+    cert_sha256 = models.CharField(max_length=64, blank=True)
+    cert_subject = models.CharField(max_length=500, blank=True)
+    action = models.CharField(max_length=64, help_text='e.g. "site.create", "connect", "auth"')
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=500)
+    outcome = models.CharField(max_length=8, choices=AuditOutcome.choices)
+    status_code = models.PositiveSmallIntegerField()
+    detail = models.TextField(blank=True)
+    target = models.CharField(max_length=200, blank=True, help_text='the object acted on, e.g. "site:3"')
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+    )
+    remote_addr = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(outcome__in=[choice.value for choice in AuditOutcome]),
+                name="registry_auditevent_outcome_valid",
+                violation_error_message="The outcome must be allowed, denied or failed.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        who = self.principal_name or "anonymous"
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {who} {self.action} {self.outcome} ({self.status_code})"

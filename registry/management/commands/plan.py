@@ -1,0 +1,34 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from registry.planner import PlanError, plan_connect, plan_disconnect
+
+
+class Command(BaseCommand):
+    help = (
+        "Answer 'how do I connect SITE to a device (or zone)?' with the routers, ports, zones, remote gateways and "
+        "exact commands, in order. Example: plan --device-description XRAID2 --site primary-site"
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--site", required=True, help="requesting site: short name, display name or MSAN id")
+        target = parser.add_mutually_exclusive_group(required=True)
+        target.add_argument("--device-description", help="e.g. XRAID2")
+        target.add_argument("--wwn", help="e.g. 21:00:00:e0:8b:0e:95:17")
+        target.add_argument("--zone", help="zone id, e.g. 2")
+        parser.add_argument("--remove", action="store_true", help="plan the disconnect instead")
+        parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+    def handle(self, *args, **options):
+        planner = plan_disconnect if options["remove"] else plan_connect
+        try:
+            plan = planner(
+                site=options["site"],
+                device_description=options["device_description"],
+                wwn=options["wwn"],
+                zone=options["zone"],
+            )
+        except PlanError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(json.dumps(plan.as_dict(), indent=2) if options["json"] else plan.describe())
