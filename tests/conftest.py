@@ -1,0 +1,31 @@
+"""Fixtures shared by every test package: the fixed cast of the DICE testbed."""
+
+import pytest
+
+
+@pytest.fixture
+def secrets_dir(tmp_path, settings):
+    """Router secrets for this test only (generated, never committed)."""
+    path = tmp_path / "secrets"
+    settings.FLEXZONE_SECRETS_DIR = path
+    return path
+
+
+@pytest.fixture
+def demo(db, secrets_dir):
+    """The demo registry: primary-site (GSFC-DICEL1), remote-site, zones 1-3, XRAID1-3."""
+    from registry.demo import load_demo
+
+    load_demo()
+    from registry.models import Device, Router, Site, Zone
+
+    return {
+        "primary": Site.objects.get(name="primary-site"),
+        "remote": Site.objects.get(name="remote-site"),
+        "primary_rtr": Router.objects.get(name="primary-rtr"),
+        "remote_rtr": Router.objects.get(name="remote-rtr"),
+        "xraid1": Device.objects.get(description="XRAID1"),
+        "xraid2": Device.objects.get(description="XRAID2"),
+        "xraid3": Device.objects.get(description="XRAID3"),
+        "zones": {z.zone_id: z for z in Zone.objects.all()},
+    }
