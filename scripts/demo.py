@@ -38,7 +38,7 @@ class Supervisor:
         return process
 
     def stop(self) -> None:
-        for name, process in reversed(self.children):
+        for _name, process in reversed(self.children):
             if process.poll() is None:
                 process.terminate()
         for name, process in reversed(self.children):
@@ -58,9 +58,7 @@ class Supervisor:
 
 
 def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
-    result = subprocess.run(
-        [PY, "manage.py", *args], cwd=ROOT, env=env, check=True, text=True, capture_output=capture
-    )
+    result = subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, check=True, text=True, capture_output=capture)
     return result.stdout if capture else ""
 
 
@@ -112,9 +110,23 @@ def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
         state.mkdir(parents=True, exist_ok=True)
         password = (Path(env["FLEXZONE_SECRETS_DIR"]) / router["name"]).read_text().strip()
         listen = f"{router['host']}:0"
-        argv = [PY, "-m", "routers.sim", "--platform", router["platform"], f"--{router['transport']}", listen,
-                "--state", str(state), "--username", router["username"], "--password", password,
-                "--hostname", router["name"]]
+        argv = [
+            PY,
+            "-m",
+            "routers.sim",
+            "--platform",
+            router["platform"],
+            f"--{router['transport']}",
+            listen,
+            "--state",
+            str(state),
+            "--username",
+            router["username"],
+            "--password",
+            password,
+            "--hostname",
+            router["name"],
+        ]
         process = supervisor.start(f"sim-{router['name']}", argv, env, stdout=subprocess.PIPE, text=True)
         line = process.stdout.readline()
         if not line:
@@ -141,8 +153,10 @@ def main() -> int:
         print()
         print("flexzone demo is running (Ctrl-C stops it):")
         for router in routers:
-            print(f"  simulated {router['platform']} '{router['name']}' on {router['transport']} "
-                  f"{router['host']}:{router['port']} (transcript in .demo/routers/{router['name']}/)")
+            print(
+                f"  simulated {router['platform']} '{router['name']}' on {router['transport']} "
+                f"{router['host']}:{router['port']} (transcript in .demo/routers/{router['name']}/)"
+            )
         print(f"  admin: http://{ADMIN_BIND}/admin/  user admin, password in .demo/admin-password ({password})")
         print("  plan:  .venv/bin/python manage.py plan --device-description XRAID2 --site primary-site")
         sys.stdout.flush()

@@ -62,9 +62,7 @@ def test_device_with_a_zone_that_does_not_exist_is_refused(demo):
 
 def test_duplicate_wwn_in_another_letter_case_is_refused(demo):
     upper = demo["xraid2"].wwn.upper()
-    device = Device(
-        device_id="dup", description="DUP", wwn=upper, zone=demo["zones"][2], owner_site=demo["remote"]
-    )
+    device = Device(device_id="dup", description="DUP", wwn=upper, zone=demo["zones"][2], owner_site=demo["remote"])
     field, message = refused(device.save)  # save() stores lower case, so the unique index must catch it
     assert field == "non_field_errors" or "WWN" in message
     assert message.startswith("A device with this WWN already exists")
