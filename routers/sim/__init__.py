@@ -1,1 +1,63 @@
-"""CLI simulators of storage routers: real telnet/SSH servers with platform personalities."""
+"""CLI simulators of storage routers: real telnet/SSH servers with platform personalities.
+
+``PERSONALITIES`` maps a platform name to its Personality class. Each platform lives in its own
+module (``routers/sim/<module>.py``) and is imported on first use, so one platform's missing or
+broken module never stops the others from running.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+
+from routers.sim.personality import Personality
+
+PLATFORM_MODULES: dict[str, str] = {
+    "mcdata_eclipse": "routers.sim.mcdata_eclipse",
+    "nishan_ips3000": "routers.sim.nishan_ips3000",
+    "brocade_fos": "routers.sim.fos",
+    "cisco_mds": "routers.sim.mds",
+}
+
+
+def personality_class(platform: str) -> type[Personality]:
+    """Import the platform's module and return the Personality subclass whose `platform` matches."""
+    try:
+        module_name = PLATFORM_MODULES[platform]
+    except KeyError:
+        raise ValueError(f"platform: must be one of {', '.join(PLATFORM_MODULES)}, got {platform!r}") from None
+    module = importlib.import_module(module_name)
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, Personality) and getattr(value, "platform", None) == platform:
+            return value
+    raise LookupError(f"{module_name} defines no Personality with platform = {platform!r}")
+
+
+class _LazyPersonalities(Mapping[str, type[Personality]]):
+    """Platform name -> Personality class, importing each module only when asked for."""
+
+    def __getitem__(self, platform: str) -> type[Personality]:
+        if platform not in PLATFORM_MODULES:
+            raise KeyError(platform)
+        return personality_class(platform)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(PLATFORM_MODULES)
+
+    def __len__(self) -> int:
+        return len(PLATFORM_MODULES)
+
+
+PERSONALITIES: Mapping[str, type[Personality]] = _LazyPersonalities()
+
+
+def available_platforms() -> list[str]:
+    """The platforms whose personality module imports cleanly right now."""
+    found = []
+    for platform in PLATFORM_MODULES:
+        try:
+            personality_class(platform)
+        except (ImportError, LookupError):
+            continue
+        found.append(platform)
+    return found

@@ -61,6 +61,9 @@ class Console(Protocol):
         """Call right after a state change is made: the 'drop after apply' fault fires here,
         so the change persists while the reply is lost."""
 
+    async def delay(self, seconds: float) -> None:
+        """Device think time inside a command (e.g. after a confirmation), scaled like the profile."""
+
 
 class Personality(ABC):
     """One platform's CLI. Subclasses are registered in routers.sim.PERSONALITIES by platform name."""
@@ -68,6 +71,11 @@ class Personality(ABC):
     platform: ClassVar[str]
     timing: ClassVar[TimingProfile]
     synthetic: ClassVar[bool] = False  # True for grammars invented from RFC 4172 (no public CLI exists)
+    transports: ClassVar[tuple[str, ...]] = ("telnet", "ssh")  # what the device can be reached by
+    default_hostname: ClassVar[str] = "router"
+    max_sessions: ClassVar[int | None] = None  # concurrent CLI sessions the device accepts
+    page_lines: ClassVar[int] = 24  # Console.page() shows this many lines per screen
+    pager_prompt: ClassVar[str] = "--More--"
 
     def __init__(self, state: SimState, hostname: str) -> None:
         self.state = state

@@ -1,0 +1,392 @@
+"""The netmiko driver base: connect, bounded waits, typed errors, masked transcripts, router time.
+
+Platform drivers subclass ``NetmikoDriver`` and set ``device_types`` (netmiko device_type per
+transport); they add the platform's commands and parsers and override nothing else unless the
+device differs. netmiko has no telnet class for the iFCP routers nor for Brocade FOS, so this module
+defines them (``PatientTelnet`` subclasses) and registers them in netmiko's dispatcher under
+``mcdata_eclipse_telnet``, ``nishan_ips3000_telnet`` and ``brocade_fos_telnet``. SSH platforms use
+netmiko's stock ``cisco_nxos`` and ``brocade_fos``.
+
+Why a custom telnet login: netmiko's ``telnet_login`` gives up after ~20 polls (10-13 s), and the
+McData Eclipse needs ~12 s from connect to prompt (netmiko issues #2563, #3339). ``PatientTelnet``
+polls until a deadline (the target's ``connect_timeout``) and tells a refused login (the device says
+so: auth error), a dropped connection (connect error) and a silent device (timeout) apart.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import paramiko
+from netmiko import ConnectHandler
+from netmiko.base_connection import BaseConnection
+from netmiko.brocade.brocade_fos_ssh import BrocadeFOSSSH
+from netmiko.exceptions import (
+    NetmikoAuthenticationException,
+    NetmikoTimeoutException,
+    ReadException,
+    ReadTimeout,
+    WriteException,
+)
+from netmiko.no_config import NoConfig
+from netmiko.no_enable import NoEnable
+from netmiko.ssh_dispatcher import CLASS_MAPPER, platforms
+
+from routers.drivers.base import (
+    CommandRejected,
+    GarbledOutput,
+    LinkAbsent,
+    LinkExists,
+    RouterAuthError,
+    RouterConnectError,
+    RouterDriver,
+    RouterError,
+    RouterTarget,
+    RouterTimeout,
+    Transport,
+)
+
+MASK = "********"
+
+
+class SessionClosed(ReadException):
+    """The device closed the connection during login without saying why."""
+
+
+class PatientTelnet(BaseConnection):
+    """Telnet login that waits up to a deadline and classifies failures (a netmiko connection mixin).
+
+    Subclasses set the patterns; ``login_patience`` (seconds) is a connect argument.
+    """
+
+    username_pattern: ClassVar[str] = r"(?:[Uu]sername|[Ll]ogin|[Uu]ser):\s*$"
+    password_pattern: ClassVar[str] = r"[Pp]assword:\s*$"
+    prompt_pattern: ClassVar[str] = r"[#>]\s*$"
+    refusal_pattern: ClassVar[str] = r"(?i)login incorrect|authentication failed|access denied|session"
+
+    def __init__(self, *args: Any, login_patience: float = 30.0, **kwargs: Any) -> None:
+        self.login_patience = login_patience
+        super().__init__(*args, **kwargs)
+
+    def telnet_login(self, *args: Any, **kwargs: Any) -> str:
+        deadline = time.monotonic() + self.login_patience
+        output = pending = ""
+        password_sent = False
+        while time.monotonic() < deadline:
+            try:
+                chunk = self.read_channel()
+            except EOFError:
+                if re.search(self.refusal_pattern, output):
+                    reason = _last_line(output)
+                    raise NetmikoAuthenticationException(f"Login refused by {self.host}: {reason}") from None
+                raise SessionClosed(f"{self.host} closed the connection during login") from None
+            if not chunk:
+                time.sleep(0.05)
+                continue
+            output += chunk
+            pending += chunk
+            if re.search(self.refusal_pattern, pending) and not password_sent:
+                raise NetmikoAuthenticationException(f"Login refused by {self.host}: {_last_line(pending)}")
+            if re.search(self.username_pattern, pending):
+                if password_sent and re.search(self.refusal_pattern, output):
+                    raise NetmikoAuthenticationException(f"Login refused by {self.host}: wrong credentials")
+                self.write_channel(self.username + "\r")
+                pending, password_sent = "", False
+            elif re.search(self.password_pattern, pending):
+                assert isinstance(self.password, str)
+                self.write_channel(self.password + "\r")
+                pending, password_sent = "", True
+            elif password_sent and re.search(self.refusal_pattern, pending):
+                raise NetmikoAuthenticationException(f"Login refused by {self.host}: {_last_line(pending)}")
+            elif password_sent and re.search(self.prompt_pattern, pending):
+                return output
+        raise NetmikoTimeoutException(
+            f"{self.host}: no {'prompt' if password_sent else 'login prompt'} within {self.login_patience:.0f} s"
+        )
+
+    def session_preparation(self) -> None:
+        self._test_channel_read(pattern=self.prompt_pattern)
+        self.set_base_prompt()
+
+
+class EclipseTelnet(NoEnable, NoConfig, PatientTelnet):
+    """McData Eclipse E/OSi over telnet (SYNTHETIC grammar, see routers/sim/mcdata_eclipse.py)."""
+
+    username_pattern = r"Username:\s*$"
+    prompt_pattern = r":eosi#\s*$"
+    refusal_pattern = r"% Authentication failed|management sessions are in use"
+
+    def session_preparation(self) -> None:
+        super().session_preparation()
+        self.disable_paging(command="cli pager disable")
+
+
+class NishanTelnet(NoEnable, NoConfig, PatientTelnet):
+    """Nishan IPS 3000 SoIP over telnet (SYNTHETIC grammar, see routers/sim/nishan_ips3000.py)."""
+
+    username_pattern = r"login:\s*$"
+    prompt_pattern = r">\s*$"
+    refusal_pattern = r"Login incorrect|E_BUSY"
+
+
+class BrocadeFOSTelnet(PatientTelnet, BrocadeFOSSSH):
+    """Brocade FOS over telnet: netmiko has only the SSH class; the CLI is the same."""
+
+    username_pattern = r"login:\s*$"
+    prompt_pattern = r">\s*$"
+    refusal_pattern = r"(?i)login incorrect|maximum number of|too many"
+
+    def session_preparation(self) -> None:
+        self._test_channel_read(pattern=r">")
+        self.set_base_prompt()
+
+
+NETMIKO_CLASSES: dict[str, type[BaseConnection]] = {
+    "mcdata_eclipse_telnet": EclipseTelnet,
+    "nishan_ips3000_telnet": NishanTelnet,
+    "brocade_fos_telnet": BrocadeFOSTelnet,
+}
+
+
+def register_netmiko_classes() -> None:
+    """Make our device types known to netmiko.ConnectHandler (there is no public registry: #3273)."""
+    for name, cls in NETMIKO_CLASSES.items():
+        CLASS_MAPPER[name] = cls
+        if name not in platforms:
+            platforms.append(name)
+
+
+register_netmiko_classes()
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class NetmikoDriver(RouterDriver):
+    """A RouterDriver speaking through one netmiko connection.
+
+    Subclasses set ``device_types`` and implement the platform's operations with ``run()`` (one
+    command, its output) and ``classify()`` (output -> success or the typed error).
+    """
+
+    device_types: ClassVar[dict[Transport, str]]
+    # Patterns any platform may hit: the CLI reports a problem in a recognisable way.
+    error_pattern: ClassVar[str] = r"(?m)^\s*(?:%|Error|ERROR|Invalid|Usage)"
+
+    def __init__(self, target: RouterTarget) -> None:
+        super().__init__(target)
+        self._conn: BaseConnection | None = None
+        self._log = io.BytesIO()
+        self._log_taken = 0
+        self._router_seconds = 0.0
+        self._notes: list[str] = []
+
+    # --- session -------------------------------------------------------------------------------
+    def connection_args(self) -> dict[str, Any]:
+        """Arguments for netmiko.ConnectHandler; subclasses may add to them."""
+        target = self.target
+        try:
+            device_type = self.device_types[target.transport]
+        except KeyError:
+            raise RouterConnectError(f"{self.platform} cannot be reached over {target.transport}") from None
+        args: dict[str, Any] = {
+            "device_type": device_type,
+            "host": target.host,
+            "port": target.port,
+            "username": target.username,
+            "password": target.password,
+            "conn_timeout": min(target.connect_timeout, 10.0),
+            "auth_timeout": target.connect_timeout,
+            "banner_timeout": target.connect_timeout,
+            "blocking_timeout": target.command_timeout,
+            "session_log": self._log,
+            "fast_cli": True,
+            "allow_agent": False,
+            "use_keys": False,
+            "ssh_config_file": None,
+        }
+        if device_type in NETMIKO_CLASSES:
+            args["login_patience"] = target.connect_timeout
+        if target.transport == Transport.SSH:
+            args["system_host_keys"] = False
+            args["alt_host_keys"] = False
+        return args
+
+    def connect(self) -> None:
+        if self._conn is not None:
+            return
+        self._note(f"connect {self.target.transport} {self.target.host}:{self.target.port}")
+        with self._router_call("connect"):
+            self._conn = ConnectHandler(**self.connection_args())
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            self.logout(conn)
+        except Exception:  # noqa: BLE001 - the session may already be gone; closing must not fail
+            pass
+        finally:
+            try:
+                conn.disconnect()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def logout(self, conn: BaseConnection) -> None:
+        """Say goodbye politely (override where the device has a logout command)."""
+
+    def is_alive(self) -> bool:
+        conn = self._conn
+        if conn is None:
+            return False
+        try:
+            if conn.protocol == "telnet":
+                conn.read_channel()  # raises EOFError once the device has closed the connection
+            return bool(conn.is_alive())
+        except (EOFError, OSError, ReadException, WriteException, paramiko.SSHException):
+            return False
+
+    def __enter__(self) -> NetmikoDriver:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- commands ------------------------------------------------------------------------------
+    @property
+    def conn(self) -> BaseConnection:
+        if self._conn is None:
+            raise RouterConnectError(f"{self.target.host}:{self.target.port}: not connected")
+        return self._conn
+
+    def prompt_pattern(self) -> str:
+        """The device prompt, anchored at the end of the output."""
+        return re.escape(self.conn.base_prompt) + r"\S*[#>]\s*$"
+
+    def run(self, command: str, *, expect: str | None = None, timeout: float | None = None) -> str:
+        """Send one command line; return its output (echo and prompt stripped)."""
+        conn = self.conn
+        with self._router_call(command):
+            return str(
+                conn.send_command(
+                    command,
+                    expect_string=expect or self.prompt_pattern(),
+                    read_timeout=timeout or self.target.command_timeout,
+                    strip_prompt=True,
+                    strip_command=True,
+                )
+            )
+
+    def run_confirmed(self, command: str, question: str, answer: str = "y") -> str:
+        """Send a command that may ask a question; answer it; return all output."""
+        first = self.run(command, expect=rf"(?:{question})|(?:{self.prompt_pattern()})")
+        if not re.search(question, first):
+            return first
+        return first + "\n" + self.run(answer)
+
+    def classify(
+        self,
+        command: str,
+        output: str,
+        *,
+        ok: str,
+        exists: str | None = None,
+        absent: str | None = None,
+    ) -> str:
+        """Map a reply to success or the typed error; anything unrecognised is GarbledOutput."""
+        if re.search(ok, output):
+            return output
+        message = _last_line(output)
+        if exists and re.search(exists, output):
+            raise LinkExists(f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript())
+        if absent and re.search(absent, output):
+            raise LinkAbsent(f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript())
+        if re.search(self.error_pattern, output):
+            raise CommandRejected(
+                f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript()
+            )
+        raise GarbledOutput(f"{command!r}: unrecognised reply {output[:200]!r}", transcript=self._peek_transcript())
+
+    # --- journal support -----------------------------------------------------------------------
+    def take_transcript(self) -> str:
+        text = self._peek_transcript()
+        self._log_taken = len(self._log.getvalue())
+        self._notes.clear()
+        return text
+
+    def take_router_seconds(self) -> float:
+        seconds, self._router_seconds = self._router_seconds, 0.0
+        return seconds
+
+    @property
+    def router_seconds(self) -> float:
+        return self._router_seconds
+
+    def _peek_transcript(self) -> str:
+        conn = self._conn
+        if conn is not None and conn.session_log is not None:
+            try:
+                conn.session_log.flush()
+            except Exception:  # noqa: BLE001 - a closed log still has what was written
+                pass
+        raw = self._log.getvalue()[self._log_taken :].decode("utf-8", errors="replace")
+        return self.mask(raw.replace("\r\n", "\n").replace("\r", "\n"))
+
+    def mask(self, text: str) -> str:
+        if self.target.password:
+            text = text.replace(self.target.password, MASK)
+        return text
+
+    def _note(self, text: str) -> None:
+        self._notes.append(text)
+
+    @contextmanager
+    def _router_call(self, what: str) -> Iterator[None]:
+        """Time a wait on the router and turn netmiko/socket errors into our typed exceptions."""
+        start = time.monotonic()
+        try:
+            yield
+        except RouterError:
+            raise
+        except NetmikoAuthenticationException as exc:
+            self._drop()
+            raise RouterAuthError(self.mask(f"{what}: {exc}"), transcript=self._peek_transcript()) from exc
+        except (ReadTimeout, TimeoutError) as exc:
+            self._drop()
+            raise RouterTimeout(self.mask(f"{what}: {_first_line(exc)}"), transcript=self._peek_transcript()) from exc
+        except NetmikoTimeoutException as exc:
+            self._drop()
+            text = str(exc)
+            cls = RouterConnectError if "TCP connection" in text or "refused" in text else RouterTimeout
+            raise cls(self.mask(f"{what}: {_first_line(exc)}"), transcript=self._peek_transcript()) from exc
+        except (EOFError, OSError, ReadException, WriteException, paramiko.SSHException, ValueError) as exc:
+            # ValueError: netmiko's "Router prompt not found" after a garbled or cut-off prompt.
+            self._drop()
+            raise RouterConnectError(
+                self.mask(f"{what}: {type(exc).__name__}: {_first_line(exc)}"), transcript=self._peek_transcript()
+            ) from exc
+        finally:
+            self._router_seconds += time.monotonic() - start
+
+    def _drop(self) -> None:
+        """After a transport error the session state is unknown: never reuse it."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.disconnect()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,189 @@
+"""The simulator framework over real sockets: telnet NVT, newlines, echo, login, faults file, binding."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from netmiko._telnetlib import telnetlib
+
+from routers.drivers.base import RouterLink
+from routers.sim import PERSONALITIES, available_platforms
+from routers.sim.faults import Fault, parse_fault, read_faults, write_faults
+from routers.sim.server import SimRouter, check_bind_host
+
+from .conftest import PASSWORD, USERNAME
+
+PROMPT = b"ECL2640-A:eosi# "
+
+
+def login(sim: SimRouter) -> telnetlib.Telnet:
+    host, port = sim.addresses["telnet"]
+    client = telnetlib.Telnet(host, port, timeout=5)
+    client.read_until(b"Username: ", 5)
+    client.write(USERNAME.encode() + b"\r")
+    client.read_until(b"Password: ", 5)
+    client.write(PASSWORD.encode() + b"\r")
+    assert client.read_until(PROMPT, 5).endswith(PROMPT)
+    return client
+
+
+def read_quiet(client: telnetlib.Telnet, settle: float = 0.3) -> bytes:
+    time.sleep(settle)
+    return client.read_very_eager()
+
+
+@pytest.mark.parametrize("newline", [b"\r\n", b"\r\x00", b"\r", b"\n"])
+def test_each_telnet_newline_form_ends_a_line_exactly_once(sim_factory, newline):
+    sim = sim_factory("mcdata_eclipse")
+    client = login(sim)
+    client.write(b"show version" + newline)
+    reply = client.read_until(PROMPT, 5) + read_quiet(client)
+    assert reply.count(PROMPT) == 1
+    assert reply.startswith(b"show version\r\n")
+    assert b"E/OSi" in reply
+    client.close()
+
+
+def test_an_empty_line_reprints_the_prompt(sim_factory):
+    sim = sim_factory("mcdata_eclipse")
+    client = login(sim)
+    client.write(b"\r\n")
+    assert client.read_until(PROMPT, 5) + read_quiet(client) == b"\r\n" + PROMPT
+    client.close()
+
+
+def test_the_password_is_not_echoed_and_not_logged(sim_factory, tmp_path):
+    sim = sim_factory("mcdata_eclipse", state_dir=tmp_path)
+    host, port = sim.addresses["telnet"]
+    client = telnetlib.Telnet(host, port, timeout=5)
+    client.read_until(b"Username: ", 5)
+    client.write(USERNAME.encode() + b"\r")
+    client.read_until(b"Password: ", 5)
+    client.write(PASSWORD.encode() + b"\r")
+    seen = client.read_until(PROMPT, 5)
+    client.close()
+    assert PASSWORD.encode() not in seen
+    assert PASSWORD not in (tmp_path / "transcript.log").read_text()
+    assert USERNAME in sim.transcript()
+
+
+def test_wrong_password_prints_the_failure_and_asks_again(sim_factory):
+    sim = sim_factory("mcdata_eclipse")
+    host, port = sim.addresses["telnet"]
+    client = telnetlib.Telnet(host, port, timeout=5)
+    client.read_until(b"Username: ", 5)
+    client.write(b"admin\r")
+    client.read_until(b"Password: ", 5)
+    client.write(b"wrong\r")
+    assert b"% Authentication failed." in client.read_until(b"Username: ", 5)
+    client.close()
+
+
+def test_backspace_edits_the_line_before_it_runs(sim_factory):
+    sim = sim_factory("mcdata_eclipse")
+    client = login(sim)
+    client.write(b"show versiox\x7fn\r\n")
+    assert b"McDATA Eclipse 2640" in client.read_until(PROMPT, 5)
+    client.close()
+
+
+def test_typeahead_during_the_login_delay_is_discarded(sim_factory):
+    sim = sim_factory("nishan_ips3000", scale=1.0, timing=None)
+    sim.timing.connect_to_login, sim.timing.after_password, sim.timing.jitter = 0.0, 0.5, 0.0
+    host, port = sim.addresses["telnet"]
+    client = telnetlib.Telnet(host, port, timeout=5)
+    client.read_until(b"login: ", 5)
+    client.write(USERNAME.encode() + b"\r")
+    client.read_until(b"Password: ", 5)
+    client.write(PASSWORD.encode() + b"\r" + b"\r\n" * 5)
+    reply = client.read_until(b"ips3000-a> ", 5) + read_quiet(client, 0.5)
+    assert reply.count(b"ips3000-a> ") == 1
+    client.close()
+
+
+def test_state_listeners_hear_every_change(sim_factory):
+    sim = sim_factory("mcdata_eclipse")
+    heard: list[list[RouterLink]] = []
+    sim.add_state_listener(heard.append)
+    client = login(sim)
+    client.write(b"ifcp session add fc-port 1 zone 2 remote-gateway 192.0.2.9\r\n")
+    client.read_until(PROMPT, 5)
+    client.close()
+    assert heard == [[RouterLink(1, 2, "192.0.2.9")]]
+    assert sim.links() == [RouterLink(1, 2, "192.0.2.9")]
+
+
+def test_faults_written_to_the_state_dir_reach_a_running_simulator(sim_factory, tmp_path):
+    sim = sim_factory("mcdata_eclipse", state_dir=tmp_path)
+    write_faults(tmp_path, [Fault("garble", match="^show version", count=1)])
+    client = login(sim)
+    client.write(b"show version\r\n")
+    first = client.read_until(PROMPT, 5)
+    client.write(b"show version\r\n")
+    second = client.read_until(PROMPT, 5)
+    client.close()
+    assert b"McDATA Eclipse 2640" not in first
+    assert b"McDATA Eclipse 2640" in second
+    assert read_faults(tmp_path) == [Fault("garble", match="^show version", count=0)]
+
+
+def test_fault_options_parse_with_count_seconds_and_a_regex_containing_commas():
+    assert parse_fault("drop-after-apply,count=1") == Fault("drop_after_apply", count=1)
+    assert parse_fault("stall_before_prompt,seconds=2.5") == Fault("stall_before_prompt", seconds=2.5)
+    assert parse_fault("garble,count=2,match=^show (a,b)") == Fault("garble", match="^show (a,b)", count=2)
+    with pytest.raises(ValueError):
+        parse_fault("explode")
+
+
+def test_faults_without_a_pattern_select_mutating_commands_for_drops_and_any_command_otherwise():
+    assert Fault("drop_after_apply").selects("ifcp session add", mutating=True)
+    assert not Fault("drop_after_apply").selects("show ifcp session", mutating=False)
+    assert Fault("garble").selects("show ifcp session", mutating=False)
+    assert not Fault("garble", count=0).selects("show ifcp session", mutating=False)
+
+
+def test_session_limit_is_enforced_when_all_sessions_are_busy(sim_factory):
+    sim = sim_factory("mcdata_eclipse", max_sessions=1)
+    first = login(sim)
+    host, port = sim.addresses["telnet"]
+    second = telnetlib.Telnet(host, port, timeout=5)
+    assert b"management sessions are in use" in second.read_all()
+    first.close()
+    second.close()
+
+
+def test_binding_is_limited_to_loopback_and_the_lab_network():
+    check_bind_host("127.0.0.1")
+    check_bind_host("::1")
+    check_bind_host("198.19.4.2")
+    for host in ("0.0.0.0", "10.0.8.50", "192.0.2.1"):
+        with pytest.raises(ValueError):
+            check_bind_host(host)
+    with pytest.raises(ValueError):
+        SimRouter("mcdata_eclipse", telnet="0.0.0.0:2323")
+
+
+def test_a_platform_without_ssh_refuses_an_ssh_address():
+    with pytest.raises(ValueError, match="telnet only"):
+        SimRouter("nishan_ips3000", ssh="127.0.0.1:0")
+
+
+def test_the_registry_names_every_platform_and_the_ifcp_ones_are_marked_synthetic():
+    assert set(PERSONALITIES) == {"mcdata_eclipse", "nishan_ips3000", "brocade_fos", "cisco_mds"}
+    assert {"mcdata_eclipse", "nishan_ips3000"} <= set(available_platforms())
+    assert PERSONALITIES["mcdata_eclipse"].synthetic and PERSONALITIES["nishan_ips3000"].synthetic
+
+
+def test_stop_closes_open_sessions_and_frees_the_port_for_a_restart(sim_factory):
+    sim = sim_factory("nishan_ips3000")
+    host, port = sim.addresses["telnet"]
+    client = telnetlib.Telnet(host, port, timeout=5)
+    client.read_until(b"login: ", 5)
+    sim.stop()
+    assert client.read_all() is not None
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio's listener does
+        probe.bind((host, port))
+        probe.listen()
