@@ -1,3 +1,30 @@
-"""Routes under /api/."""
+"""Routes under /api/: kebab-case plurals for the registry, verbs for the operations."""
 
-urlpatterns: list = []
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from api import views
+
+router = DefaultRouter()
+router.register("sites", views.SiteViewSet, basename="site")
+router.register("zones", views.ZoneViewSet, basename="zone")
+router.register("devices", views.DeviceViewSet, basename="device")
+router.register("routers", views.RouterViewSet, basename="router")
+router.register("links", views.LinkViewSet, basename="link")
+router.register("operations", views.OperationViewSet, basename="operation")
+router.register("principals", views.PrincipalViewSet, basename="principal")
+router.register("audit-events", views.AuditEventViewSet, basename="audit-event")
+
+urlpatterns = [
+    path("health/", views.HealthView.as_view(), name="health"),
+    path("plan/", views.PlanView.as_view(), name="plan"),
+    path("connect/", views.ConnectView.as_view(), name="connect"),
+    path("disconnect/", views.DisconnectView.as_view(), name="disconnect"),
+    path("reconcile/", views.ReconcileView.as_view(), name="reconcile"),
+    path("invoke/", views.InvokeView.as_view(), name="invoke"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    *router.urls,
+]

@@ -161,3 +161,35 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("FLEXZONE_LOG_LEVEL", "INFO")},
 }
+
+# --- REST API over mutual TLS (api/) -------------------------------------------------------------
+# The PKI directory holds ca.pem, crl.pem, server.pem/server.key; each file can be pointed elsewhere.
+FLEXZONE_PKI_DIR = env_path("FLEXZONE_PKI_DIR", BASE_DIR / ".demo" / "pki")
+FLEXZONE_TLS_CA = env_path("FLEXZONE_TLS_CA", FLEXZONE_PKI_DIR / "ca.pem")
+FLEXZONE_TLS_CRL = env_path("FLEXZONE_TLS_CRL", FLEXZONE_PKI_DIR / "crl.pem")
+FLEXZONE_TLS_CERT = env_path("FLEXZONE_TLS_CERT", FLEXZONE_PKI_DIR / "server.pem")
+FLEXZONE_TLS_KEY = env_path("FLEXZONE_TLS_KEY", FLEXZONE_PKI_DIR / "server.key")
+# Only for the nginx topology: trust X-Client-Verify/X-Client-Cert when the request came over the
+# unix socket (REMOTE_ADDR is empty) and, if set, carries the shared secret.
+FLEXZONE_TRUST_PROXY_HEADERS = env_bool("FLEXZONE_TRUST_PROXY_HEADERS", False)
+FLEXZONE_PROXY_SECRET = env_str("FLEXZONE_PROXY_SECRET", "")
+FLEXZONE_API_MAX_WAIT = env_float("FLEXZONE_API_MAX_WAIT", 60.0)
+REST_FRAMEWORK.update(
+    {
+        "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ClientCertificateAuthentication"],
+        "DEFAULT_PERMISSION_CLASSES": ["api.permissions.RolePermission"],
+        "UNAUTHENTICATED_USER": None,
+        "EXCEPTION_HANDLER": "api.errors.exception_handler",
+        "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+        "PAGE_SIZE": env_int("FLEXZONE_API_PAGE_SIZE", 100, minimum=1),
+    }
+)
+# Mutual TLS is not expressible in OpenAPI 3.0 security schemes; the description says it instead.
+SPECTACULAR_SETTINGS.update(
+    {
+        "AUTHENTICATION_WHITELIST": [],
+        "DESCRIPTION": SPECTACULAR_SETTINGS["DESCRIPTION"]
+        + " Every call needs mutual TLS: a client certificate issued by the flexzone CA and registered to a"
+        " principal (viewer, operator or admin). Errors are JSON: detail, code, errors[{field, rule, message}].",
+    }
+)

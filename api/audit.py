@@ -1,0 +1,62 @@
+"""Record who did what through the API: every write and every refusal, as an AuditEvent row."""
+
+from __future__ import annotations
+
+import logging
+
+from rest_framework.permissions import SAFE_METHODS
+
+from registry.models import AuditEvent, AuditOutcome
+
+log = logging.getLogger("flexzone.audit")
+
+
+def should_record(method: str, status_code: int) -> bool:
+    return method not in SAFE_METHODS or status_code in (401, 403)
+
+
+def record(request, response, action: str) -> AuditEvent:
+    """Write one AuditEvent for this request (outside the request's transaction, so a failed write is kept)."""
+    django_request = getattr(request, "_request", request)
+    identity = getattr(django_request, "flexzone_identity", None)
+    principal = getattr(django_request, "flexzone_principal", None)
+    extra = getattr(django_request, "flexzone_audit", {})
+    status_code = response.status_code
+    if status_code in (401, 403):
+        outcome = AuditOutcome.DENIED
+    elif status_code >= 400:
+        outcome = AuditOutcome.FAILED
+    else:
+        outcome = AuditOutcome.ALLOWED
+    detail = ""
+    if status_code >= 400 and isinstance(getattr(response, "data", None), dict):
+        detail = str(response.data.get("detail", ""))[:2000]
+    event = AuditEvent.objects.create(
+        principal=principal,
+        principal_name=principal.name if principal else "",
+        cert_sha256=identity.sha256 if identity else "",
+        cert_subject=identity.subject[:500] if identity else "",
+        action=action[:64],
+        method=request.method[:8],
+        path=django_request.get_full_path()[:500],
+        outcome=outcome,
+        status_code=status_code,
+        detail=detail,
+        target=extra.get("target", "")[:200],
+        before=extra.get("before"),
+        after=extra.get("after"),
+        operation=extra.get("operation"),
+        remote_addr=django_request.META.get("REMOTE_ADDR", "")[:64],
+    )
+    log.info(
+        "%s %s %s by %s -> %s %s",
+        event.action, event.method, event.path, event.principal_name or "(unknown)", status_code, outcome,
+    )
+    return event
+
+
+def note(request, **fields) -> None:
+    """Attach target/before/after/operation to the request's audit record."""
+    django_request = getattr(request, "_request", request)
+    current = getattr(django_request, "flexzone_audit", {})
+    django_request.flexzone_audit = {**current, **fields}

@@ -1,0 +1,80 @@
+"""Serializer fields that refuse what DRF's defaults quietly accept.
+
+DRF's IntegerField calls int(), which reads fullwidth and other Unicode digits ("８" -> 8); its
+CharField trims whitespace, turning "XRAID1\\n" into "XRAID1". Inputs that may reach a router command
+line must be exactly what was typed, in printable ASCII.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+from rest_framework import serializers
+
+_ASCII_INT = re.compile(r"\A-?[0-9]{1,10}\Z")
+_PRINTABLE_ASCII = re.compile(r"\A[\x20-\x7e]*\Z")
+
+
+def validate_printable_ascii(value: str) -> None:
+    """Printable ASCII only: no control characters (newline, NUL, ESC...), no Unicode look-alikes."""
+    if not _PRINTABLE_ASCII.match(value):
+        raise ValidationError(
+            "Use printable ASCII only (no control characters such as newlines, and no non-ASCII letters or "
+            "digits that look like ASCII ones).",
+            code="printable_ascii",
+        )
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that keeps whitespace as given and accepts printable ASCII only."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+        self.validators.append(validate_printable_ascii)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer given as a JSON number or as ASCII digits; never a bool, float or Unicode digit."""
+
+    default_error_messages = {"invalid": "A whole number written with ASCII digits is required."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        if isinstance(data, int):
+            value = data
+        elif isinstance(data, str) and _ASCII_INT.match(data):
+            value = int(data)
+        else:
+            self.fail("invalid")
+        self.run_validators(value)
+        return value
+
+
+class NaturalKeyField(serializers.SlugRelatedField):
+    """A relation written as the target's natural key (a site's name, a zone's number).
+
+    The key is checked by the key field's own rule before it reaches a query, so "８" is not zone 8.
+    """
+
+    def __init__(self, key_field: serializers.Field | None = None, **kwargs) -> None:
+        self.key_field = key_field or StrictCharField(max_length=100)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        try:
+            key = self.key_field.run_validation(data)
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError(exc.detail) from None
+        return super().to_internal_value(key)
+
+
+class StrictIPAddressField(serializers.IPAddressField):
+    """An IP address exactly as given: no surrounding whitespace, printable ASCII."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+        self.validators.insert(0, validate_printable_ascii)

@@ -1,0 +1,66 @@
+"""gunicorn configuration for the API: mutual TLS with the CRL checked in every handshake.
+
+Used by `manage.py serve` (`-c python:api.gunicorn_conf`). Paths come from the Django settings
+(FLEXZONE_TLS_CERT, FLEXZONE_TLS_KEY, FLEXZONE_TLS_CA, FLEXZONE_TLS_CRL or FLEXZONE_PKI_DIR).
+
+gunicorn's sync and gthread workers call `ssl_context` for every accepted connection. Building a
+context costs a few milliseconds, so one is kept and rebuilt only when the CRL file's
+(mtime_ns, size, inode) changes: a new CRL takes effect on the next handshake without a restart.
+It must be a new context, not `load_verify_locations` on the live one: a session resumed from the
+old context would skip verification, whereas ticket keys are per context. An unreadable or expired
+CRL fails closed: OpenSSL then refuses every client.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import threading
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
+
+from django.conf import settings  # noqa: E402  (needs DJANGO_SETTINGS_MODULE first)
+
+log = logging.getLogger("flexzone.tls")
+
+wsgi_app = "flexzone.wsgi:application"
+worker_class = "gthread"
+threads = int(os.environ.get("FLEXZONE_API_THREADS", "8"))
+workers = int(os.environ.get("FLEXZONE_API_WORKERS", "2"))
+# A short keep-alive bounds how long an idle connection lives; the app re-checks the CRL anyway.
+keepalive = int(os.environ.get("FLEXZONE_API_KEEPALIVE", "5"))
+# Connections wait on operations (?wait=SECONDS), so the worker timeout must exceed the longest wait.
+timeout = 120
+if settings.FLEXZONE_TRUST_PROXY_HEADERS:
+    # Behind nginx: plain HTTP on a unix socket that only the proxy's group may open (0770).
+    umask = 0o007
+else:
+    certfile = str(settings.FLEXZONE_TLS_CERT)
+    keyfile = str(settings.FLEXZONE_TLS_KEY)
+    ca_certs = str(settings.FLEXZONE_TLS_CA)
+    cert_reqs = ssl.CERT_REQUIRED
+accesslog = "-"
+
+_cache: dict = {"key": None, "context": None}
+_lock = threading.Lock()
+
+
+def _crl_key() -> tuple[int, int, int]:
+    st = os.stat(settings.FLEXZONE_TLS_CRL)
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def ssl_context(conf, default_ssl_context_factory) -> ssl.SSLContext:
+    """The server context: CA-verified client certificate required, leaf checked against the CRL."""
+    key = _crl_key()
+    with _lock:
+        if _cache["key"] != key:
+            context = default_ssl_context_factory()
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
+            context.load_verify_locations(cafile=str(settings.FLEXZONE_TLS_CRL))
+            _cache.update(key=key, context=context)
+            log.info("TLS context (re)built with CRL %s", settings.FLEXZONE_TLS_CRL)
+        return _cache["context"]

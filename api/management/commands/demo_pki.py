@@ -1,0 +1,40 @@
+"""`python manage.py demo_pki`: the demo PKI in .demo/pki/, idempotently, with its principals.
+
+Writes ca.pem, server.pem/server.key, alice.pem/alice.key (operator, scoped to the demo sites and
+zones), bob.pem/bob.key (viewer) and crl.pem; registers alice and bob. Run after `loaddemo`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from api import pki, principals
+from registry.models import Role, Site, Zone
+
+DEMO_SITES = ("primary-site", "remote-site")
+
+
+class Command(BaseCommand):
+    help = "Create or refresh the demo PKI (CA, server, alice operator, bob viewer, CRL) and register alice and bob."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--dir", type=Path, default=None, help="PKI directory (default FLEXZONE_PKI_DIR)")
+
+    def handle(self, *args, **options) -> None:
+        directory = options["dir"] or Path(settings.FLEXZONE_PKI_DIR)
+        certs = pki.demo_pki(directory)
+        sites = list(Site.objects.filter(name__in=DEMO_SITES).values_list("name", flat=True))
+        zones = list(Zone.objects.values_list("zone_id", flat=True))
+        if len(sites) < len(DEMO_SITES):
+            self.stderr.write("demo sites not loaded yet (run `manage.py loaddemo`); alice gets no site scope")
+        principals.register(certs["alice"], "alice", Role.OPERATOR, sites=sites, zones=zones)
+        principals.register(certs["bob"], "bob", Role.VIEWER)
+        self.stdout.write(f"demo PKI ready in {directory}: alice (operator: {' '.join(sites)}; zones "
+                          f"{' '.join(map(str, zones))}), bob (viewer)")
+        self.stdout.write(
+            f"  curl --cacert {directory}/ca.pem --cert {directory}/alice.pem --key {directory}/alice.key "
+            "https://127.0.0.1:8443/api/sites/"
+        )

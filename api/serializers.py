@@ -1,0 +1,254 @@
+"""Serializers: one base class applies the models' own rules (full_clean), the rest are declarations."""
+
+from __future__ import annotations
+
+import copy
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import models
+from django.urls import reverse
+from rest_framework import serializers
+from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
+
+from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
+from registry.models import (
+    ZONE_MAX,
+    ZONE_MIN,
+    AuditEvent,
+    Device,
+    Link,
+    Operation,
+    Principal,
+    Role,
+    Router,
+    Site,
+    Zone,
+)
+from registry.validators import normalize_wwn, validate_description, validate_short_name
+
+LEASE_MIN, LEASE_MAX = 60, 90 * 24 * 3600
+
+
+def site_field(**kwargs) -> NaturalKeyField:
+    return NaturalKeyField(StrictCharField(validators=[validate_short_name]), slug_field="name", **kwargs)
+
+
+def zone_field(**kwargs) -> NaturalKeyField:
+    key = StrictIntegerField(min_value=ZONE_MIN, max_value=ZONE_MAX)
+    return NaturalKeyField(key, slug_field="zone_id", **kwargs)
+
+
+class RegistrySerializer(serializers.ModelSerializer):
+    """Base of every model serializer.
+
+    DRF does not call `full_clean()`; this does, so the admin, the API and the jobs share one set of
+    rules. Uniqueness is left to the database, whose named constraint becomes a 409 with its message.
+    """
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
+        models.IntegerField: StrictIntegerField,
+        models.PositiveIntegerField: StrictIntegerField,
+        models.PositiveSmallIntegerField: StrictIntegerField,
+        models.SmallIntegerField: StrictIntegerField,
+        models.BigIntegerField: StrictIntegerField,
+        models.GenericIPAddressField: StrictIPAddressField,
+    }
+
+    def get_validators(self):
+        return [v for v in super().get_validators() if not isinstance(v, UniqueTogetherValidator)]
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for field in fields.values():
+            field.validators = [v for v in field.validators if not isinstance(v, UniqueValidator)]
+        return fields
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        model = self.Meta.model
+        many = {f.name for f in model._meta.many_to_many}
+        instance = copy.copy(self.instance) if self.instance is not None else model()
+        for name, value in attrs.items():
+            if name not in many:
+                setattr(instance, name, value)
+        try:
+            instance.full_clean(validate_unique=False, validate_constraints=False)
+            for constraint in model._meta.constraints:
+                if isinstance(constraint, models.CheckConstraint):
+                    constraint.validate(model, instance)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
+        # clean() may normalise (a WWN is stored lower-case): keep what it settled on.
+        return {name: (value if name in many else getattr(instance, name)) for name, value in attrs.items()}
+
+
+class SiteSerializer(RegistrySerializer):
+    class Meta:
+        model = Site
+        fields = [
+            "id", "name", "display_name", "msan_id", "management_ip", "data_ip", "description", "router_port",
+            "created_at", "updated_at",
+        ]
+
+
+class ZoneSerializer(RegistrySerializer):
+    class Meta:
+        model = Zone
+        fields = ["id", "zone_id", "description"]
+
+
+class RouterSerializer(RegistrySerializer):
+    """The login secret's reference can be set by an admin but is never shown to anyone."""
+
+    site = site_field(queryset=Site.objects.all())
+
+    class Meta:
+        model = Router
+        fields = [
+            "id", "name", "site", "platform", "transport", "host", "port", "username", "secret_ref",
+            "connect_timeout", "command_timeout", "created_at", "updated_at",
+        ]
+        extra_kwargs = {"secret_ref": {"write_only": True}}
+
+
+class DeviceSerializer(RegistrySerializer):
+    zone = zone_field(queryset=Zone.objects.all())
+    owner_site = site_field(queryset=Site.objects.all())
+
+    class Meta:
+        model = Device
+        fields = ["id", "device_id", "description", "wwn", "zone", "owner_site", "shareable", "created_at",
+                  "updated_at"]
+
+
+class LinkSerializer(RegistrySerializer):
+    site = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    device = serializers.SlugRelatedField(slug_field="description", read_only=True)
+    router = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    zone = serializers.SlugRelatedField(slug_field="zone_id", read_only=True)
+
+    class Meta:
+        model = Link
+        fields = ["id", "site", "device", "router", "port", "zone", "remote_ip", "state", "lease_expires_at",
+                  "created_at", "updated_at", "up_at", "down_at"]
+        read_only_fields = fields
+
+
+class OperationSerializer(RegistrySerializer):
+    """State and phase timings for everyone; the router transcript only for admins."""
+
+    principal = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Operation
+        fields = ["id", "url", "kind", "state", "phase", "principal", "request", "plan", "result", "attempts",
+                  "error", "transcript", "registry_ms", "invocation_ms", "router_ms", "total_ms", "created_at",
+                  "started_at", "finished_at", "heartbeat_at"]
+        read_only_fields = fields
+
+    def get_url(self, operation: Operation) -> str:
+        path = reverse("operation-detail", args=[operation.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if getattr(user, "role", None) != Role.ADMIN:
+            data.pop("transcript", None)
+        return data
+
+
+class PrincipalSerializer(RegistrySerializer):
+    sites = site_field(queryset=Site.objects.all(), many=True, required=False)
+    zones = zone_field(queryset=Zone.objects.all(), many=True, required=False)
+
+    class Meta:
+        model = Principal
+        fields = ["id", "name", "role", "cert_sha256", "cert_issuer", "cert_serial", "sites", "zones", "all_sites",
+                  "all_zones", "revoked_at", "created_at"]
+
+    def validate_cert_sha256(self, value):
+        if value is not None and (len(value) != 64 or any(c not in "0123456789abcdef" for c in value)):
+            raise serializers.ValidationError("64 lower-case hex digits (SHA-256 of the DER certificate).",
+                                              code="sha256_hex")
+        return value
+
+    def validate_cert_serial(self, value):
+        if value and (len(value) > 40 or any(c not in "0123456789abcdef" for c in value)):
+            raise serializers.ValidationError("Lower-case hex without separators.", code="serial_hex")
+        return value
+
+
+class AuditEventSerializer(RegistrySerializer):
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "created_at", "principal_name", "cert_sha256", "cert_subject", "action", "method", "path",
+                  "outcome", "status_code", "detail", "target", "before", "after", "operation", "remote_addr"]
+        read_only_fields = fields
+
+
+# --- requests that are not models ----------------------------------------------------------------
+
+
+class TargetSerializer(serializers.Serializer):
+    """What to connect (or disconnect, or plan): a site and exactly one of device, WWN or zone."""
+
+    site = StrictCharField(max_length=100, validators=[validate_description],
+                           help_text="requesting site: short name, display name or MSAN id")
+    device_description = StrictCharField(max_length=100, required=False, validators=[validate_description])
+    wwn = StrictCharField(max_length=23, required=False)
+    zone = StrictIntegerField(required=False, min_value=ZONE_MIN, max_value=ZONE_MAX)
+
+    def validate_wwn(self, value: str) -> str:
+        try:
+            return normalize_wwn(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages[0], code="wwn_format") from None
+
+    def validate(self, attrs):
+        given = [name for name in ("device_description", "wwn", "zone") if attrs.get(name) not in (None, "")]
+        if len(given) != 1:
+            raise serializers.ValidationError(
+                {"device": "Give exactly one of device_description, wwn or zone."}, code="one_selector"
+            )
+        return attrs
+
+
+class PlanQuerySerializer(TargetSerializer):
+    action = serializers.ChoiceField(choices=["connect", "disconnect"], default="connect")
+
+
+class ConnectSerializer(TargetSerializer):
+    lease_seconds = StrictIntegerField(
+        required=False, min_value=LEASE_MIN, max_value=LEASE_MAX, help_text="remove the link after this long"
+    )
+
+
+class ReconcileSerializer(serializers.Serializer):
+    router = StrictCharField(max_length=63, required=False, validators=[validate_short_name],
+                             help_text="one router by name; all routers when omitted")
+    repair = serializers.BooleanField(default=False, help_text="converge the routers on the registry (admin only)")
+
+
+class InvokeSerializer(serializers.Serializer):
+    """The V1 low-level commands, against a named router."""
+
+    router = StrictCharField(max_length=63, validators=[validate_short_name])
+    command = serializers.ChoiceField(choices=["lsifcp", "addifcp", "rmifcp"])
+    port = StrictIntegerField(required=False, min_value=0, max_value=4095)
+    zone = StrictIntegerField(required=False, min_value=ZONE_MIN, max_value=ZONE_MAX)
+    ifcpip = StrictIPAddressField(required=False, help_text="the remote iFCP gateway's IP address")
+
+    def validate(self, attrs):
+        if attrs["command"] != "lsifcp":
+            missing = {name: "Required for addifcp and rmifcp." for name in ("port", "zone", "ifcpip")
+                       if attrs.get(name) is None}
+            if missing:
+                raise serializers.ValidationError(missing, code="required")
+        return attrs

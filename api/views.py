@@ -1,0 +1,394 @@
+"""API views. Registry viewsets are declarations over `RegistryViewSet`, which owns transactions,
+audit records and logging; the operation endpoints (connect, disconnect, reconcile, invoke) journal
+a request through `api.engine` and answer 202 with the operation's URL."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import DatabaseError, connection, transaction
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api import audit, engine
+from api import serializers as s
+from api.authentication import crl_cache
+from api.fields import validate_printable_ascii
+from api.permissions import require_scope
+from registry import planner
+from registry.models import (
+    AuditEvent,
+    Device,
+    Link,
+    Operation,
+    OperationKind,
+    Principal,
+    Role,
+    Router,
+    Site,
+    Zone,
+)
+
+log = logging.getLogger("flexzone.api")
+_WAIT = re.compile(r"\A[0-9]{1,6}(\.[0-9]{1,3})?\Z")
+_DIGITS = re.compile(r"\A[0-9]{1,9}\Z")
+
+
+def _jsonable(data) -> dict:
+    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    errors = inline_serializer(
+        "FieldError",
+        {"field": serializers.CharField(), "rule": serializers.CharField(), "message": serializers.CharField()},
+        many=True,
+        required=False,
+    )
+
+
+ERRORS = {status_code: ErrorSerializer for status_code in (400, 401, 403, 404, 409)}
+
+
+class AuditedView:
+    """Records every write and every refusal (see api.audit) once the response is final."""
+
+    read_role = Role.VIEWER
+    write_role = Role.ADMIN
+    audit_noun = "resource"
+
+    def audit_action(self, request) -> str:
+        action = getattr(self, "action", None) or request.method.lower()
+        return f"{self.audit_noun}.{action}"
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if audit.should_record(request.method, response.status_code):
+            try:
+                audit.record(request, response, self.audit_action(request))
+            except DatabaseError:
+                log.exception("could not write the audit record for %s %s", request.method, request.path)
+        return response
+
+
+class RegistryViewSet(AuditedView, viewsets.ModelViewSet):
+    """Base of every registry endpoint: reads for viewers, writes for `write_role`, each write in one
+    transaction with its before/after recorded; `filters` maps query parameters to lookups."""
+
+    filters: dict[str, str] = {}
+    integer_filters: frozenset[str] = frozenset()
+    lookup_value_regex = "[0-9]+"
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        for param, lookup in self.filters.items():
+            value = self.request.query_params.get(param)
+            if value is None:
+                continue
+            if param in self.integer_filters and not _DIGITS.match(value):
+                raise exceptions.ValidationError({param: ["A whole number written with ASCII digits is required."]})
+            try:
+                validate_printable_ascii(value)
+            except Exception as exc:
+                raise exceptions.ValidationError({param: [str(exc.message)]}) from None
+            queryset = queryset.filter(**{lookup: value})
+        return queryset
+
+    def _target(self, instance) -> str:
+        return f"{self.audit_noun}:{instance.pk}"
+
+    def perform_create(self, serializer):
+        with transaction.atomic():
+            instance = serializer.save()
+        audit.note(self.request, target=self._target(instance), after=_jsonable(serializer.data))
+        log.info("%s created %s", self.request.user, self._target(instance))
+
+    def perform_update(self, serializer):
+        before = _jsonable(self.get_serializer(serializer.instance).data)
+        with transaction.atomic():
+            instance = serializer.save()
+        audit.note(self.request, target=self._target(instance), before=before, after=_jsonable(serializer.data))
+        log.info("%s updated %s", self.request.user, self._target(instance))
+
+    def perform_destroy(self, instance):
+        target, before = self._target(instance), _jsonable(self.get_serializer(instance).data)
+        with transaction.atomic():
+            instance.delete()
+        audit.note(self.request, target=target, before=before)
+        log.info("%s deleted %s", self.request.user, target)
+
+
+class ReadOnlyRegistryViewSet(RegistryViewSet):
+    http_method_names = ["get", "head", "options"]
+
+
+class SiteViewSet(RegistryViewSet):
+    queryset = Site.objects.all()
+    serializer_class = s.SiteSerializer
+    audit_noun = "site"
+    filters = {"name": "name"}
+
+
+class ZoneViewSet(RegistryViewSet):
+    queryset = Zone.objects.all()
+    serializer_class = s.ZoneSerializer
+    audit_noun = "zone"
+    filters = {"zone_id": "zone_id"}
+    integer_filters = frozenset({"zone_id"})
+
+
+class RouterViewSet(RegistryViewSet):
+    queryset = Router.objects.select_related("site")
+    serializer_class = s.RouterSerializer
+    audit_noun = "router"
+    filters = {"name": "name", "site": "site__name"}
+
+
+class DeviceViewSet(RegistryViewSet):
+    queryset = Device.objects.select_related("zone", "owner_site")
+    serializer_class = s.DeviceSerializer
+    audit_noun = "device"
+    filters = {"description": "description__iexact", "wwn": "wwn__iexact", "zone": "zone__zone_id",
+               "owner_site": "owner_site__name"}
+    integer_filters = frozenset({"zone"})
+
+
+class LinkViewSet(ReadOnlyRegistryViewSet):
+    queryset = Link.objects.select_related("site", "device", "router", "zone")
+    serializer_class = s.LinkSerializer
+    audit_noun = "link"
+    filters = {"state": "state", "site": "site__name", "router": "router__name", "device": "device__description"}
+
+
+class OperationViewSet(ReadOnlyRegistryViewSet):
+    queryset = Operation.objects.select_related("principal")
+    serializer_class = s.OperationSerializer
+    audit_noun = "operation"
+    filters = {"state": "state", "kind": "kind"}
+
+
+class PrincipalViewSet(RegistryViewSet):
+    queryset = Principal.objects.prefetch_related("sites", "zones")
+    serializer_class = s.PrincipalSerializer
+    audit_noun = "principal"
+    read_role = Role.ADMIN
+    filters = {"name": "name", "role": "role"}
+
+
+class AuditEventViewSet(ReadOnlyRegistryViewSet):
+    queryset = AuditEvent.objects.all()
+    serializer_class = s.AuditEventSerializer
+    audit_noun = "audit-event"
+    read_role = Role.ADMIN
+    filters = {"principal": "principal_name", "outcome": "outcome", "action": "action"}
+
+
+# --- operations ----------------------------------------------------------------------------------
+
+
+class PlanStepSerializer(serializers.Serializer):
+    order = serializers.IntegerField()
+    action = serializers.CharField()
+    router = serializers.CharField()
+    platform = serializers.CharField()
+    site = serializers.CharField()
+    port = serializers.IntegerField()
+    zone = serializers.IntegerField()
+    remote_ip = serializers.CharField()
+    local_ip = serializers.CharField()
+    wwn = serializers.CharField(allow_null=True)
+    device = serializers.CharField()
+    commands = serializers.ListField(child=serializers.CharField())
+
+
+class PlanSerializer(serializers.Serializer):
+    action = serializers.CharField()
+    site = serializers.CharField()
+    zone = serializers.IntegerField()
+    devices = serializers.ListField(child=serializers.CharField())
+    steps = PlanStepSerializer(many=True)
+
+
+def _plan(action: str, target: dict) -> planner.Plan:
+    selectors = {key: target.get(key) for key in ("device_description", "wwn", "zone")}
+    plan_function = planner.plan_connect if action in ("connect", "add") else planner.plan_disconnect
+    return plan_function(site=target["site"], **selectors)
+
+
+def _plan_scope(plan: planner.Plan) -> dict:
+    return {
+        "sites": list(Site.objects.filter(name__in={plan.site, *(step.site for step in plan.steps)})),
+        "zones": list(Zone.objects.filter(zone_id=plan.zone)),
+    }
+
+
+class OperationView(AuditedView, APIView):
+    """Base of the endpoints that journal an operation; subclasses build (kind, request, plan)."""
+
+    write_role = Role.OPERATOR
+    serializer_class: type[serializers.Serializer]
+
+    def journal(self, principal: Principal, data: dict) -> tuple[str, dict, dict | None]:
+        raise NotImplementedError
+
+    def post(self, request):
+        serializer = self.serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        wait = self._wait_seconds(request)
+        principal = request.user.principal
+        kind, operation_request, plan = self.journal(principal, serializer.validated_data)
+        operation = engine.submit(kind, operation_request, principal, plan)
+        audit.note(request, target=f"operation:{operation.pk}", operation=operation, after=operation_request)
+        log.info("%s submitted %s operation %s: %s", principal.name, kind, operation.pk, operation_request)
+        if wait:
+            operation = engine.wait_for(operation, wait)
+        done = operation.state in engine.TERMINAL_STATES
+        data = s.OperationSerializer(operation, context={"request": request}).data
+        code = status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED
+        location = request.build_absolute_uri(reverse("operation-detail", args=[operation.pk]))
+        return Response(data, status=code, headers={"Location": location})
+
+    @staticmethod
+    def _wait_seconds(request) -> float:
+        raw = request.query_params.get("wait")
+        if raw is None or raw == "":
+            return 0.0
+        if not _WAIT.match(raw):
+            raise exceptions.ValidationError({"wait": ["Seconds to wait, e.g. 30 or 2.5 (ASCII digits)."]})
+        return min(float(raw), settings.FLEXZONE_API_MAX_WAIT)
+
+
+_WAIT_PARAM = OpenApiParameter("wait", float, description="block up to this many seconds for the result")
+_OPERATION_RESPONSES = {200: s.OperationSerializer, 202: s.OperationSerializer, **ERRORS}
+
+
+@extend_schema(request=s.ConnectSerializer, responses=_OPERATION_RESPONSES, parameters=[_WAIT_PARAM])
+class ConnectView(OperationView):
+    """Connect a site to a device (by description or WWN) or a whole zone; answers 202 + operation."""
+
+    serializer_class = s.ConnectSerializer
+    audit_noun = "connect"
+    kind = OperationKind.ADD
+
+    def journal(self, principal, data):
+        plan = _plan("connect" if self.kind == OperationKind.ADD else "disconnect", data)
+        require_scope(principal, **_plan_scope(plan))
+        return self.kind, dict(data, action=self.kind.value), plan.as_dict()
+
+    def audit_action(self, request) -> str:
+        return self.audit_noun
+
+
+@extend_schema(request=s.TargetSerializer, responses=_OPERATION_RESPONSES, parameters=[_WAIT_PARAM])
+class DisconnectView(ConnectView):
+    """Take down what connect put up; removing an absent link succeeds without change."""
+
+    serializer_class = s.TargetSerializer
+    audit_noun = "disconnect"
+    kind = OperationKind.REMOVE
+
+
+@extend_schema(request=s.ReconcileSerializer, responses=_OPERATION_RESPONSES, parameters=[_WAIT_PARAM])
+class ReconcileView(OperationView):
+    """Compare the registry with every router (or one); with repair (admin), converge them."""
+
+    serializer_class = s.ReconcileSerializer
+    audit_noun = "reconcile"
+
+    def journal(self, principal, data):
+        if data.get("repair") and principal.role != Role.ADMIN:
+            raise exceptions.PermissionDenied(f"Principal {principal.name} is not an admin; repair needs admin.")
+        if data.get("router"):
+            router = _router(data["router"])
+            require_scope(principal, sites=[router.site])
+        elif principal.role != Role.ADMIN and not principal.all_sites:
+            raise exceptions.PermissionDenied(
+                f"Principal {principal.name} is scoped to some sites only; name a router to reconcile."
+            )
+        return OperationKind.RECONCILE, dict(data), None
+
+    def audit_action(self, request) -> str:
+        return self.audit_noun
+
+
+def _router(name: str) -> Router:
+    router = Router.objects.select_related("site").filter(name=name).first()
+    if router is None:
+        known = list(Router.objects.values_list("name", flat=True))
+        raise planner.PlanError("router", f"no router is named {name!r}.", planner._close(name, known))
+    return router
+
+
+@extend_schema(request=s.InvokeSerializer, responses=_OPERATION_RESPONSES, parameters=[_WAIT_PARAM])
+class InvokeView(OperationView):
+    """V1-compatible lsifcp / addifcp / rmifcp against a named router, journaled like any operation."""
+
+    serializer_class = s.InvokeSerializer
+    audit_noun = "invoke"
+
+    def journal(self, principal, data):
+        router = _router(data["router"])
+        zones = []
+        if data.get("zone") is not None:
+            zone = Zone.objects.filter(zone_id=data["zone"]).first()
+            if zone is None:
+                raise planner.PlanError("zone", f"zone {data['zone']} does not exist.")
+            zones = [zone]
+        require_scope(principal, sites=[router.site], zones=zones)
+        return OperationKind.INVOKE, dict(data), None
+
+    def audit_action(self, request) -> str:
+        return f"invoke.{request.data.get('command', '')}"[:64] if isinstance(request.data, dict) else "invoke"
+
+
+class PlanView(AuditedView, APIView):
+    """Dry run: which routers, in which order, with exactly which command lines."""
+
+    audit_noun = "plan"
+
+    @extend_schema(parameters=[s.PlanQuerySerializer], responses={200: PlanSerializer, **ERRORS})
+    def get(self, request):
+        query = s.PlanQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        plan = _plan(query.validated_data["action"], query.validated_data)
+        return Response(plan.as_dict())
+
+
+class HealthView(APIView):
+    """Liveness and readiness: the database answers and the CRL is usable."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        responses={
+            200: inline_serializer("Health", {"status": serializers.CharField(), "database": serializers.CharField(),
+                                              "crl": serializers.CharField()}),
+            503: inline_serializer("HealthFailing", {"status": serializers.CharField(),
+                                                     "database": serializers.CharField(),
+                                                     "crl": serializers.CharField()}),
+        }
+    )
+    def get(self, request):
+        body = {"status": "ok", "database": "ok", "crl": "ok"}
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        except DatabaseError as exc:
+            body.update(status="failing", database=f"unreachable: {exc.__class__.__name__}")
+        try:
+            crl_cache()._current()
+        except Exception as exc:
+            body.update(status="failing", crl=str(exc))
+        return Response(body, status=200 if body["status"] == "ok" else 503)
