@@ -193,3 +193,34 @@ SPECTACULAR_SETTINGS.update(
         " principal (viewer, operator or admin). Errors are JSON: detail, code, errors[{field, rule, message}].",
     }
 )
+
+# --- operations engine (registry/operations/) ----------------------------------------------------
+# Queue: "procrastinate" (PostgreSQL job queue; workers run `manage.py worker` on any machine),
+# "thread" (in-process, for the SQLite demo) or "manual" (nothing runs until execute() is called).
+FLEXZONE_OPS_QUEUE = env_str("FLEXZONE_OPS_QUEUE", "procrastinate" if "postgres" in _db["ENGINE"] else "thread")
+if FLEXZONE_OPS_QUEUE not in ("procrastinate", "thread", "manual"):
+    raise ImproperlyConfigured(f"FLEXZONE_OPS_QUEUE: must be procrastinate, thread or manual, got {FLEXZONE_OPS_QUEUE!r}")
+if FLEXZONE_OPS_QUEUE == "procrastinate" and "postgres" not in _db["ENGINE"]:
+    raise ImproperlyConfigured("FLEXZONE_OPS_QUEUE: procrastinate needs DATABASE_URL=postgres://...")
+if "postgres" in _db["ENGINE"]:
+    INSTALLED_APPS.append("procrastinate.contrib.django")
+    PROCRASTINATE_IMPORT_PATHS = ["registry.operations.tasks"]
+    PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
+FLEXZONE_OPS_POOL = env_bool("FLEXZONE_OPS_POOL", True)  # keep router sessions logged in between operations
+FLEXZONE_OPS_POOL_IDLE = env_float("FLEXZONE_OPS_POOL_IDLE", 300.0)  # close a session idle this long (s)
+FLEXZONE_OPS_KEEPALIVE = env_float("FLEXZONE_OPS_KEEPALIVE", 30.0, minimum=0.1)  # probe idle sessions (s)
+FLEXZONE_OPS_SAVE_CONFIG = env_str("FLEXZONE_OPS_SAVE_CONFIG", "idle")  # each | idle | never
+if FLEXZONE_OPS_SAVE_CONFIG not in ("each", "idle", "never"):
+    raise ImproperlyConfigured(f"FLEXZONE_OPS_SAVE_CONFIG: must be each, idle or never, got {FLEXZONE_OPS_SAVE_CONFIG!r}")
+FLEXZONE_OPS_SAVE_AFTER = env_float("FLEXZONE_OPS_SAVE_AFTER", 2.0)  # idle seconds before a batched save
+FLEXZONE_OPS_TOTAL_TIMEOUT = env_float("FLEXZONE_OPS_TOTAL_TIMEOUT", 180.0, minimum=0.1)  # one operation, all steps
+FLEXZONE_OPS_MAX_ATTEMPTS = env_int("FLEXZONE_OPS_MAX_ATTEMPTS", 5, minimum=1)  # per router step
+FLEXZONE_OPS_BACKOFF = env_float("FLEXZONE_OPS_BACKOFF", 0.5)  # first retry delay (s), doubled each time
+FLEXZONE_OPS_BACKOFF_MAX = env_float("FLEXZONE_OPS_BACKOFF_MAX", 8.0)
+FLEXZONE_OPS_ROUTER_WAIT = env_float("FLEXZONE_OPS_ROUTER_WAIT", 120.0)  # wait for another op on the router (s)
+FLEXZONE_OPS_HEARTBEAT = env_float("FLEXZONE_OPS_HEARTBEAT", 2.0, minimum=0.05)
+FLEXZONE_OPS_STALE_AFTER = env_float("FLEXZONE_OPS_STALE_AFTER", 15.0, minimum=0.1)  # then a worker is presumed dead
+FLEXZONE_OPS_REAP_EVERY = env_int("FLEXZONE_OPS_REAP_EVERY", 5, minimum=1)  # seconds between stalled-op sweeps
+FLEXZONE_OPS_LEASE_EVERY = env_int("FLEXZONE_OPS_LEASE_EVERY", 10, minimum=1)  # seconds between lease sweeps
+FLEXZONE_OPS_MAX_LEASE = env_float("FLEXZONE_OPS_MAX_LEASE", 30 * 86400.0, minimum=1.0)
+FLEXZONE_OPS_WORKER_CONCURRENCY = env_int("FLEXZONE_OPS_WORKER_CONCURRENCY", 20, minimum=1)

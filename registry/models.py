@@ -249,6 +249,14 @@ class DeviceLock(models.Model):
     acquired_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField(null=True, blank=True, help_text="lease expiry; the link is removed then")
     reason = models.CharField(max_length=200, blank=True, validators=[validate_description])
+    operation = models.ForeignKey(
+        "registry.Operation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="device_locks",
+        help_text="the add that took the lock",
+    )
 
     class Meta:
         ordering = ["device", "acquired_at"]
@@ -298,6 +306,14 @@ class Link(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     up_at = models.DateTimeField(null=True, blank=True)
     down_at = models.DateTimeField(null=True, blank=True)
+    operation = models.ForeignKey(
+        "registry.Operation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="links",
+        help_text="the last operation that changed this link",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -450,9 +466,12 @@ class Operation(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=120, blank=True, help_text="worker running it: host:pid:thread")
+    job_id = models.BigIntegerField(null=True, blank=True, help_text="the queue's job id, when queued")
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [models.Index(fields=["state", "heartbeat_at"], name="registry_operation_state_hb")]
         constraints = [
             models.CheckConstraint(
                 condition=Q(state__in=[choice.value for choice in OperationState]),

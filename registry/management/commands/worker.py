@@ -1,0 +1,44 @@
+"""`python manage.py worker`: run operations from the procrastinate queue (start one or more, on any host)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.management.base import BaseCommand, CommandError
+
+from registry.operations.conf import ops_settings
+
+log = logging.getLogger(__name__)
+
+
+class Command(BaseCommand):
+    help = "Run a flexzone operations worker (procrastinate, PostgreSQL)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--concurrency", type=int, default=None, help="operations run at once (default: setting)")
+        parser.add_argument("--name", default=None, help="worker name shown in procrastinate's tables")
+
+    def handle(self, *args, **options):
+        conf = ops_settings()
+        if conf.queue != "procrastinate":
+            raise CommandError("the worker needs FLEXZONE_OPS_QUEUE=procrastinate and DATABASE_URL=postgres://...")
+        from procrastinate.contrib.django import app
+
+        from registry.operations.pool import pool
+        from registry.operations.tasks import QUEUE
+
+        concurrency = options["concurrency"] or conf.worker_concurrency
+        # Worker liveness for procrastinate matches ours, so a SIGKILLed worker's job is found stalled
+        # as soon as its operation's heartbeat is.
+        try:
+            with app.replace_connector(app.connector.get_worker_connector()):
+                app.run_worker(
+                    queues=[QUEUE],
+                    concurrency=concurrency,
+                    name=options["name"],
+                    update_heartbeat_interval=conf.heartbeat,
+                    stalled_worker_timeout=conf.stale_after,
+                    delete_jobs="successful",
+                )
+        finally:
+            pool.close_all()

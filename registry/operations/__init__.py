@@ -1,0 +1,39 @@
+"""The operations engine: every change to a router goes through here, journaled and verified.
+
+Public API (import from ``registry.operations``):
+
+``submit(kind, request, principal=None, *, enqueue=True) -> Operation``
+    Validate and plan synchronously, write the journal row (state ``queued``), take the device
+    locks (add) and queue the operation. Raises ``PlanError`` (answer 400; ``.as_dict()`` names the
+    field) or its subclass ``DeviceBusy`` (answer 409) before anything is queued. Kinds and requests:
+    ``add``/``remove``: ``{"site", one of "device_description"|"wwn"|"zone", "duration": s (add, optional)}``;
+    ``list``: ``{"router": name}`` or ``{}``; ``reconcile``: ``{"repair": bool, "policy": "registry"|"router"}``;
+    ``invoke``: ``{"router", "command": "lsifcp"|"addifcp"|"rmifcp", "port", "zone", "remote_ip"}``.
+``execute(operation_id) -> Operation``
+    Run it to its end (what a worker does). Idempotent: a finished or live-claimed operation is
+    returned untouched; one whose worker died (stale heartbeat) is re-run in recovery mode.
+``list_links(router=None, principal=None) -> {router_name: [{"port", "zone", "remote_ip", "state"}]}``
+    Read the routers now (journaled as a ``list`` operation).
+``reconcile(repair=False, policy="registry", principal=None) -> Operation``
+    Drift report per router in ``operation.result["routers"][name]``: missing / extra / mismatched /
+    in_flight / repaired / unresolved.
+``invoke(router, command, port=None, zone=None, remote_ip=None, principal=None, *, wait=True) -> Operation``
+    The V1 interface (lsifcp / addifcp / rmifcp on one named router), journaled; adds and removes
+    keep Link records so the registry still matches the router.
+
+An Operation shows ``state`` (queued, running, succeeded, failed, rolled_back), a live ``phase``
+(queued -> connecting -> on_router -> verifying -> done), ``attempts``, ``error`` (the router's own
+message for a refusal), masked ``transcript``, ``result`` and the timings ``registry_ms``,
+``invocation_ms``, ``router_ms``, ``total_ms`` (total = registry + invocation + router).
+
+Modules: ``engine`` (submit/execute, add/remove/list/invoke), ``locking`` (per-router lock: in
+process and a PostgreSQL advisory lock), ``pool`` (pooled logged-in sessions, keepalive, batched
+saves), ``reconcile``, ``maintenance`` (stalled-operation reaper, lease expiry), ``tasks``
+(procrastinate tasks), ``bench`` (``manage.py bench ops``). Settings: ``FLEXZONE_OPS_*`` in
+flexzone/settings.py.
+"""
+
+from registry.operations.engine import execute, invoke, list_links, reconcile, submit
+from registry.operations.errors import DeviceBusy, OperationFailed
+
+__all__ = ["DeviceBusy", "OperationFailed", "execute", "invoke", "list_links", "reconcile", "submit"]

@@ -1,0 +1,732 @@
+"""The operations engine: journaled, retried, verified router work that keeps registry and routers agreeing.
+
+Order of work for an add: lock the device(s) for the requesting site, write each link as
+`configuring` (so a record exists before the router changes), drive the router step (read state
+first whenever a reply may have been lost), read the router back to verify, then mark the link `up`.
+A remove marks `removing`, removes, verifies, marks `down` and releases the locks. A permanent
+failure part-way through an add rolls back the steps already done. A crashed worker's operation is
+claimed again once its heartbeat is stale and re-run in recovery mode (state read before every
+change), so it finishes or rolls back from whatever the routers actually hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from django.db import close_old_connections, connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from registry.models import Device, DeviceLock, Link, Operation, Principal, Router, Site, Zone
+from registry.operations.conf import ops_settings
+from registry.operations.errors import DeviceBusy, OperationFailed, StepFailed
+from registry.operations.locking import RouterBusy, router_lock
+from registry.operations.pool import Lease, pool
+from registry.planner import Plan, PlanError, PlanStep, plan_connect, plan_disconnect, render_commands
+from registry.secrets import SecretUnavailable, resolve_secret
+from routers.drivers.base import (
+    LinkAbsent,
+    LinkExists,
+    LinkSpec,
+    RouterDriver,
+    RouterError,
+    RouterLink,
+    RouterTarget,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+Kind, State, Phase = Operation.Kind, Operation.State, Operation.Phase
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+INVOKE_COMMANDS = ("lsifcp", "addifcp", "rmifcp")
+RECONCILE_POLICIES = ("registry", "router")
+
+
+class VerifyFailed(RouterError):
+    """The router took the command but its listing disagrees: re-read and re-issue (transient)."""
+
+    transient = True
+
+
+# --- submit ------------------------------------------------------------------------------------
+
+
+def submit(
+    kind: str, request: dict[str, Any], principal: Principal | None = None, *, enqueue: bool = True
+) -> Operation:
+    """Validate and plan `request` now (PlanError on bad input), journal it, and queue it for a worker.
+
+    add/remove: {"site", one of "device_description" | "wwn" | "zone", optional "duration" (s, add)}
+    list: {"router": name or absent for all}; reconcile: {"repair": bool, "policy": "registry"|"router"}
+    invoke: {"router", "command": lsifcp|addifcp|rmifcp, "port", "zone", "remote_ip"}
+    """
+    started = time.perf_counter()
+    try:
+        kind = Kind(kind)
+    except ValueError:
+        raise PlanError("kind", f"unknown operation {kind!r}; one of {', '.join(Kind.values)}.") from None
+    request = dict(request or {})
+    plan: dict[str, Any] = {}
+    if kind in (Kind.ADD, Kind.REMOVE, Kind.EXPIRE):
+        plan = _plan_for(kind, request).as_dict()
+    elif kind == Kind.LIST:
+        if request.get("router"):
+            _router_named(request["router"])
+    elif kind == Kind.RECONCILE:
+        if request.setdefault("policy", "registry") not in RECONCILE_POLICIES:
+            raise PlanError("policy", f"must be one of {', '.join(RECONCILE_POLICIES)}.")
+        request["repair"] = bool(request.get("repair", False))
+    elif kind == Kind.INVOKE:
+        plan = _plan_invoke(request)
+    with transaction.atomic():
+        op = Operation.objects.create(kind=kind, principal=principal, request=request, plan=plan)
+        if kind == Kind.ADD:
+            _take_locks(op, plan)
+        op.registry_ms = (time.perf_counter() - started) * 1000
+        op.save(update_fields=["registry_ms"])
+        if enqueue:
+            _enqueue(op)
+    return op
+
+
+def _plan_for(kind: str, request: dict[str, Any]) -> Plan:
+    args = {
+        name: request[name] for name in ("site", "device_description", "wwn", "zone") if request.get(name) is not None
+    }
+    if "site" not in args:
+        raise PlanError("site", "a site is required (short name, display name or MSAN id).")
+    if kind == Kind.ADD and request.get("duration") is not None:
+        duration = request["duration"]
+        limit = ops_settings().max_lease
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 < duration <= limit:
+            raise PlanError("duration", f"a lease is a number of seconds, more than 0 and at most {limit:.0f}.")
+    return (plan_connect if kind == Kind.ADD else plan_disconnect)(**args)
+
+
+def _router_named(name: str) -> Router:
+    router = Router.objects.select_related("site").filter(name=str(name)).first()
+    if router is None:
+        raise PlanError("router", f"no router is named {name!r}.")
+    return router
+
+
+def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
+    """The V1 interface: one raw iFCP command on one router. Adds and removes keep the registry in step,
+    so the link's sites and device are inferred from the zone and the remote gateway's address."""
+    router = _router_named(request.get("router", ""))
+    command = request.get("command")
+    if command not in INVOKE_COMMANDS:
+        raise PlanError("command", f"must be one of {', '.join(INVOKE_COMMANDS)}.")
+    if command == "lsifcp":
+        return {}
+    try:
+        spec_zone = int(request.get("zone"))
+        spec = LinkSpec(port=int(request.get("port")), zone=spec_zone, remote_ip=str(request.get("remote_ip")))
+    except (TypeError, ValueError) as exc:
+        field_name = str(exc).split(":")[0] if ":" in str(exc) else "port"
+        raise PlanError(field_name, str(exc)) from None
+    remote = Site.objects.filter(data_ip=spec.remote_ip).first()
+    if remote is None:
+        raise PlanError("remote_ip", f"no registered site has data-path address {spec.remote_ip}.")
+    device = (
+        Device.objects.filter(zone__zone_id=spec.zone, owner_site__in=[router.site, remote])
+        .order_by("description")
+        .first()
+    )
+    if device is None:
+        raise PlanError("zone", f"zone {spec.zone} has no device owned by {router.site.name} or {remote.name}.")
+    requester = remote if device.owner_site_id == router.site_id else router.site
+    action = "add" if command == "addifcp" else "remove"
+    step = PlanStep(
+        order=1,
+        action=action,
+        router=router.name,
+        router_id=router.pk,
+        platform=router.platform,
+        site=router.site.name,
+        port=spec.port,
+        zone=spec.zone,
+        remote_ip=spec.remote_ip,
+        local_ip=router.site.data_ip,
+        wwn=device.wwn,
+        device=device.description,
+    )
+    step = PlanStep(**{**asdict(step), "commands": render_commands(router.platform, action, step.spec)})
+    plan = Plan(action=action, site=requester.name, zone=spec.zone, devices=[device.description], steps=[step])
+    return {**plan.as_dict(), "raw": True}
+
+
+def _take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
+    """Lock each planned device for the requesting site; refuse if another site holds it exclusively."""
+    if plan.get("raw"):
+        return
+    site = Site.objects.get(name=plan["site"])
+    with transaction.atomic():
+        devices = Device.objects.select_for_update().filter(description__in=plan["devices"]).order_by("pk")
+        for device in devices:
+            locks = list(device.locks.select_related("site"))
+            mine = [lock for lock in locks if lock.site_id == site.pk]
+            others = [lock for lock in locks if lock.site_id != site.pk]
+            if mine:
+                if expires_at is not None:
+                    DeviceLock.objects.filter(pk=mine[0].pk).update(expires_at=expires_at)
+                continue
+            if others and (not device.shareable or any(lock.exclusive for lock in others)):
+                raise DeviceBusy(
+                    "device", f"{device.description} is locked by {others[0].site.name}; disconnect it there first."
+                )
+            DeviceLock.objects.create(
+                device=device,
+                site=site,
+                exclusive=not device.shareable,
+                expires_at=expires_at,
+                operation=op,
+                reason=f"operation {op.pk}",
+            )
+
+
+def _enqueue(op: Operation) -> None:
+    queue = ops_settings().queue
+    if queue == "procrastinate":
+        from registry.operations.tasks import defer_operation
+
+        # Deferred inside our transaction: the job exists if and only if the operation row does.
+        job_id = defer_operation(op.pk)
+        Operation.objects.filter(pk=op.pk).update(job_id=job_id)
+    elif queue == "thread":
+        transaction.on_commit(lambda: _thread_executor().submit(run_in_thread, op.pk))
+
+
+_executor: ThreadPoolExecutor | None = None
+_executor_guard = threading.Lock()
+
+
+def _thread_executor() -> ThreadPoolExecutor:
+    global _executor
+    with _executor_guard:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(ops_settings().worker_concurrency, thread_name_prefix="flexzone-op")
+        return _executor
+
+
+def run_in_thread(operation_id: int) -> str:
+    """Execute in a pool thread with its own database connection (the worker entry point)."""
+    close_old_connections()
+    try:
+        return execute(operation_id).state
+    finally:
+        connection.close()
+
+
+# --- execute -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One execution of one operation: its clock, deadline, router time and transcripts."""
+
+    op: Operation
+    recovering: bool
+    started: float = field(default_factory=time.perf_counter)
+    deadline: float = 0.0
+    router_s: float = 0.0
+    registry_s: float = 0.0
+    transcripts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def absorb(self, driver: RouterDriver) -> None:
+        self.router_s += driver.take_router_seconds()
+        text = driver.take_transcript()
+        if text:
+            self.transcripts.append(f"--- {driver.target.name or driver.target.host} ---\n{text.rstrip()}")
+
+    def phase(self, phase: str) -> None:
+        if self.op.phase != phase:
+            self.op.phase = phase
+            Operation.objects.filter(pk=self.op.pk).update(phase=phase, heartbeat_at=timezone.now())
+
+    def attempt(self) -> None:
+        self.op.attempts += 1
+        Operation.objects.filter(pk=self.op.pk).update(attempts=F("attempts") + 1)
+
+    @contextmanager
+    def registry(self):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.registry_s += time.perf_counter() - start
+
+
+def execute(operation_id: int) -> Operation:
+    """Run one queued operation to its end (what a worker does). Safe to call twice: only one claims it."""
+    started = time.perf_counter()
+    op, recovering = _claim(operation_id)
+    if op is None:
+        return Operation.objects.get(pk=operation_id)
+    run = Run(op=op, recovering=recovering, started=started)
+    run.deadline = time.monotonic() + ops_settings().total_timeout
+    run.registry_s = time.perf_counter() - started
+    handlers: dict[str, Callable[[Run], None]] = {
+        Kind.ADD: _execute_add,
+        Kind.REMOVE: _execute_remove,
+        Kind.EXPIRE: _execute_remove,
+        Kind.LIST: _execute_list,
+        Kind.INVOKE: _execute_invoke,
+        Kind.RECONCILE: _execute_reconcile,
+    }
+    _heartbeats.add(op.pk)
+    try:
+        if recovering:
+            run.notes.append(f"recovered by {WORKER_ID} after a stale heartbeat; reading router state first")
+        handlers[op.kind](run)
+        op.state = State.SUCCEEDED
+    except OperationFailed as exc:
+        op.state, op.error = exc.state, str(exc)
+    except Exception as exc:  # noqa: BLE001 - journal any bug instead of leaving the row running
+        log.exception("operation %s failed unexpectedly", op.pk)
+        op.state, op.error = State.FAILED, f"internal error: {type(exc).__name__}: {exc}"
+    finally:
+        _heartbeats.discard(op.pk)
+        _finish(run, started)
+    return op
+
+
+def _claim(operation_id: int) -> tuple[Operation | None, bool]:
+    """Atomically take a queued operation, or a running one whose worker stopped heart-beating."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=ops_settings().stale_after)
+    claimable = Q(state=State.QUEUED) | Q(state=State.RUNNING, heartbeat_at__lt=stale)
+    with transaction.atomic():
+        op = Operation.objects.select_for_update(skip_locked=True).filter(claimable, pk=operation_id).first()
+        if op is None:
+            return None, False
+        recovering = op.state == State.RUNNING
+        Operation.objects.filter(pk=op.pk).update(
+            state=State.RUNNING, started_at=Coalesce(F("started_at"), now), heartbeat_at=now, claimed_by=WORKER_ID
+        )
+    op.refresh_from_db()
+    return op, recovering
+
+
+def _finish(run: Run, started: float) -> None:
+    op = run.op
+    execute_s = time.perf_counter() - started
+    submit_ms = op.registry_ms if not run.recovering else 0.0
+    op.router_ms = run.router_s * 1000
+    op.registry_ms = submit_ms + run.registry_s * 1000
+    op.total_ms = submit_ms + execute_s * 1000
+    op.invocation_ms = max(0.0, op.total_ms - op.registry_ms - op.router_ms)
+    op.phase = Phase.DONE
+    op.finished_at = timezone.now()
+    text = "\n".join([*(f"# {note}" for note in run.notes), *run.transcripts])
+    op.transcript = "\n".join(part for part in (op.transcript, text) if part)
+    op.save(
+        update_fields=[
+            "state",
+            "phase",
+            "error",
+            "result",
+            "transcript",
+            "router_ms",
+            "registry_ms",
+            "invocation_ms",
+            "total_ms",
+            "finished_at",
+            "attempts",
+        ]
+    )
+
+
+# --- driving one router ------------------------------------------------------------------------
+
+
+def router_target(router: Router) -> RouterTarget:
+    try:
+        password = resolve_secret(router.secret_ref)
+    except SecretUnavailable as exc:
+        raise StepFailed(router.name, str(exc), permanent=True) from None
+    return RouterTarget(
+        platform=router.platform,
+        host=router.host,
+        port=router.port,
+        transport=router.transport,
+        username=router.username,
+        password=password,
+        name=router.name,
+        connect_timeout=router.connect_timeout,
+        command_timeout=router.command_timeout,
+    )
+
+
+def _backoff(attempt: int) -> float:
+    conf = ops_settings()
+    delay = min(conf.backoff_max, conf.backoff * 2 ** (attempt - 1))
+    return delay * random.uniform(0.5, 1.0)
+
+
+def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T:
+    """Run `work(lease, read_first)` holding the router, retrying transient failures with backoff.
+
+    `read_first` is true whenever an earlier reply may have been lost (any retry, or recovery), so
+    the work reads the router's state before changing it. A failure on a pooled session that had
+    gone stale is retried at once on a fresh login.
+    """
+    conf = ops_settings()
+    target = router_target(router)
+    attempt = 0
+    while True:
+        attempt += 1
+        run.attempt()
+        reused = False
+        try:
+            with router_lock(router.pk, max(0.0, min(conf.router_wait, run.remaining()))):
+                run.phase(Phase.CONNECTING)
+                with pool.session(router.pk, target, run.absorb) as lease:
+                    reused = lease.reused
+                    run.phase(Phase.ON_ROUTER)
+                    return work(lease, run.recovering or attempt > 1)
+        except RouterBusy as exc:
+            raise StepFailed(router.name, str(exc), permanent=False) from None
+        except RouterError as exc:
+            if exc.transcript and not run.transcripts:
+                run.transcripts.append(f"--- {router.name} (error) ---\n{exc.transcript.rstrip()}")
+            if not exc.transient:
+                message = getattr(exc, "router_message", "") or str(exc)
+                raise StepFailed(router.name, message, permanent=True) from None
+            if attempt >= conf.max_attempts:
+                raise StepFailed(router.name, f"gave up after {attempt} attempts: {exc}", permanent=False) from None
+            delay = 0.0 if reused and attempt == 1 else _backoff(attempt)
+            if run.remaining() <= delay:
+                raise StepFailed(
+                    router.name, f"time limit reached after {attempt} attempts: {exc}", permanent=False
+                ) from None
+            run.notes.append(f"attempt {attempt} on {router.name}: {type(exc).__name__}: {exc}; retry in {delay:.2f} s")
+            time.sleep(delay)
+
+
+def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool) -> None:
+    """Make the router hold (add) or not hold (remove) the link, then read it back to verify."""
+    driver = lease.driver
+    if read_first:
+        present = spec.key in {link.key for link in driver.list_links()}
+        needed = not present if action == "add" else present
+    else:
+        needed = True
+    if needed:
+        try:
+            if action == "add":
+                driver.add_link(spec)
+            else:
+                driver.remove_link(spec)
+        except (LinkExists, LinkAbsent):
+            pass  # already as wanted: a lost reply whose change took effect, or a repeated request
+        lease.changed = True
+    run.phase(Phase.VERIFYING)
+    present = spec.key in {link.key for link in driver.list_links()}
+    if present != (action == "add"):
+        raise VerifyFailed(f"the router accepted the {action} of {spec.key} but its listing disagrees")
+
+
+def _drive(run: Run, router: Router, spec: LinkSpec, action: str) -> None:
+    with_router(run, router, lambda lease, read_first: _apply(run, lease, spec, action, read_first))
+
+
+# --- add / remove ------------------------------------------------------------------------------
+
+
+def _steps(plan: dict[str, Any]) -> list[PlanStep]:
+    return [PlanStep(**step) for step in plan["steps"]]
+
+
+def _endpoint(step: PlanStep) -> Q:
+    return Q(router_id=step.router_id, port=step.port, zone__zone_id=step.zone, remote_ip=step.remote_ip)
+
+
+def _busy_elsewhere(link: Link, op: Operation) -> bool:
+    other = link.operation
+    return other is not None and other.pk != op.pk and other.state in (State.QUEUED, State.RUNNING)
+
+
+def _execute_add(run: Run) -> None:
+    op, plan = run.op, run.op.plan
+    duration = op.request.get("duration")
+    expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
+    with run.registry():
+        _take_locks_or_fail(op, plan, expires_at)
+        site = Site.objects.get(name=plan["site"])
+    done: list[tuple[PlanStep, Link, bool]] = []
+    for step in _steps(plan):
+        with run.registry():
+            link, ours = _link_for_add(op, step, site)
+        if not ours:
+            done.append((step, link, False))
+            continue
+        try:
+            _drive(run, link.router, step.spec, "add")
+        except StepFailed as exc:
+            done.append((step, link, True))
+            _roll_back(run, done, exc)
+        with run.registry():
+            Link.objects.filter(pk=link.pk).update(
+                state=Link.State.UP, up_at=timezone.now(), lease_expires_at=expires_at, updated_at=timezone.now()
+            )
+        done.append((step, link, True))
+    op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat()}
+
+
+def _take_locks_or_fail(op: Operation, plan: dict[str, Any], expires_at) -> None:
+    try:
+        _take_locks(op, plan, expires_at)
+    except DeviceBusy as exc:
+        raise OperationFailed(exc.message) from None
+
+
+def _link_for_add(op: Operation, step: PlanStep, site: Site) -> tuple[Link, bool]:
+    """The link row for a step, written `configuring` before the router is touched.
+
+    Returns (link, ours): a link already `up` (another device of the zone uses it) is not ours to
+    configure or to roll back.
+    """
+    with transaction.atomic():
+        link = (
+            Link.objects.select_for_update(of=("self",))
+            .select_related("operation", "router")
+            .filter(_endpoint(step), state__in=Link.ACTIVE_STATES)
+            .first()
+        )
+        if link is not None and link.state == Link.State.UP:
+            return link, False
+        if link is not None:
+            if _busy_elsewhere(link, op):
+                raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
+            link.state, link.operation = Link.State.CONFIGURING, op
+            link.save(update_fields=["state", "operation", "updated_at"])
+            return link, True
+        link = Link.objects.create(
+            site=site,
+            device=Device.objects.get(description=step.device),
+            router_id=step.router_id,
+            port=step.port,
+            zone=Zone.objects.get(zone_id=step.zone),
+            remote_ip=step.remote_ip,
+            state=Link.State.CONFIGURING,
+            operation=op,
+        )
+        return Link.objects.select_related("router").get(pk=link.pk), True
+
+
+def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
+    """Undo this add's router steps in reverse; raise OperationFailed with the original reason."""
+    run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
+    leftovers = []
+    for step, link, ours in reversed(done):
+        if not ours:
+            continue
+        try:
+            _drive(run, link.router, step.spec, "remove")
+        except StepFailed as exc:
+            leftovers.append(f"{link} (rollback failed: {exc})")
+            continue
+        Link.objects.filter(pk=link.pk).update(
+            state=Link.State.FAILED, down_at=timezone.now(), updated_at=timezone.now()
+        )
+    if leftovers:
+        raise OperationFailed(f"{cause}; left configuring for reconcile: {'; '.join(leftovers)}", state=State.FAILED)
+    DeviceLock.objects.filter(operation=run.op).delete()
+    raise OperationFailed(f"{cause} (rolled back)", state=State.ROLLED_BACK)
+
+
+def _execute_remove(run: Run) -> None:
+    op, plan = run.op, run.op.plan
+    with run.registry():
+        site = Site.objects.get(name=plan["site"])
+    removed = []
+    for step in _steps(plan):
+        with run.registry():
+            link = _link_for_remove(op, step)
+        router = link.router if link else Router.objects.get(pk=step.router_id)
+        try:
+            _drive(run, router, step.spec, "remove")
+        except StepFailed as exc:
+            if link is not None and exc.permanent:
+                # The router answered and refused: the link is still there, as the registry says.
+                Link.objects.filter(pk=link.pk).update(state=Link.State.UP, updated_at=timezone.now())
+            raise OperationFailed(str(exc)) from None
+        if link is not None:
+            with run.registry():
+                Link.objects.filter(pk=link.pk).update(
+                    state=Link.State.DOWN, down_at=timezone.now(), updated_at=timezone.now()
+                )
+            removed.append(link.pk)
+    if not plan.get("raw"):
+        with run.registry():
+            DeviceLock.objects.filter(site=site, device__description__in=plan["devices"]).delete()
+    op.result = {"links": removed}
+
+
+def _link_for_remove(op: Operation, step: PlanStep) -> Link | None:
+    with transaction.atomic():
+        link = (
+            Link.objects.select_for_update(of=("self",))
+            .select_related("operation", "router")
+            .filter(_endpoint(step), state__in=Link.ACTIVE_STATES)
+            .first()
+        )
+        if link is None:
+            return None
+        if _busy_elsewhere(link, op):
+            raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
+        link.state, link.operation = Link.State.REMOVING, op
+        link.save(update_fields=["state", "operation", "updated_at"])
+        return link
+
+
+# --- list, invoke, reconcile -------------------------------------------------------------------
+
+
+def _link_dict(link: RouterLink) -> dict[str, Any]:
+    return {"port": link.port, "zone": link.zone, "remote_ip": link.remote_ip, "state": link.state}
+
+
+def _read_router(run: Run, router: Router) -> list[RouterLink]:
+    return with_router(run, router, lambda lease, _read_first: lease.driver.list_links())
+
+
+def _execute_list(run: Run) -> None:
+    name = run.op.request.get("router")
+    routers = [_router_named(name)] if name else list(Router.objects.order_by("name"))
+    listing, errors = {}, {}
+    for router in routers:
+        try:
+            listing[router.name] = [_link_dict(link) for link in _read_router(run, router)]
+        except StepFailed as exc:
+            errors[router.name] = str(exc)
+    run.op.result = {"routers": listing, "errors": errors}
+    if errors:
+        raise OperationFailed("; ".join(errors.values()))
+
+
+def _execute_invoke(run: Run) -> None:
+    request = run.op.request
+    if request["command"] == "lsifcp":
+        links = _read_router(run, _router_named(request["router"]))
+        wanted = {k: request[k] for k in ("port", "zone", "remote_ip") if request.get(k) not in (None, "")}
+        run.op.result = {
+            "links": [
+                _link_dict(link) for link in links if all(str(getattr(link, k)) == str(v) for k, v in wanted.items())
+            ]
+        }
+    elif request["command"] == "addifcp":
+        _execute_add(run)
+    else:
+        _execute_remove(run)
+
+
+def _execute_reconcile(run: Run) -> None:
+    from registry.operations.reconcile import reconcile_router
+
+    repair, policy = run.op.request.get("repair", False), run.op.request.get("policy", "registry")
+    report, failed = {}, []
+    for router in Router.objects.order_by("name"):
+        try:
+            report[router.name] = with_router(
+                run,
+                router,
+                lambda lease, _read_first, router=router: reconcile_router(run, router, lease, repair, policy),
+            )
+        except StepFailed as exc:
+            report[router.name] = {"error": str(exc)}
+            failed.append(router.name)
+    run.op.result = {"repair": repair, "policy": policy, "routers": report}
+    if failed:
+        raise OperationFailed(f"could not read {', '.join(failed)}")
+
+
+# --- synchronous conveniences for the API and the CLI ------------------------------------------
+
+
+def list_links(router: str | None = None, principal: Principal | None = None) -> dict[str, list[dict[str, Any]]]:
+    """What each router (or the named one) holds right now, read from the routers; journaled."""
+    op = execute(submit(Kind.LIST, {"router": router} if router else {}, principal, enqueue=False).pk)
+    if op.state != State.SUCCEEDED and not op.result.get("routers"):
+        raise OperationFailed(op.error)
+    return op.result["routers"]
+
+
+def reconcile(repair: bool = False, policy: str = "registry", principal: Principal | None = None) -> Operation:
+    """Compare registry and routers (and converge when `repair`); the report is `operation.result`."""
+    return execute(submit(Kind.RECONCILE, {"repair": repair, "policy": policy}, principal, enqueue=False).pk)
+
+
+def invoke(
+    router: str,
+    command: str,
+    port: int | None = None,
+    zone: int | None = None,
+    remote_ip: str | None = None,
+    principal: Principal | None = None,
+    *,
+    wait: bool = True,
+) -> Operation:
+    """V1: lsifcp / addifcp / rmifcp on a named router, journaled; waits for the result unless told not to."""
+    request = {"router": router, "command": command, "port": port, "zone": zone, "remote_ip": remote_ip}
+    op = submit(Kind.INVOKE, request, principal, enqueue=not wait)
+    return execute(op.pk) if wait else op
+
+
+# --- heartbeats --------------------------------------------------------------------------------
+
+
+class _Heartbeats:
+    """Marks in-flight operations alive every FLEXZONE_OPS_HEARTBEAT seconds from one thread per process."""
+
+    def __init__(self) -> None:
+        self._ids: set[int] = set()
+        self._guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, operation_id: int) -> None:
+        with self._guard:
+            self._ids.add(operation_id)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="flexzone-heartbeat", daemon=True)
+                self._thread.start()
+
+    def discard(self, operation_id: int) -> None:
+        with self._guard:
+            self._ids.discard(operation_id)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(ops_settings().heartbeat)
+            with self._guard:
+                ids = list(self._ids)
+                if not ids:
+                    self._thread = None
+                    return
+            try:
+                Operation.objects.filter(pk__in=ids, state=State.RUNNING).update(heartbeat_at=timezone.now())
+            except Exception:  # noqa: BLE001 - a missed beat is recovered by the next one
+                log.warning("heartbeat update failed", exc_info=True)
+            finally:
+                connection.close()
+
+
+_heartbeats = _Heartbeats()

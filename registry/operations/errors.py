@@ -1,0 +1,26 @@
+"""Errors the engine raises to its callers (the API maps them to HTTP answers)."""
+
+from __future__ import annotations
+
+from registry.planner import PlanError
+
+
+class DeviceBusy(PlanError):
+    """The device is locked by another site (answer 409 Conflict). A PlanError, so 400 at worst."""
+
+
+class OperationFailed(Exception):
+    """Ends an operation early with a final state and the message to journal (router's text included)."""
+
+    def __init__(self, message: str, *, state: str = "failed") -> None:
+        super().__init__(message)
+        self.state = state
+
+
+class StepFailed(Exception):
+    """A router step gave up: a permanent refusal, or transient errors beyond the retry budget."""
+
+    def __init__(self, router: str, message: str, *, permanent: bool) -> None:
+        super().__init__(f"router {router}: {message}")
+        self.router = router
+        self.permanent = permanent

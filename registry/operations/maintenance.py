@@ -1,0 +1,91 @@
+"""Periodic chores: re-run operations whose worker died, and remove links whose lease ran out."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from registry.models import DeviceLock, Operation
+from registry.operations.conf import ops_settings
+from registry.operations.engine import submit
+from registry.planner import PlanError
+
+log = logging.getLogger(__name__)
+
+
+def stalled_operations() -> list[int]:
+    """Running operations whose heartbeat stopped (their worker was killed or lost its database)."""
+    stale = timezone.now() - timedelta(seconds=ops_settings().stale_after)
+    return list(
+        Operation.objects.filter(state=Operation.State.RUNNING, heartbeat_at__lt=stale).values_list("pk", flat=True)
+    )
+
+
+def reap_stalled_operations() -> list[int]:
+    """Queue every stalled operation again; `execute` claims it once and re-runs it in recovery mode."""
+    from registry.operations.engine import _enqueue, _thread_executor, run_in_thread
+
+    ids = stalled_operations()
+    queue = ops_settings().queue
+    for operation_id in ids:
+        log.warning("operation %s: worker stopped heart-beating; queueing it again", operation_id)
+        if queue == "procrastinate":
+            _retry_procrastinate_job(operation_id)
+        elif queue == "thread":
+            _thread_executor().submit(run_in_thread, operation_id)
+        else:
+            _enqueue(Operation.objects.get(pk=operation_id))
+    return ids
+
+
+def _retry_procrastinate_job(operation_id: int) -> None:
+    """Put the dead worker's job back to `todo` (procrastinate's stalled-job retry), or defer a new one."""
+    from procrastinate.exceptions import ProcrastinateException
+
+    from registry.operations.engine import _enqueue
+    from registry.operations.tasks import retry_stalled_job
+
+    op = Operation.objects.get(pk=operation_id)
+    if op.job_id is not None:
+        try:
+            with transaction.atomic():
+                retry_stalled_job(op.job_id)
+            return
+        except ProcrastinateException:
+            log.info("job %s of operation %s is not retryable; deferring a new one", op.job_id, operation_id)
+    with transaction.atomic():
+        _enqueue(op)
+
+
+def expire_leases() -> list[int]:
+    """Submit a removal for every device lock whose lease has run out; returns the operation ids."""
+    created = []
+    due = DeviceLock.objects.filter(expires_at__lte=timezone.now()).values_list("pk", flat=True)
+    for lock_id in list(due):
+        with transaction.atomic():
+            lock = (
+                DeviceLock.objects.select_for_update(skip_locked=True)
+                .select_related("site", "device")
+                .filter(pk=lock_id, expires_at__lte=timezone.now())
+                .first()
+            )
+            if lock is None:
+                continue
+            expired_at = lock.expires_at
+            lock.expires_at = None  # cleared with the submit, so one lease yields one removal
+            lock.save(update_fields=["expires_at"])
+            request = {
+                "site": lock.site.name,
+                "device_description": lock.device.description,
+                "lease_expired_at": expired_at.isoformat(),
+            }
+            try:
+                op = submit(Operation.Kind.EXPIRE, request)
+            except PlanError as exc:
+                log.error("lease of %s for %s expired but cannot be planned: %s", lock.device, lock.site.name, exc)
+                continue
+            created.append(op.pk)
+    return created

@@ -1,0 +1,229 @@
+"""Pooled router sessions: the login is paid once per router per worker, not once per operation.
+
+A session is only used while its router is held (`locking.router_lock`). Before reusing a session
+idle longer than the keepalive interval the pool probes it; a session that fails a probe or raises a
+transport error is closed and replaced by a fresh login on the next use. A background thread probes
+idle sessions, closes those idle too long, and, when saves are batched (FLEXZONE_OPS_SAVE_CONFIG=idle),
+writes the running configuration once the router has been quiet for FLEXZONE_OPS_SAVE_AFTER seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from registry.operations.conf import ops_settings
+from registry.operations.locking import try_router_lock
+from routers.drivers.base import CommandRejected, RouterDriver, RouterError, RouterTarget
+
+log = logging.getLogger(__name__)
+
+
+def fingerprint(target: RouterTarget) -> str:
+    """Changes whenever anything that shapes the login changes (address, user, password, timeouts)."""
+    raw = "|".join(
+        str(part)
+        for part in (
+            target.platform,
+            target.host,
+            target.port,
+            target.transport,
+            target.username,
+            target.password,
+            target.connect_timeout,
+            target.command_timeout,
+        )
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@dataclass
+class Lease:
+    """A session lent to one operation step. Set `changed` after a configuration change."""
+
+    driver: RouterDriver
+    reused: bool
+    changed: bool = False
+
+
+@dataclass
+class _Entry:
+    driver: RouterDriver
+    fingerprint: str
+    last_used: float = field(default_factory=time.monotonic)
+    probed_at: float = field(default_factory=time.monotonic)
+
+
+def _make_driver(target: RouterTarget) -> RouterDriver:
+    from routers.drivers import get_driver
+
+    return get_driver(target)
+
+
+def _close_quietly(driver: RouterDriver) -> None:
+    try:
+        driver.close()
+    except Exception:  # noqa: BLE001 - closing a broken session must never fail the operation
+        log.debug("closing a router session failed", exc_info=True)
+
+
+class SessionPool:
+    def __init__(self, driver_factory: Callable[[RouterTarget], RouterDriver] = _make_driver) -> None:
+        self._factory = driver_factory
+        self._entries: dict[int, _Entry] = {}
+        self._unsaved: set[int] = set()
+        self._guard = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.logins = 0  # counted for tests and the benchmark
+
+    # --- lending -------------------------------------------------------------------------------
+    @contextmanager
+    def session(self, router_id: int, target: RouterTarget, absorb: Callable[[RouterDriver], None]) -> Iterator[Lease]:
+        """A logged-in session to the router; the caller must hold the router's lock.
+
+        `absorb(driver)` is called at the end, success or not, to collect transcript and router time.
+        """
+        conf = ops_settings()
+        lease = self._checkout(router_id, target, conf.keepalive) if conf.pool else None
+        if lease is None:
+            lease = Lease(self._factory(target), reused=False)
+        keep = False
+        try:
+            if not lease.reused:
+                self.logins += 1
+                lease.driver.connect()
+            yield lease
+            keep = True
+        except CommandRejected:
+            keep = True  # the router answered: the session itself is healthy
+            raise
+        finally:
+            try:
+                self._settle(router_id, target, lease, keep=keep and conf.pool, save_mode=conf.save_config)
+            finally:
+                absorb(lease.driver)
+
+    def _checkout(self, router_id: int, target: RouterTarget, keepalive: float) -> Lease | None:
+        with self._guard:
+            entry = self._entries.pop(router_id, None)
+        if entry is None:
+            return None
+        if entry.fingerprint != fingerprint(target):
+            _close_quietly(entry.driver)
+            return None
+        if time.monotonic() - entry.probed_at > keepalive and not entry.driver.is_alive():
+            log.info("router %s: pooled session went stale; logging in again", target.name or router_id)
+            _close_quietly(entry.driver)
+            return None
+        return Lease(entry.driver, reused=True)
+
+    def _settle(self, router_id: int, target: RouterTarget, lease: Lease, *, keep: bool, save_mode: str) -> None:
+        if lease.changed:
+            with self._guard:
+                self._unsaved.add(router_id)
+        if keep and lease.changed and save_mode == "each":
+            self._save(router_id, lease.driver)
+        if not keep:
+            if lease.changed and save_mode != "never":
+                self._save(router_id, lease.driver)
+            _close_quietly(lease.driver)
+            return
+        with self._guard:
+            self._entries[router_id] = _Entry(lease.driver, fingerprint(target))
+        self._ensure_thread()
+
+    def _save(self, router_id: int, driver: RouterDriver) -> None:
+        try:
+            driver.save_config()
+        except RouterError as exc:
+            log.warning("router %s: saving the configuration failed: %s", router_id, exc)
+            return
+        with self._guard:
+            self._unsaved.discard(router_id)
+
+    def pending_saves(self) -> set[int]:
+        with self._guard:
+            return set(self._unsaved)
+
+    def size(self) -> int:
+        with self._guard:
+            return len(self._entries)
+
+    # --- background chores ---------------------------------------------------------------------
+    def _ensure_thread(self) -> None:
+        with self._guard:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run_chores, name="flexzone-pool", daemon=True)
+            self._thread.start()
+
+    def _run_chores(self) -> None:
+        while True:
+            conf = ops_settings()
+            interval = max(0.05, min(conf.keepalive, conf.save_after or 1.0, 1.0) / 2)
+            if self._stop.wait(interval):
+                return
+            try:
+                self.chores()
+            except Exception:  # noqa: BLE001 - the chore thread must survive one bad round
+                log.exception("session pool chores failed")
+            finally:
+                connection.close()
+
+    def chores(self) -> None:
+        """One round: save quiet routers' configurations, probe idle sessions, close old ones."""
+        conf = ops_settings()
+        now = time.monotonic()
+        with self._guard:
+            candidates = list(self._entries.items())
+            unsaved = set(self._unsaved)
+        for router_id, entry in candidates:
+            idle = now - entry.last_used
+            save = router_id in unsaved and conf.save_config == "idle" and idle >= conf.save_after
+            close = idle >= conf.pool_idle
+            probe = now - entry.probed_at >= conf.keepalive
+            if not (save or close or probe):
+                continue
+            with try_router_lock(router_id) as held:
+                if not held:
+                    continue
+                with self._guard:
+                    if self._entries.get(router_id) is not entry:
+                        continue
+                    del self._entries[router_id]
+                if save:
+                    self._save(router_id, entry.driver)
+                entry.driver.take_transcript()
+                entry.driver.take_router_seconds()
+                if close or not entry.driver.is_alive():
+                    _close_quietly(entry.driver)
+                    continue
+                entry.probed_at = time.monotonic()
+                with self._guard:
+                    self._entries.setdefault(router_id, entry)
+
+    def close_all(self) -> None:
+        """Save what is unsaved (best effort), log out of every router, stop the chore thread."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+        with self._guard:
+            entries, self._entries = self._entries, {}
+            unsaved = set(self._unsaved)
+        for router_id, entry in entries.items():
+            if router_id in unsaved and ops_settings().save_config != "never":
+                self._save(router_id, entry.driver)
+            _close_quietly(entry.driver)
+
+
+pool = SessionPool()

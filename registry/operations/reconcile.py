@@ -1,0 +1,168 @@
+"""Drift between the registry and a router, and its repair.
+
+Runs while the router is held (no operation can be mid-step on it). Links whose operation is still
+queued or running (with a live heartbeat) are left alone: they are in flight, not drift.
+
+- missing: the registry says `up`, the router does not have it;
+- extra: the router has it, no active registry record;
+- mismatched: both have it but the router reports it not up, or the record is stuck in
+  `configuring`/`removing` with no live operation behind it.
+
+Repair with policy "registry" (the default) makes the router match the registry: re-add missing
+links, remove extras, finish stuck records by rolling back (`configuring` -> removed, `failed`) or
+completing (`removing` -> removed, `down`). Policy "router" makes the registry match the router.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from registry.models import Device, Link, Operation, Router, Site, Zone
+from registry.operations.conf import ops_settings
+from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec
+
+if TYPE_CHECKING:
+    from registry.operations.engine import Run
+    from registry.operations.pool import Lease
+
+
+def _key(link: Link) -> tuple[int, int, str]:
+    return (link.port, link.zone.zone_id, link.remote_ip)
+
+
+def _in_flight(link: Link) -> bool:
+    op = link.operation
+    if op is None or op.state not in (Operation.State.QUEUED, Operation.State.RUNNING):
+        return False
+    if op.state == Operation.State.QUEUED:
+        return True
+    stale = timezone.now() - timedelta(seconds=ops_settings().stale_after)
+    return op.heartbeat_at is not None and op.heartbeat_at >= stale
+
+
+def _spec(router: Router, key: tuple[int, int, str], link: Link | None) -> LinkSpec:
+    port, zone, remote_ip = key
+    wwn = link.device.wwn if link is not None else None
+    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=router.site.data_ip, wwn=wwn)
+
+
+def _describe(key: tuple[int, int, str], **extra: Any) -> dict[str, Any]:
+    return {"port": key[0], "zone": key[1], "remote_ip": key[2], **extra}
+
+
+def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, policy: str) -> dict[str, Any]:
+    driver = lease.driver
+    actual = {link.key: link for link in driver.list_links()}
+    rows = list(
+        Link.objects.filter(router=router, state__in=Link.ACTIVE_STATES).select_related("zone", "operation", "device")
+    )
+    in_flight = {_key(row) for row in rows if _in_flight(row)}
+    settled = [row for row in rows if _key(row) not in in_flight]
+    recorded = {_key(row) for row in rows}
+    up = {_key(row): row for row in settled if row.state == Link.State.UP}
+    stuck = [row for row in settled if row.state != Link.State.UP]
+
+    missing = [key for key in up if key not in actual]
+    extra = [key for key in actual if key not in recorded]
+    mismatched = [
+        _describe(key, registry="up", router=actual[key].state)
+        for key in up
+        if key in actual and actual[key].state != "up"
+    ]
+    mismatched += [
+        _describe(_key(row), registry=row.state, router="present" if _key(row) in actual else "absent") for row in stuck
+    ]
+    report: dict[str, Any] = {
+        "missing": [_describe(key, link=up[key].pk) for key in missing],
+        "extra": [_describe(key) for key in extra],
+        "mismatched": mismatched,
+        "in_flight": [_describe(key) for key in sorted(in_flight)],
+        "repaired": [],
+        "unresolved": [],
+    }
+    if not repair:
+        return report
+    now = timezone.now()
+
+    def router_add(key, link=None):
+        try:
+            driver.add_link(_spec(router, key, link))
+        except LinkExists:
+            pass
+        lease.changed = True
+
+    def router_remove(key, link=None):
+        try:
+            driver.remove_link(_spec(router, key, link))
+        except LinkAbsent:
+            pass
+        lease.changed = True
+
+    if policy == "registry":
+        for key in missing:
+            router_add(key, up[key])
+            report["repaired"].append(_describe(key, action="added to router"))
+        for key in extra:
+            router_remove(key)
+            report["repaired"].append(_describe(key, action="removed from router"))
+        for row in stuck:
+            if _key(row) in actual:
+                router_remove(_key(row), row)
+            final = (
+                Link.State.FAILED if row.state in (Link.State.CONFIGURING, Link.State.REQUESTED) else Link.State.DOWN
+            )
+            Link.objects.filter(pk=row.pk).update(state=final, down_at=now, updated_at=now)
+            report["repaired"].append(_describe(_key(row), action=f"{row.state} -> {final}"))
+    else:
+        for key in missing:
+            Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
+            report["repaired"].append(_describe(key, action="registry: up -> down"))
+        for key in extra:
+            link = _record_from_router(router, key)
+            if link is None:
+                report["unresolved"].append(_describe(key, reason="no registered site/device matches this link"))
+            else:
+                report["repaired"].append(_describe(key, action=f"registry: recorded as link {link.pk}"))
+        for row in stuck:
+            final = (
+                Link.State.UP
+                if _key(row) in actual
+                else (
+                    Link.State.FAILED
+                    if row.state in (Link.State.CONFIGURING, Link.State.REQUESTED)
+                    else Link.State.DOWN
+                )
+            )
+            Link.objects.filter(pk=row.pk).update(state=final, updated_at=now)
+            report["repaired"].append(_describe(_key(row), action=f"registry: {row.state} -> {final}"))
+    if report["repaired"] and policy == "registry":
+        after = {link.key for link in driver.list_links()}
+        report["converged"] = after - in_flight == set(up)
+    return report
+
+
+def _record_from_router(router: Router, key: tuple[int, int, str]) -> Link | None:
+    """Create the registry record for a link found only on the router (policy "router")."""
+    port, zone_id, remote_ip = key
+    remote = Site.objects.filter(data_ip=remote_ip).first()
+    zone = Zone.objects.filter(zone_id=zone_id).first()
+    if remote is None or zone is None:
+        return None
+    device = Device.objects.filter(zone=zone, owner_site__in=[router.site, remote]).order_by("description").first()
+    if device is None:
+        return None
+    requester = remote if device.owner_site_id == router.site_id else router.site
+    now = timezone.now()
+    return Link.objects.create(
+        site=requester,
+        device=device,
+        router=router,
+        port=port,
+        zone=zone,
+        remote_ip=remote_ip,
+        state=Link.State.UP,
+        up_at=now,
+    )

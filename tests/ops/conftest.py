@@ -1,0 +1,67 @@
+"""Fixtures for the operations engine: the demo registry wired to real simulators on loopback.
+
+`ops_lab` starts an McData Eclipse simulator for primary-rtr and a Nishan IPS 3000 simulator for
+remote-rtr (tiny delays), points the registry's routers at them, writes their passwords as router
+secrets, and runs operations only when the test calls `execute` (FLEXZONE_OPS_QUEUE=manual).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from registry.models import Router
+from registry.operations.pool import pool
+from tests.routers.conftest import PASSWORD, sim_factory, sim_process_factory  # noqa: F401 - fixtures
+
+FAST = {
+    "FLEXZONE_OPS_QUEUE": "manual",
+    "FLEXZONE_OPS_BACKOFF": 0.05,
+    "FLEXZONE_OPS_BACKOFF_MAX": 0.2,
+    "FLEXZONE_OPS_MAX_ATTEMPTS": 4,
+    "FLEXZONE_OPS_TOTAL_TIMEOUT": 30.0,
+    "FLEXZONE_OPS_ROUTER_WAIT": 20.0,
+    "FLEXZONE_OPS_SAVE_CONFIG": "each",
+    "FLEXZONE_OPS_HEARTBEAT": 0.2,
+    "FLEXZONE_OPS_STALE_AFTER": 1.5,
+}
+
+
+@pytest.fixture
+def ops_settings(settings):
+    for name, value in FAST.items():
+        setattr(settings, name, value)
+    yield settings
+    pool.close_all()
+
+
+@dataclass
+class Lab:
+    primary_sim: Any
+    remote_sim: Any
+    primary_rtr: Router
+    remote_rtr: Router
+    demo: dict
+
+    def sim_of(self, router: Router):
+        return self.primary_sim if router.pk == self.primary_rtr.pk else self.remote_sim
+
+
+def wire(router: Router, address: tuple[str, int], secrets_dir, *, command_timeout: float = 2.0) -> None:
+    """Point a registry router at a simulator and give it the simulator's password."""
+    router.host, router.port = address
+    router.connect_timeout, router.command_timeout = 5.0, command_timeout
+    router.save()
+    secrets_dir.mkdir(parents=True, exist_ok=True)
+    (secrets_dir / router.secret_ref.removeprefix("file:")).write_text(PASSWORD + "\n")
+
+
+@pytest.fixture
+def ops_lab(demo, ops_settings, sim_factory, secrets_dir):  # noqa: F811
+    primary = sim_factory("mcdata_eclipse", telnet=("127.0.0.1", 0))
+    remote = sim_factory("nishan_ips3000", telnet=("127.0.0.1", 0))
+    wire(demo["primary_rtr"], primary.addresses["telnet"], secrets_dir)
+    wire(demo["remote_rtr"], remote.addresses["telnet"], secrets_dir)
+    return Lab(primary, remote, demo["primary_rtr"], demo["remote_rtr"], demo)

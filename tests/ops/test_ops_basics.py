@@ -1,0 +1,101 @@
+"""Add, remove, list and the journal against real simulators."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry.models import Device, DeviceLock, Link, Operation, Router, Site
+from registry.operations import DeviceBusy, execute, list_links, submit
+from registry.planner import PlanError
+
+
+def router_keys(sim) -> set[tuple[int, int, str]]:
+    return {link.key for link in sim.links()}
+
+
+def registry_keys(router) -> set[tuple[int, int, str]]:
+    return {(link.port, link.zone.zone_id, link.remote_ip) for link in Link.objects.filter(router=router, state="up")}
+
+
+def add_third_site() -> Site:
+    site = Site.objects.create(
+        name="third-site", display_name="THIRD", msan_id=3, management_ip="127.0.0.13", data_ip="127.0.0.23",
+        router_port=2,
+    )
+    Router.objects.create(
+        site=site, name="third-rtr", platform="nishan_ips3000", transport="telnet", host="127.0.0.13", port=2325,
+        username="admin", secret_ref="file:third-rtr",
+    )
+    return site
+
+
+def assert_agreement(lab) -> None:
+    for router in (lab.primary_rtr, lab.remote_rtr):
+        assert registry_keys(router) == router_keys(lab.sim_of(router)), router.name
+
+
+@pytest.mark.django_db
+def test_add_configures_both_routers_and_journals_the_work(ops_lab):
+    op = execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    assert op.state == "succeeded", op.error
+    assert op.phase == "done"
+    assert router_keys(ops_lab.primary_sim) == {(8, 1, "127.0.0.22")}
+    assert router_keys(ops_lab.remote_sim) == {(4, 1, "127.0.0.21")}
+    assert_agreement(ops_lab)
+    assert DeviceLock.objects.filter(device__description="XRAID1", site__name="remote-site", exclusive=True).exists()
+    assert op.router_ms > 0 and op.total_ms >= op.router_ms + op.registry_ms
+    assert abs(op.total_ms - (op.registry_ms + op.invocation_ms + op.router_ms)) < 1.0
+    assert "s3cret" not in op.transcript and op.transcript
+
+
+@pytest.mark.django_db
+def test_remove_clears_the_routers_and_releases_the_lock(ops_lab):
+    execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    op = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    assert op.state == "succeeded", op.error
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
+    assert not DeviceLock.objects.exists()
+    assert set(Link.objects.values_list("state", flat=True)) == {"down"}
+
+
+@pytest.mark.django_db
+def test_removing_an_absent_link_is_a_quiet_success(ops_lab):
+    op = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    assert op.state == "succeeded", op.error
+
+
+@pytest.mark.django_db
+def test_a_second_site_cannot_take_an_exclusively_locked_device(ops_lab):
+    add_third_site()
+    submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+    with pytest.raises(DeviceBusy) as info:
+        submit("add", {"site": "third-site", "device_description": "XRAID1"})
+    assert "locked by remote-site" in info.value.message
+    assert Operation.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_shareable_device_is_locked_by_several_sites_at_once(ops_lab):
+    add_third_site()
+    Device.objects.filter(description="XRAID1").update(shareable=True)
+    submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+    submit("add", {"site": "third-site", "device_description": "XRAID1"})
+    assert DeviceLock.objects.filter(device__description="XRAID1", exclusive=False).count() == 2
+
+
+@pytest.mark.django_db
+def test_bad_requests_fail_at_submit_without_a_journal_row(ops_lab):
+    with pytest.raises(PlanError) as info:
+        submit("add", {"site": "nowhere", "device_description": "XRAID1"})
+    assert info.value.field == "site"
+    with pytest.raises(PlanError):
+        submit("add", {"site": "remote-site", "device_description": "XRAID1", "duration": -5})
+    assert not Operation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_list_links_reads_every_router(ops_lab):
+    execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    listing = list_links()
+    assert {(link["port"], link["zone"], link["remote_ip"]) for link in listing["primary-rtr"]} == {(8, 1, "127.0.0.22")}
+    assert Operation.objects.filter(kind="list", state="succeeded").exists()
