@@ -11,7 +11,7 @@ import random
 import statistics
 import time
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from registry.models import Device, Router, Site, Zone
 from registry.planner import plan_connect
@@ -29,8 +29,8 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 def _build(sites: int, devices: int, zones: int, rng: random.Random) -> None:
     platforms = sorted(str(p) for p in DRIVERS)
-    Zone.objects.bulk_create([Zone(zone_id=z + 1) for z in range(zones)])
-    zone_rows = list(Zone.objects.order_by("zone_id"))
+    Zone.objects.bulk_create([Zone(zone_id=z + 1) for z in range(zones)], ignore_conflicts=True)
+    zone_rows = list(Zone.objects.filter(zone_id__lte=zones).order_by("zone_id"))
     site_rows = Site.objects.bulk_create(
         [
             Site(
@@ -39,7 +39,7 @@ def _build(sites: int, devices: int, zones: int, rng: random.Random) -> None:
                 msan_id=100000 + i,
                 management_ip=f"127.1.{i // 250}.{i % 250 + 1}",
                 data_ip=f"127.2.{i // 250}.{i % 250 + 1}",
-                router_port=i % 16,
+                router_port=24 + i % 20,  # valid on every platform (FOS VE ports are 24-43)
             )
             for i in range(sites)
         ]
@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         with transaction.atomic():
             started = time.perf_counter()
             _build(args.sites, args.devices, args.zones, rng)
+            if connection.vendor == "postgresql":
+                # Fresh rows have no statistics yet; without them PostgreSQL plans sequential scans.
+                with connection.cursor() as cursor:
+                    for model in (Site, Router, Zone, Device):
+                        cursor.execute(f"ANALYZE {model._meta.db_table}")
             print(
                 f"built {args.sites} sites, {args.devices} devices, {args.zones} zones "
                 f"in {time.perf_counter() - started:.1f} s"

@@ -12,6 +12,7 @@ import difflib
 from dataclasses import asdict, dataclass, field
 
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.db.models.functions import Lower
 
 from registry.models import Device, Router, Site, Zone
@@ -82,18 +83,24 @@ class Plan:
 
 
 def find_site(value: str | int) -> Site:
-    """A site named by short name, display name or MSAN id."""
+    """A site named by short name, display name or MSAN id (in that order of preference)."""
     text = str(value).strip()
     if not text:
         raise PlanError("site", "a site is required (short name, display name or MSAN id).")
-    query = Site.objects.filter(name=text)
+    match = Q(name=text) | Q(lower_display_name=text.lower())
     if text.isdigit():
-        query = query.union(Site.objects.filter(msan_id=int(text)))
-    site = query.first() or Site.objects.annotate(lower=Lower("display_name")).filter(lower=text.lower()).first()
-    if site is None:
-        names = [name for pair in Site.objects.values_list("name", "display_name") for name in pair]
-        raise PlanError("site", f"no site is named {text!r}.", _close(text, names))
-    return site
+        match |= Q(msan_id=int(text))
+    candidates = list(Site.objects.annotate(lower_display_name=Lower("display_name")).filter(match)[:3])
+    for matches in (
+        lambda s: s.name == text,
+        lambda s: text.isdigit() and s.msan_id == int(text),
+        lambda s: s.display_name.lower() == text.lower(),
+    ):
+        site = next((s for s in candidates if matches(s)), None)
+        if site is not None:
+            return site
+    names = [name for pair in Site.objects.values_list("name", "display_name") for name in pair]
+    raise PlanError("site", f"no site is named {text!r}.", _close(text, names))
 
 
 def find_device(*, description: str | None = None, wwn: str | None = None) -> Device:
@@ -117,11 +124,15 @@ def find_device(*, description: str | None = None, wwn: str | None = None) -> De
     raise PlanError("device", "name the device by description or WWN.")
 
 
-def find_zone(value: str | int) -> Zone:
+def _zone_number(value: str | int) -> int:
     try:
-        zone_id = int(str(value).strip())
+        return int(str(value).strip())
     except ValueError:
         raise PlanError("zone", f"a zone is a number, got {value!r}.") from None
+
+
+def find_zone(value: str | int) -> Zone:
+    zone_id = _zone_number(value)
     zone = Zone.objects.filter(zone_id=zone_id).first()
     if zone is None:
         known = [str(z) for z in Zone.objects.values_list("zone_id", flat=True)]
@@ -138,11 +149,15 @@ def _close(text: str, candidates: list[str]) -> list[str]:
     return [lowered[match] for match in difflib.get_close_matches(text.lower(), list(lowered), n=3, cutoff=0.5)]
 
 
-def site_router(site: Site) -> Router:
-    router = site.routers.order_by("name").first()
-    if router is None:
-        raise PlanError("site", f"site {site.name} has no router registered.")
-    return router
+def site_routers(sites: list[Site]) -> dict[int, Router]:
+    """Each site's router (the first by name when a site has several), in one query."""
+    routers: dict[int, Router] = {}
+    for router in Router.objects.filter(site__in=sites).order_by("-name"):
+        routers[router.site_id] = router
+    for site in sites:
+        if site.pk not in routers:
+            raise PlanError("site", f"site {site.name} has no router registered.")
+    return routers
 
 
 # --- planning ------------------------------------------------------------------------------------
@@ -168,8 +183,9 @@ def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
         raise PlanError("device", "give exactly one of device description, WWN or zone.")
     requester = find_site(site_ref)
     if zone_ref is not None and zone_ref != "":
-        zone = find_zone(zone_ref)
-        devices = [d for d in _devices().filter(zone=zone).order_by("description") if d.owner_site_id != requester.pk]
+        zone_devices = list(_devices().filter(zone__zone_id=_zone_number(zone_ref)).order_by("description"))
+        zone = zone_devices[0].zone if zone_devices else find_zone(zone_ref)
+        devices = [d for d in zone_devices if d.owner_site_id != requester.pk]
         if not devices:
             raise PlanError("zone", f"zone {zone.zone_id} has no device owned by a site other than {requester.name}.")
     else:
@@ -181,14 +197,15 @@ def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
         zone, devices = device.zone, [device]
 
     steps: list[tuple] = []
-    requester_router = site_router(requester)
+    routers = site_routers([requester, *{d.owner_site_id: d.owner_site for d in devices}.values()])
+    requester_router = routers[requester.pk]
     seen_owners: set[int] = set()
     for device in devices:
         owner = device.owner_site
         if owner.pk in seen_owners:
             continue
         seen_owners.add(owner.pk)
-        owner_router = site_router(owner)
+        owner_router = routers[owner.pk]
         # Target side first: its gateway must accept the session before the requester opens it.
         steps.append((owner_router, owner, requester, device))
         steps.append((requester_router, requester, owner, device))
@@ -232,7 +249,13 @@ def _step(order: int, action: str, router: Router, local: Site, remote: Site, zo
         wwn=device.wwn,
         device=device.description,
     )
-    return PlanStep(**{**asdict(step), "commands": render_commands(router.platform, action, step.spec)})
+    try:
+        commands = render_commands(router.platform, action, step.spec)
+    except ValueError as exc:
+        # The link parameters come from the registry; a platform rule they break (a VE port range,
+        # say) is a registry entry to fix, reported against the router that cannot take it.
+        raise PlanError("router", f"router {router.name} ({router.platform}) cannot take this link: {exc}") from None
+    return PlanStep(**{**asdict(step), "commands": commands})
 
 
 def render_commands(platform: str, action: str, spec: LinkSpec) -> list[str]:
