@@ -258,14 +258,18 @@ class FosPersonality(Personality):
         self.state.saved["zoning"] = copy.deepcopy(self.zoning)
 
     def links(self) -> list[RouterLink]:
-        """flexzone links: tunnels described ``fz_z<zone>`` whose circuit 0 has a remote IP."""
+        """flexzone links (the driver's mapping): a zone ``fz_z<zone>_ve<port>`` in the defined
+        configuration whose VE port has a tunnel with a circuit 0 remote address."""
+        effective = self.zoning["effective"] or {"zones": {}}
         result = []
-        for ve, tunnel in sorted(self.tunnels.items(), key=lambda item: int(item[0])):
-            match = re.fullmatch(r"fz_z(\d+)", tunnel.get("description", ""))
-            circuit = tunnel["circuits"].get("0")
+        for name in self.zoning["defined"]["zones"]:
+            match = re.fullmatch(r"fz_z(\d+)_ve(\d+)", name)
+            tunnel = self.tunnels.get(match.group(2)) if match else None
+            circuit = tunnel["circuits"].get("0") if tunnel else None
             if match and circuit and circuit.get("remote_ip"):
-                result.append(RouterLink(int(ve), int(match.group(1)), circuit["remote_ip"], "up"))
-        return result
+                state = "up" if name in effective["zones"] and circuit.get("admin") == "enable" else "down"
+                result.append(RouterLink(int(match.group(2)), int(match.group(1)), circuit["remote_ip"], state))
+        return sorted(result, key=lambda link: link.key)
 
     # --- dispatch ----------------------------------------------------------------------------
     async def execute(self, session: Session, console: Console, line: str) -> bool:
@@ -351,7 +355,8 @@ class FosPersonality(Personality):
             speed = "40G" if ge < 2 else "10G"
             state = "Online " if self._ge_in_use(ge) else "No_Light"
             lines.append(f"{'':10s}ge{ge:<2d}        id    {speed:<12s} {state:11s} FCIP")
-        await console.page("\n".join(lines) + "\n")
+        # switchshow is not paged (scripts and netmiko users read it whole); the zoning and detail views are.
+        console.write("\n".join(lines) + "\n")
 
     def _ve_row(self, port: int) -> str:
         prefix = f"{port:5d} {port:4d}   {DOMAIN:02x}{port:02x}00   --    --           "

@@ -212,14 +212,18 @@ class MdsPersonality(Personality):
         return self.state.running
 
     def links(self) -> list[RouterLink]:
-        """flexzone links: fcip interfaces described ``fz_z<zone>`` with a peer address."""
+        """flexzone links (the driver's mapping): a zone ``fz_z<zone>_fcip<port>`` whose fcip
+        interface has a peer address; up when the zone is active and the interface not shut."""
         result = []
-        for number, interface in sorted(self.running["interfaces"].items(), key=lambda item: int(item[0])):
-            match = re.fullmatch(r"fz_z(\d+)", interface.get("description", ""))
-            if match and interface.get("peer"):
-                state = "down" if interface["shutdown"] else "up"
-                result.append(RouterLink(int(number), int(match.group(1)), interface["peer"], state))
-        return result
+        for vsan, zones in self.running["zones"].items():
+            active = self.running["active"].get(vsan, {"zones": {}})["zones"]
+            for name in zones:
+                match = re.fullmatch(r"fz_z(\d+)_fcip(\d+)", name)
+                interface = self.running["interfaces"].get(match.group(2)) if match else None
+                if match and interface and interface.get("peer"):
+                    state = "up" if name in active and not interface["shutdown"] else "down"
+                    result.append(RouterLink(int(match.group(2)), int(match.group(1)), interface["peer"], state))
+        return sorted(result, key=lambda link: link.key)
 
     def save(self) -> None:
         self.state.saved = copy.deepcopy(self.state.running)
@@ -765,9 +769,11 @@ def render_config(config: dict[str, Any], hostname: str, which: str) -> str:
     """NX-OS running-config text for the parts the simulator models."""
     lines = ["", f"!Command: show {which}", "", "version 9.4(2a)"]
     lines += [f"feature {feature}" for feature in config.get("features", [])]
-    lines += ["", f"hostname {hostname}", "", "vsan database"]
-    lines += [f"  vsan {v} name {info['name']}" for v, info in sorted(config.get("vsans", {}).items(),
-                                                                      key=lambda item: int(item[0])) if v != "1"]
+    lines += ["", f"hostname {hostname}"]
+    extra_vsans = sorted((v for v in config.get("vsans", {}) if v != "1"), key=int)
+    if extra_vsans:
+        lines += ["", "vsan database"]
+        lines += [f"  vsan {v} name {config['vsans'][v]['name']}" for v in extra_vsans]
     for number, profile in sorted(config.get("profiles", {}).items(), key=lambda item: int(item[0])):
         lines += ["", f"fcip profile {number}"]
         if profile.get("ip"):

@@ -67,8 +67,8 @@ def run(fos, line, **console_args):
     return console
 
 
-def add_tunnel(fos, ve=24, zone=7, local="198.18.0.1", remote="198.18.1.1"):
-    assert run(fos, f"portcfg fciptunnel {ve} create -d fz_z{zone}").text == "Operation Succeeded.\n"
+def add_tunnel(fos, ve=24, local="198.18.0.1", remote="198.18.1.1"):
+    assert run(fos, f"portcfg fciptunnel {ve} create -d flexzone").text == "Operation Succeeded.\n"
     line = f"portcfg fcipcircuit {ve} create 0 --local-ip {local} --remote-ip {remote}"
     assert run(fos, line).text == "Operation Succeeded.\n"
 
@@ -91,9 +91,15 @@ def test_exit_closes_the_session(fos):
     assert "Closing the current session" in console.text
 
 
-def test_tunnel_and_circuit_create_report_operation_succeeded_and_make_a_link(fos):
+def test_tunnel_circuit_and_zone_make_a_flexzone_link(fos):
     add_tunnel(fos)
-    assert [(link.port, link.zone, link.remote_ip) for link in fos.links()] == [(24, 7, "198.18.1.1")]
+    assert fos.links() == []
+    run(fos, 'zonecreate "fz_z7_ve24", "10:00:00:00:c9:aa:bb:01"')
+    assert [(link.port, link.zone, link.remote_ip, link.state) for link in fos.links()] == [
+        (24, 7, "198.18.1.1", "down")]
+    run(fos, 'cfgcreate "fz_cfg", "fz_z7_ve24"')
+    run(fos, 'cfgenable "fz_cfg"', answers=["y"])
+    assert [link.state for link in fos.links()] == ["up"]
 
 
 def test_creating_an_existing_tunnel_gives_the_three_line_object_exists_error(fos):
@@ -143,16 +149,16 @@ def test_tunnel_modify_asks_before_changing_and_no_keeps_the_old_value(fos):
 
 def test_modify_with_the_same_value_has_nothing_to_modify(fos):
     add_tunnel(fos)
-    text = run(fos, "portcfg fciptunnel 24 modify -d fz_z7").text
+    text = run(fos, "portcfg fciptunnel 24 modify -d flexzone").text
     assert text == "fciptunnel operation failed.\nNothing to modify.\n"
 
 
 def test_tunnel_delete_removes_its_circuits_and_the_ve_goes_offline(fos):
     add_tunnel(fos)
-    assert "Online      VE  VE-Port" in run(fos, "switchshow", pager_answers=[""] * 5).text
+    assert "Online      VE  VE-Port" in run(fos, "switchshow").text
     assert run(fos, "portcfg fciptunnel 24 delete").text == "Operation Succeeded.\n"
-    assert fos.links() == []
-    show = run(fos, "switchshow", pager_answers=[""] * 5).text
+    assert fos.tunnels == {}
+    show = run(fos, "switchshow").text
     assert "   24   24   011800   --    --           Offline     VE" in show
 
 
@@ -160,17 +166,20 @@ def test_deleting_a_missing_tunnel_cannot_locate_it(fos):
     assert "Unable to locate tunnel 25." in run(fos, "portcfg fciptunnel 25 delete").text
 
 
-def test_switchshow_has_the_fos9_header_and_is_paged(fos):
-    console = run(fos, "switchshow", pager_answers=["", "", ""])
+def test_switchshow_has_the_fos9_header_and_is_not_paged(fos):
+    console = run(fos, "switchshow")
     assert console.text.startswith("switchName:fos-ext1\nswitchType:148.0\nswitchState:Online\n")
-    assert "Type <CR> to continue, Q<CR> to stop: " in console.text
+    assert "Type <CR> to continue" not in console.text
     assert "Index Port Address  Media Speed        State       Proto\n" + "=" * 60 in console.text
+    assert "ge17" in console.text
 
 
 def test_q_at_the_pager_stops_the_output(fos):
-    console = run(fos, "switchshow", pager_answers=["Q"])
+    for index in range(50):
+        run(fos, f'zonecreate "z{index}", "10:00:00:00:c9:aa:bb:{index:02x}"')
+    console = run(fos, "cfgshow", pager_answers=["Q"])
     assert console.text.count("Type <CR> to continue") == 1
-    assert "ge17" not in console.text
+    assert "z49" not in console.text
 
 
 def test_portshow_fciptunnel_all_lists_tunnel_and_circuit_rows(fos):
@@ -187,7 +196,7 @@ def test_portcfgshow_fciptunnel_detail_shows_description_and_circuit_addresses(f
     add_tunnel(fos)
     text = run(fos, "portcfgshow fciptunnel all -c", pager_answers=[""] * 3).text
     assert " Tunnel: VE-Port:24 (idx:0, DP0)" in text
-    assert "  Description         : fz_z7\n" in text
+    assert "  Description         : flexzone\n" in text
     assert "  Remote IP           : 198.18.1.1\n" in text
     assert "  Local IP            : 198.18.0.1\n" in text
 
@@ -247,7 +256,7 @@ def test_cfgenable_asks_then_puts_the_cfg_in_effect_and_saves(fos):
     assert fos.state.saved["zoning"]["effective"]["cfg"] == "c1"
     effective = "Effective configuration:\n cfg:\tc1\t\n zone:\tz1\t\n\t\t10:00:00:00:c9:aa:bb:01\n"
     assert effective in run(fos, "cfgshow").text
-    assert "zoning:ON (c1)" in run(fos, "switchshow", pager_answers=[""] * 5).text
+    assert "zoning:ON (c1)" in run(fos, "switchshow").text
 
 
 def test_cfgsave_confirms_and_then_has_nothing_to_save(fos):
@@ -277,11 +286,11 @@ def test_state_reloads_from_its_json_form():
 
     fos = FosPersonality(SimState(), "fos-ext1")
     add_tunnel(fos)
-    run(fos, 'zonecreate "z1", "10:00:00:00:c9:aa:bb:01"')
+    run(fos, 'zonecreate "fz_z7_ve24", "10:00:00:00:c9:aa:bb:01"')
     state = SimState(**json.loads(json.dumps({"running": fos.state.running, "saved": fos.state.saved})))
     again = FosPersonality(state, "fos-ext1")
-    assert again.links() == fos.links()
-    assert "z1" in run(again, "cfgshow").text
+    assert again.links() == fos.links() != []
+    assert "fz_z7_ve24" in run(again, "cfgshow").text
 
 
 def test_mutating_lines_are_classified(fos):

@@ -83,10 +83,15 @@ FCIP_LINK = [
     "fcip profile 5",
     "ip address 198.18.0.1",
     "interface fcip 5",
-    "switchport description fz_z7",
+    "switchport description flexzone",
     "use-profile 5",
     "peer-info ipaddr 198.18.1.1",
     "no shutdown",
+    "zone name fz_z7_fcip5 vsan 1",
+    "member pwwn 10:00:00:00:c9:aa:bb:01",
+    "zoneset name fz_zoneset vsan 1",
+    "member fz_z7_fcip5",
+    "zoneset activate name fz_zoneset vsan 1",
     "end",
 ]
 
@@ -138,8 +143,10 @@ def test_out_of_range_numbers_and_reserved_vsans_are_invalid(mds, session):
 
 
 def test_an_fcip_link_is_configured_and_read_back(mds, session):
-    assert script(mds, session, FCIP_LINK) == "Enter configuration commands, one per line. End with CNTL/Z.\n"
-    assert [(link.port, link.zone, link.remote_ip) for link in mds.links()] == [(5, 7, "198.18.1.1")]
+    assert script(mds, session, FCIP_LINK) == ("Enter configuration commands, one per line. End with CNTL/Z.\n"
+                                               "Zoneset activation initiated. check zone status\n")
+    assert [(link.port, link.zone, link.remote_ip, link.state) for link in mds.links()] == [
+        (5, 7, "198.18.1.1", "up")]
     brief = run(mds, session, "show interface brief | no-more").text
     assert "\nfcip5              1      auto   on      trunking    TE    5        --\n" in brief
     detail = run(mds, session, "show interface fcip 5").text
@@ -149,7 +156,7 @@ def test_an_fcip_link_is_configured_and_read_back(mds, session):
     profiles = run(mds, session, "show fcip profile").text
     assert "5               198.18.0.1      3225\n" in profiles
     config = run(mds, session, "show running-config").text
-    block = ("interface fcip5\n  switchport description fz_z7\n  use-profile 5\n  peer-info ipaddr 198.18.1.1\n"
+    block = ("interface fcip5\n  switchport description flexzone\n  use-profile 5\n  peer-info ipaddr 198.18.1.1\n"
              "  no shutdown\n")
     assert block in config
 
@@ -158,6 +165,7 @@ def test_a_shut_interface_is_administratively_down(mds, session):
     script(mds, session, FCIP_LINK)
     script(mds, session, ["conf t", "interface fcip5", "shutdown", "end"])
     assert run(mds, session, "show interface fcip 5").text.startswith("fcip5 is down (Administratively down)\n")
+    assert [link.state for link in mds.links()] == ["down"]
 
 
 def test_no_interface_removes_the_link(mds, session):

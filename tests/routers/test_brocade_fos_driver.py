@@ -1,0 +1,259 @@
+"""The Brocade FOS driver against the FOS simulator over real SSH and telnet sessions."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+
+import pytest
+from netmiko import ConnectHandler
+
+from routers.drivers import DRIVERS
+from routers.drivers.base import (
+    CommandRejected,
+    LinkAbsent,
+    LinkExists,
+    LinkSpec,
+    Platform,
+    RouterConnectError,
+    RouterLink,
+)
+from routers.drivers.brocade_fos import BrocadeFosDriver
+from routers.sim.faults import Fault
+
+from .conftest import PASSWORD, USERNAME
+
+WWN = "50:00:09:73:98:06:c8:08"
+SPEC = LinkSpec(port=24, zone=7, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn=WWN)
+OTHER_ZONE = LinkSpec(port=24, zone=8, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn="10:00:00:00:c9:aa:bb:02")
+
+
+@pytest.fixture(params=["ssh", "telnet"])
+def transport(request):
+    return request.param
+
+
+@pytest.fixture
+def fos(sim_factory):
+    return sim_factory("brocade_fos")
+
+
+def test_the_dispatch_map_has_the_fos_driver():
+    assert DRIVERS[Platform.BROCADE_FOS] is BrocadeFosDriver
+
+
+def test_rendering_is_pure_and_exact():
+    assert BrocadeFosDriver.render_add(SPEC) == [
+        "portcfg fciptunnel 24 create -d flexzone",
+        "portcfg fcipcircuit 24 create 0 --local-ip 198.18.0.1 --remote-ip 198.18.1.1",
+        f'zonecreate "fz_z7_ve24", "{WWN}"',
+        'cfgadd "fz_cfg", "fz_z7_ve24"',
+        'cfgenable "fz_cfg"',
+    ]
+    assert BrocadeFosDriver.render_remove(SPEC) == [
+        'cfgremove "fz_cfg", "fz_z7_ve24"',
+        'zonedelete "fz_z7_ve24"',
+        'cfgenable "fz_cfg"',
+        "portcfg fciptunnel 24 delete",
+    ]
+
+
+@pytest.mark.parametrize("spec, field", [
+    (LinkSpec(3, 7, "198.18.1.1", "198.18.0.1", WWN), "port"),
+    (LinkSpec(44, 7, "198.18.1.1", "198.18.0.1", WWN), "port"),
+    (LinkSpec(24, 7, "198.18.1.1", None, WWN), "local_ip"),
+    (LinkSpec(24, 7, "198.18.1.1", "198.18.0.1", None), "wwn"),
+    (LinkSpec(24, 7, "198.18.1.1", "198.18.1.1", WWN), "remote_ip"),
+])
+def test_invalid_arguments_are_refused_before_anything_is_sent(fos, driver_for, spec, field):
+    driver = driver_for(fos)
+    driver.take_transcript()
+    with pytest.raises(ValueError, match=f"^{field}:"):
+        driver.add_link(spec)
+    assert "portcfg" not in driver.take_transcript()
+    assert fos.state().running["tunnels"] == {}
+
+
+def test_a_link_is_added_listed_and_removed(fos, driver_for, transport):
+    driver = driver_for(fos, transport)
+    assert driver.list_links() == []
+    driver.add_link(SPEC)
+    assert driver.list_links() == [RouterLink(24, 7, "198.18.1.1", "up")]
+    assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "up")]
+    transcript = driver.take_transcript()
+    assert "Operation Succeeded." in transcript
+    assert "(yes, y, no, n): [no] y" in transcript
+    assert PASSWORD not in transcript
+    driver.remove_link(SPEC)
+    assert driver.list_links() == []
+    state = fos.state().running
+    assert state["tunnels"] == {}
+    assert state["zoning"]["defined"] == {"cfgs": {}, "zones": {}, "aliases": {}}
+    assert state["zoning"]["effective"] is None
+
+
+def test_adding_a_link_twice_raises_link_exists_and_changes_nothing(fos, driver_for):
+    driver = driver_for(fos)
+    driver.add_link(SPEC)
+    before = fos.state()
+    with pytest.raises(LinkExists):
+        driver.add_link(SPEC)
+    assert fos.state() == before
+    assert driver.is_alive()
+
+
+def test_removing_an_absent_link_raises_link_absent(fos, driver_for):
+    driver = driver_for(fos)
+    with pytest.raises(LinkAbsent):
+        driver.remove_link(SPEC)
+    driver.add_link(SPEC)
+    with pytest.raises(LinkAbsent):
+        driver.remove_link(LinkSpec(24, 9, "198.18.1.1"))
+    with pytest.raises(LinkAbsent):
+        driver.remove_link(LinkSpec(24, 7, "198.18.1.99"))
+    assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "up")]
+
+
+def test_zones_to_one_gateway_share_the_tunnel_until_the_last_is_removed(fos, driver_for):
+    driver = driver_for(fos)
+    driver.add_link(SPEC)
+    driver.add_link(OTHER_ZONE)
+    assert [link.key for link in driver.list_links()] == [SPEC.key, OTHER_ZONE.key]
+    assert list(fos.state().running["tunnels"]) == ["24"]
+    driver.remove_link(SPEC)
+    assert [link.key for link in driver.list_links()] == [OTHER_ZONE.key]
+    assert list(fos.state().running["tunnels"]) == ["24"]
+    driver.remove_link(OTHER_ZONE)
+    assert fos.state().running["tunnels"] == {}
+
+
+def test_a_second_gateway_on_an_occupied_ve_port_is_rejected(fos, driver_for):
+    driver = driver_for(fos)
+    driver.add_link(SPEC)
+    with pytest.raises(CommandRejected, match="already carries a tunnel to 198.18.1.1") as caught:
+        driver.add_link(LinkSpec(24, 8, "198.18.2.2", "198.18.0.1", "10:00:00:00:c9:aa:bb:02"))
+    assert not isinstance(caught.value, LinkExists)
+    assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "up")]
+
+
+def test_a_device_error_becomes_command_rejected_with_the_router_message(fos, driver_for):
+    driver = driver_for(fos)
+    with pytest.raises(CommandRejected) as caught:
+        driver.extension("portcfg fciptunnel 24 delete")
+    assert "Unable to locate tunnel 24." in caught.value.router_message
+
+
+def test_listing_pages_through_long_output(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos")
+    driver = driver_for(fos)
+    specs = [LinkSpec(ve, ve, f"198.18.1.{ve}", "198.18.0.1", f"10:00:00:00:c9:aa:bb:{ve:02x}") for ve in range(24, 30)]
+    for spec in specs:
+        driver.add_link(spec)
+    driver.take_transcript()
+    assert [link.key for link in driver.list_links()] == [spec.key for spec in specs]
+    assert driver.take_transcript().count("Type <CR> to continue, Q<CR> to stop:") >= 3
+
+
+def test_save_config_answers_the_cfgsave_question(fos, driver_for):
+    driver = driver_for(fos)
+    driver.run('zonecreate "manual", "10:00:00:00:c9:aa:bb:03"')
+    assert "manual" not in fos.state().saved["zoning"]["defined"]["zones"]
+    driver.save_config()
+    assert "manual" in fos.state().saved["zoning"]["defined"]["zones"]
+    driver.save_config()  # nothing left to save is not an error
+    assert "Nothing changed: nothing to save" in driver.take_transcript()
+
+
+def test_an_add_whose_reply_was_lost_is_completed_by_the_retry(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos", faults=[Fault("drop_after_apply", match="^zonecreate", count=1)])
+    with pytest.raises(RouterConnectError):
+        driver_for(fos).add_link(SPEC)
+    assert "fz_z7_ve24" in fos.state().running["zoning"]["defined"]["zones"]
+    assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "down")]  # zoned but not yet enabled
+    driver_for(fos).add_link(SPEC)
+    assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "up")]
+
+
+def test_a_remove_whose_reply_was_lost_is_finished_by_the_retry(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos")
+    driver_for(fos).add_link(SPEC)
+    fos.faults = [Fault("drop_after_apply", match="^cfgdisable", count=1)]
+    with pytest.raises(RouterConnectError):
+        driver_for(fos).remove_link(SPEC)
+    assert "24" in fos.state().running["tunnels"]
+    with pytest.raises(LinkAbsent):
+        driver_for(fos).remove_link(SPEC)
+    assert fos.state().running["tunnels"] == {}
+
+
+def test_stock_netmiko_brocade_fos_runs_switchshow(fos):
+    host, port = fos.addresses["ssh"]
+    conn = ConnectHandler(device_type="brocade_fos", host=host, port=port, username=USERNAME, password=PASSWORD,
+                          allow_agent=False, use_keys=False, ssh_config_file=None, conn_timeout=10)
+    try:
+        assert conn.base_prompt == "fos-ext1:admin"
+        output = conn.send_command("switchshow")
+        assert output.startswith("switchName:fos-ext1\nswitchType:148.0\n")
+        assert re.search(r"^\s+24\s+24\s+011800\s+--\s+--\s+Offline\s+VE$", output, re.M)
+        assert conn.send_command("frobnicate") == "rbash: frobnicate: command not found"
+    finally:
+        conn.disconnect()
+
+
+def test_an_online_tunnel_shows_its_ve_port_online_in_switchshow(fos, driver_for):
+    driver = driver_for(fos)
+    driver.add_link(SPEC)
+    output = driver.run("switchshow")
+    assert re.search(r'^\s+24\s+24\s+011800\s+--\s+--\s+Online\s+VE\s+VE-Port\s+\S+ "ext-198-18-1-1"$', output, re.M)
+
+
+def test_telnet_login_shows_the_fabric_os_banner_and_the_named_login_prompt(fos):
+    host, port = fos.addresses["telnet"]
+    with socket.create_connection((host, port), timeout=5) as sock:
+        sock.settimeout(5)
+        data = b""
+        deadline = time.monotonic() + 5
+        while b"login: " not in data and time.monotonic() < deadline:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    text = re.sub(rb"\xff[\xfb-\xfe].|\xff[^\xfb-\xfe]", b"", data).decode(errors="replace")
+    assert "Fabric OS (fos-ext1)" in text
+    assert text.rstrip(" ").endswith("fos-ext1 login:")
+
+
+def test_the_ssh_session_opens_with_the_attention_banner(fos, driver_for):
+    driver = driver_for(fos)
+    transcript = driver.take_transcript()
+    assert "ATTENTION" in transcript
+    assert "It is recommended that you change the default passwords" in transcript
+
+
+def test_links_survive_a_simulator_restart(sim_process_factory, sim_target, tmp_path):
+    from routers.drivers import get_driver
+
+    state_dir = tmp_path / "fos-state"
+    first = sim_process_factory("brocade_fos", state_dir=state_dir)
+    driver = get_driver(sim_target(first, "ssh", platform="brocade_fos"))
+    with driver:
+        driver.add_link(SPEC)
+    first.stop()
+    second = sim_process_factory("brocade_fos", state_dir=state_dir)
+    driver = get_driver(sim_target(second, "telnet", platform="brocade_fos"))
+    with driver:
+        assert driver.list_links() == [RouterLink(24, 7, "198.18.1.1", "up")]
+
+
+@pytest.mark.slow
+def test_default_timing_gives_a_plausible_ssh_login_and_command_latency(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos", scale=1.0)
+    start = time.monotonic()
+    driver = driver_for(fos, "ssh", command_timeout=10.0)
+    login = time.monotonic() - start
+    start = time.monotonic()
+    driver.list_links()
+    listing = time.monotonic() - start
+    assert 1.0 < login < 5.0
+    assert 0.2 < listing < 3.0
