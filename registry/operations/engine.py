@@ -481,7 +481,11 @@ def _execute_add(run: Run) -> None:
         try:
             _drive(run, link.router, step.spec, "add")
         except StepFailed as exc:
-            done.append((step, link, True))
+            if exc.permanent:
+                # The router refused (login or command): nothing of this step reached its config.
+                Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now())
+            else:
+                done.append((step, link, True))
             _roll_back(run, done, exc)
         with run.registry():
             Link.objects.filter(pk=link.pk).update(

@@ -1,0 +1,141 @@
+"""Faults on the wire (simulator fault knobs): each operation ends with registry and routers agreeing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from registry.models import DeviceLock, Link, Operation
+from registry.operations import execute, reconcile, submit
+from registry.operations.pool import pool
+from tests.ops.test_ops_basics import assert_agreement, router_keys
+
+ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
+
+
+@pytest.mark.django_db
+def test_add_is_idempotent_after_lost_reply(ops_lab):
+    ops_lab.remote_sim.add_fault("drop_after_apply", count=1)
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "succeeded", op.error
+    assert op.attempts == 3  # primary once, remote twice (the second read the state and found it done)
+    assert router_keys(ops_lab.remote_sim) == {(4, 1, "127.0.0.21")}
+    assert_agreement(ops_lab)
+    assert "retry" in op.transcript
+
+
+@pytest.mark.django_db
+def test_add_succeeds_after_the_connection_drops_before_the_change(ops_lab):
+    ops_lab.primary_sim.add_fault("drop_before_apply", count=1)
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "succeeded", op.error
+    assert router_keys(ops_lab.primary_sim) == {(8, 1, "127.0.0.22")}
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_remove_is_idempotent_after_lost_reply(ops_lab):
+    execute(submit("add", ADD_XRAID1).pk)
+    ops_lab.primary_sim.add_fault("drop_after_apply", count=1)
+    op = execute(submit("remove", ADD_XRAID1).pk)
+    assert op.state == "succeeded", op.error
+    assert router_keys(ops_lab.primary_sim) == set()
+    assert_agreement(ops_lab)
+    assert not DeviceLock.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_router_that_stops_answering_fails_the_add_in_bounded_time_and_reconcile_finishes_it(ops_lab, settings):
+    settings.FLEXZONE_OPS_MAX_ATTEMPTS = 2
+    ops_lab.remote_sim.add_fault("stall_command")
+    started = time.monotonic()
+    op = execute(submit("add", ADD_XRAID1).pk)
+    elapsed = time.monotonic() - started
+    assert op.state == "failed", (op.state, op.error)
+    assert "remote-rtr" in op.error and "reconcile" in op.error
+    assert elapsed < 25
+    # The primary step was rolled back; the remote one is unknowable while the router is silent, so
+    # its record stays `configuring` (never `up`) until someone can look.
+    assert router_keys(ops_lab.primary_sim) == set()
+    assert set(Link.objects.values_list("state", flat=True)) == {"failed", "configuring"}
+    ops_lab.remote_sim.clear_faults()
+    report = reconcile(repair=True)
+    assert report.state == "succeeded", report.error
+    assert report.result["routers"]["remote-rtr"]["mismatched"][0]["registry"] == "configuring"
+    assert not Link.objects.filter(state__in=Link.ACTIVE_STATES).exists()
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_router_that_stops_answering_once_is_retried_to_success(ops_lab):
+    ops_lab.remote_sim.add_fault("stall_command", count=1)
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "succeeded", op.error
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_refused_login_fails_at_once_with_the_routers_message(ops_lab):
+    ops_lab.remote_sim.add_fault("refuse_login")
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "rolled_back"
+    # primary add, remote add (refused: authentication errors are not retried), primary rollback
+    assert op.attempts == 3
+    assert "remote-rtr" in op.error and "Login incorrect" in op.error
+    ops_lab.remote_sim.clear_faults()
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_garbled_output_is_retried_until_the_state_reads_clean(ops_lab):
+    ops_lab.primary_sim.add_fault("garble", count=1)
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "succeeded", op.error
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_the_login_is_paid_once_per_router_and_a_dead_session_is_replaced(ops_lab):
+    before = pool.logins
+    execute(submit("add", ADD_XRAID1).pk)
+    execute(submit("remove", ADD_XRAID1).pk)
+    assert pool.logins - before == 2
+    ops_lab.primary_sim.add_fault("drop_before_apply", count=1)  # kills the pooled session mid-command
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "succeeded", op.error
+    assert pool.logins - before == 3
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_with_the_pool_off_every_operation_logs_in(ops_lab, settings):
+    settings.FLEXZONE_OPS_POOL = False
+    before = pool.logins
+    execute(submit("add", ADD_XRAID1).pk)
+    execute(submit("remove", ADD_XRAID1).pk)
+    assert pool.logins - before == 4
+    assert pool.size() == 0
+
+
+@pytest.mark.django_db
+def test_an_operation_whose_worker_died_is_recovered_from_the_router_state(ops_lab):
+    """The mechanism behind the SIGKILL test: a stale `running` row with a half-done add."""
+    op = submit("add", ADD_XRAID1)
+    execute(op.pk)
+    # Rewind the journal to "worker died after the primary step": remote link still configuring,
+    # router already holding it (the change was made, the reply never recorded).
+    Link.objects.filter(router=ops_lab.remote_rtr).update(state="configuring")
+    Operation.objects.filter(pk=op.pk).update(state="running", phase="on_router", heartbeat_at="2000-01-01T00:00Z")
+    again = execute(op.pk)
+    assert again.state == "succeeded", again.error
+    assert "recovered" in again.transcript
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_live_operation_is_not_claimed_twice(ops_lab):
+    op = submit("add", ADD_XRAID1)
+    Operation.objects.filter(pk=op.pk).update(state="running", heartbeat_at="2999-01-01T00:00Z")
+    assert execute(op.pk).state == "running"
+    assert router_keys(ops_lab.primary_sim) == set()
