@@ -19,12 +19,22 @@ def registry_keys(router) -> set[tuple[int, int, str]]:
 
 def add_third_site() -> Site:
     site = Site.objects.create(
-        name="third-site", display_name="THIRD", msan_id=3, management_ip="127.0.0.13", data_ip="127.0.0.23",
+        name="third-site",
+        display_name="THIRD",
+        msan_id=3,
+        management_ip="127.0.0.13",
+        data_ip="127.0.0.23",
         router_port=2,
     )
     Router.objects.create(
-        site=site, name="third-rtr", platform="nishan_ips3000", transport="telnet", host="127.0.0.13", port=2325,
-        username="admin", secret_ref="file:third-rtr",
+        site=site,
+        name="third-rtr",
+        platform="nishan_ips3000",
+        transport="telnet",
+        host="127.0.0.13",
+        port=2325,
+        username="admin",
+        secret_ref="file:third-rtr",
     )
     return site
 
@@ -97,5 +107,7 @@ def test_bad_requests_fail_at_submit_without_a_journal_row(ops_lab):
 def test_list_links_reads_every_router(ops_lab):
     execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
     listing = list_links()
-    assert {(link["port"], link["zone"], link["remote_ip"]) for link in listing["primary-rtr"]} == {(8, 1, "127.0.0.22")}
+    assert {(link["port"], link["zone"], link["remote_ip"]) for link in listing["primary-rtr"]} == {
+        (8, 1, "127.0.0.22")
+    }
     assert Operation.objects.filter(kind="list", state="succeeded").exists()
