@@ -123,7 +123,10 @@ class EclipseTelnet(NoEnable, NoConfig, PatientTelnet):
 
     def session_preparation(self) -> None:
         super().session_preparation()
-        self.disable_paging(command="cli pager disable")
+        # Bounded by the login patience rather than netmiko's fixed disable_paging timeouts.
+        self.send_command(
+            "cli pager disable", expect_string=re.escape(self.base_prompt), read_timeout=self.login_patience
+        )
 
 
 class NishanTelnet(NoEnable, NoConfig, PatientTelnet):

@@ -68,6 +68,8 @@ class Fault:
     def selects(self, line: str, mutating: bool) -> bool:
         if self.count == 0:
             return False
+        if self.kind in LOGIN_KINDS:
+            return True
         if self.match is not None:
             return re.search(self.match, line) is not None
         if self.kind in MUTATING_BY_DEFAULT:

@@ -232,7 +232,7 @@ class SimRouter:
 
     def __init__(
         self,
-        platform: str,
+        platform: str | type[Personality],
         *,
         telnet: str | tuple[str, int] | None = None,
         ssh: str | tuple[str, int] | None = None,
@@ -248,7 +248,8 @@ class SimRouter:
     ) -> None:
         from routers.sim import personality_class
 
-        cls = personality_class(platform)
+        cls = personality_class(platform) if isinstance(platform, str) else platform
+        platform = cls.platform
         if telnet is None and ssh is None:
             telnet = ("127.0.0.1", 0) if "telnet" in cls.transports else None
             ssh = ("127.0.0.1", 0) if telnet is None else None
@@ -279,6 +280,7 @@ class SimRouter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self.addresses: dict[str, tuple[str, int]] = {}
+        self.think_seconds = 0.0  # total device "think time" (timing-profile delays) served so far
 
     # --- public API --------------------------------------------------------------------------
     @property
@@ -387,6 +389,7 @@ class SimRouter:
     async def pause(self, base: float) -> None:
         seconds = self.delay_for(base)
         if seconds > 0:
+            self.think_seconds += seconds
             await asyncio.sleep(seconds)
 
     # --- state -------------------------------------------------------------------------------
