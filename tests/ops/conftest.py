@@ -59,9 +59,19 @@ def wire(router: Router, address: tuple[str, int], secrets_dir, *, command_timeo
 
 
 @pytest.fixture
-def ops_lab(demo, ops_settings, sim_factory, secrets_dir):  # noqa: F811
-    primary = sim_factory("mcdata_eclipse", telnet=("127.0.0.1", 0))
-    remote = sim_factory("nishan_ips3000", telnet=("127.0.0.1", 0))
-    wire(demo["primary_rtr"], primary.addresses["telnet"], secrets_dir)
-    wire(demo["remote_rtr"], remote.addresses["telnet"], secrets_dir)
-    return Lab(primary, remote, demo["primary_rtr"], demo["remote_rtr"], demo)
+def lab_factory(demo, ops_settings, sim_factory, secrets_dir):  # noqa: F811
+    """Build the lab with simulator options (timing `scale`, `max_sessions`, `faults`...)."""
+
+    def make(**sim_kwargs: Any) -> Lab:
+        primary = sim_factory("mcdata_eclipse", telnet=("127.0.0.1", 0), **sim_kwargs)
+        remote = sim_factory("nishan_ips3000", telnet=("127.0.0.1", 0), **sim_kwargs)
+        wire(demo["primary_rtr"], primary.addresses["telnet"], secrets_dir)
+        wire(demo["remote_rtr"], remote.addresses["telnet"], secrets_dir)
+        return Lab(primary, remote, demo["primary_rtr"], demo["remote_rtr"], demo)
+
+    return make
+
+
+@pytest.fixture
+def ops_lab(lab_factory):
+    return lab_factory()
