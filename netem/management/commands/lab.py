@@ -1,0 +1,22 @@
+"""`python manage.py lab ...`: the lab command line (the same argparse code as `python -m netem`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from netem.cli import __doc__ as CLI_DOC
+from netem.cli import add_arguments, run
+
+
+class Command(BaseCommand):
+    help = CLI_DOC or "The flexzone lab"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        add_arguments(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        code = run(options, out=self.stdout)
+        if code:
+            raise CommandError(f"lab {options['action']} failed", returncode=code)
