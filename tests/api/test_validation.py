@@ -1,0 +1,143 @@
+"""Hostile input: every value in the corpus is a 400 naming the field, and nothing is journaled.
+
+The corpus targets what could reach a router command line: line breaks and separators that would
+start a second command, shell metacharacters, control characters, overlong strings, and Unicode
+look-alikes that a human would read as a valid name or number.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from registry.models import Operation, Site
+
+HOSTILE_TEXT = [
+    "XRAID1\n",
+    "XRAID1\r\nifcp session delete all",
+    "XRAID1; reboot",
+    "XRAID1 | tee /tmp/x",
+    "XRAID1 `reboot`",
+    "XRAID1 $(reboot)",
+    "XRAID1\x00",
+    "XRAID1\x1b[2J",
+    "XRAID1\t",
+    "XR\u0410ID1",  # Cyrillic capital A
+    "XRAID\uff11",  # fullwidth digit one
+    "XRAID1\u200b",  # zero-width space
+    "X" * 5000,
+    "' OR 1=1 --",
+    "XRAID1 > /dev/null",
+    "XRAID1 & shutdown",
+]
+HOSTILE_NUMBERS = ["\uff18", "\u0668", "8\n", "8;", " 8", "8 | 9", "1e3", "8.0", True, "0x8", "99999999999999999999"]
+HOSTILE_IPS = ["10.0.8.50\n", "10.0.8.50; reboot", "\uff11\uff10.0.8.50", "10.0.8.50 | x", "10.0.8.\u0665\u0660",
+               "::ffff:10.0.8.50\x00", "10.0.8.50`id`", "1" * 300]
+HOSTILE_WWNS = ["20:00:00:04:53:00:01:a0\n", "20:00:00:04:53:00:01:a0;", "２0:00:00:04:53:00:01:a0",
+                "20:00:00:04:53:00:01:\u0430\u0430"]
+
+
+@pytest.fixture
+def alice(api_server):
+    session = api_server.session("alice")
+
+    def post(path: str, body: dict):
+        return session.post(f"{api_server.url}{path}", json=body, timeout=20)
+
+    return post
+
+
+@pytest.fixture
+def root(api_server):
+    session = api_server.session("root")
+
+    def post(path: str, body: dict):
+        return session.post(f"{api_server.url}{path}", json=body, timeout=20)
+
+    return post
+
+
+def refused_fields(response) -> set[str]:
+    assert response.status_code == 400, f"{response.status_code}: {response.text[:300]}"
+    body = response.json()
+    assert body["code"] in ("invalid", "plan_error")
+    return {error["field"] for error in body["errors"]}
+
+
+def assert_each_refused(post, path: str, base: dict, field: str, values: list, good=None) -> None:
+    """`base` with `field` set to `good` is accepted (so the refusals are about the value); each value is not."""
+    if good is not None:
+        accepted = post(path, {**base, field: good})
+        assert accepted.status_code in (200, 201, 202), f"the control {good!r} was refused: {accepted.text[:300]}"
+    failures = []
+    for value in values:
+        response = post(path, {**base, field: value})
+        try:
+            fields = refused_fields(response)
+        except AssertionError as exc:
+            failures.append(f"{value!r}: {exc}")
+            continue
+        if field not in fields:
+            failures.append(f"{value!r}: the error names {fields}, not {field}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    "path, field, values, good, base",
+    [
+        ("/api/disconnect/", "device_description", HOSTILE_TEXT, "XRAID1", {"site": "remote-site"}),
+        ("/api/disconnect/", "site", HOSTILE_TEXT, "remote-site", {"device_description": "XRAID1"}),
+        ("/api/disconnect/", "wwn", HOSTILE_WWNS + HOSTILE_TEXT, "20:00:00:04:53:00:01:A0", {"site": "remote-site"}),
+        ("/api/disconnect/", "zone", HOSTILE_NUMBERS, "1", {"site": "remote-site"}),
+        ("/api/connect/", "duration", HOSTILE_NUMBERS, 3600, {"site": "remote-site", "device_description": "XRAID1"}),
+    ],
+)
+def test_hostile_connect_input_is_a_400_naming_the_field(alice, cast, path, field, values, good, base):
+    assert_each_refused(alice, path, base, field, values, good)
+    assert Operation.objects.count() == 1  # the control only
+
+
+@pytest.mark.parametrize(
+    "field, values",
+    [("router", HOSTILE_TEXT), ("port", HOSTILE_NUMBERS), ("zone", HOSTILE_NUMBERS), ("ifcpip", HOSTILE_IPS)],
+)
+def test_hostile_v1_invoke_input_is_a_400_naming_the_field(alice, cast, field, values):
+    base = {"router": "primary-rtr", "command": "addifcp", "port": 8, "zone": 1, "ifcpip": "127.0.0.22"}
+    assert_each_refused(alice, "/api/invoke/", base, field, values, base[field])
+    assert Operation.objects.count() == 1
+
+
+def test_the_v1_command_itself_is_one_of_three_words(alice, cast):
+    base = {"router": "primary-rtr", "port": 8, "zone": 1, "ifcpip": "127.0.0.22"}
+    hostile = ["addifcp\n", "addifcp; rmifcp", "show run", "\uff2c\uff33\uff29\uff26\uff23\uff30"]
+    assert_each_refused(alice, "/api/invoke/", base, "command", hostile, "rmifcp")
+
+
+@pytest.mark.parametrize(
+    "field, values",
+    [
+        ("name", HOSTILE_TEXT),
+        ("display_name", HOSTILE_TEXT),
+        ("description", HOSTILE_TEXT),
+        ("msan_id", HOSTILE_NUMBERS),
+        ("router_port", HOSTILE_NUMBERS),
+        ("data_ip", HOSTILE_IPS),
+    ],
+)
+def test_hostile_registry_input_is_a_400_naming_the_field(root, cast, field, values):
+    site = {"name": "third-site", "display_name": "THIRD", "msan_id": 3, "management_ip": "127.0.0.13",
+            "data_ip": "127.0.0.23", "router_port": 2, "description": "third lab"}
+    assert_each_refused(root, "/api/sites/", site, field, values, site[field])
+    assert Site.objects.filter(msan_id=3).count() == 1
+
+
+def test_hostile_query_parameters_are_a_400_not_a_500(api_server, cast):
+    session = api_server.session("bob")
+    for path in ("/api/devices/?zone=%EF%BC%91", "/api/sites/?name=a%00b", "/api/links/?state=up%0A",
+                 "/api/plan/?site=remote-site&zone=%EF%BC%91", "/api/connect/?wait=%EF%BC%91"):
+        response = session.get(f"{api_server.url}{path}", timeout=20)
+        assert response.status_code in (400, 405), f"{path}: {response.status_code} {response.text[:200]}"
+    assert session.get(f"{api_server.url}/api/sites/abc/", timeout=20).status_code == 404
+
+
+def test_a_body_that_is_not_an_object_is_a_400(alice, cast):
+    assert alice("/api/connect/", ["remote-site", "XRAID1"]).status_code == 400
