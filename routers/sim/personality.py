@@ -101,6 +101,10 @@ class Personality(ABC):
     def session_limit_message(self) -> str:
         return "Session limit reached. Exiting."
 
+    def idle_message(self) -> str:
+        """Said before the device closes an idle session (SimRouter idle_timeout)."""
+        return "timed out waiting for input: auto-logout"
+
     @abstractmethod
     def prompt(self, session: Session) -> str:
         """The prompt for the session's current mode, including the trailing space if any."""

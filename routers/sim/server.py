@@ -245,6 +245,7 @@ class SimRouter:
         faults: list[Fault] | None = None,
         max_sessions: int | None = None,
         seed: int | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         from routers.sim import personality_class
 
@@ -268,6 +269,7 @@ class SimRouter:
         self.scale = scale
         self.max_sessions = max_sessions if max_sessions is not None else cls.max_sessions
         self.rng = random.Random(seed)
+        self.idle_timeout = idle_timeout
         self.faults_book = FaultBook(faults, self.state_dir)
         self.personality: Personality = cls(self._load_state(), hostname or cls.default_hostname)
         self._snapshot = self._state_json()
@@ -468,7 +470,10 @@ class SimRouter:
     async def _pump(self, read: Callable[[], Any], terminal: Terminal) -> None:
         try:
             while True:
-                data = await read()
+                try:
+                    data = await read()
+                except (asyncssh.TerminalSizeChanged, asyncssh.BreakReceived, asyncssh.SignalReceived):
+                    continue  # SSH out-of-band events (window resize, break) are not input
                 if not data:
                     break
                 terminal.feed(data)
@@ -576,7 +581,7 @@ class SimRouter:
         personality = self.personality
         while True:
             terminal.write(personality.prompt(session))
-            line = (await terminal.read_line()).strip()
+            line = (await self._read_command(terminal)).strip()
             if not line:
                 continue
             mutating = personality.is_mutating(session, line)
@@ -599,6 +604,16 @@ class SimRouter:
             if not keep_going:
                 terminal.close()
                 return
+
+
+    async def _read_command(self, terminal: Terminal) -> str:
+        if self.idle_timeout is None:
+            return await terminal.read_line()
+        try:
+            return await asyncio.wait_for(terminal.read_line(), self.idle_timeout)
+        except TimeoutError:
+            terminal.write("\n" + self.personality.idle_message() + "\n")
+            raise SessionEnded("idle timeout") from None
 
 
 class _SSHServer(asyncssh.SSHServer):

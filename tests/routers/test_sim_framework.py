@@ -187,3 +187,12 @@ def test_stop_closes_open_sessions_and_frees_the_port_for_a_restart(sim_factory)
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio's listener does
         probe.bind((host, port))
         probe.listen()
+
+
+def test_an_idle_session_is_logged_out_and_the_driver_notices(sim_factory, driver_for):
+    sim = sim_factory("nishan_ips3000", idle_timeout=0.5)
+    driver = driver_for(sim)
+    assert driver.list_links() == []
+    time.sleep(1.0)
+    assert not driver.is_alive()
+    assert "auto-logout" in sim.transcript()

@@ -93,6 +93,7 @@ def test_ssh_sessions_log_in_with_a_password_and_echo_commands(sim_factory, tmp_
     sim = sim_factory(EclipseOverSSH, ssh=("127.0.0.1", 0), state_dir=tmp_path)
     client, channel = ssh_shell(sim)
     assert read_until(channel, "eosi# ").endswith("ECL2640-A:eosi# ")
+    channel.resize_pty(width=132, height=50)  # out-of-band window change: not input, not the end
     channel.send("show version\r\n")
     reply = read_until(channel, "eosi# ")
     assert reply.startswith("show version\r\nMcDATA Eclipse 2640")
