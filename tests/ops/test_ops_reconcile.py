@@ -1,0 +1,97 @@
+"""Reconcile, leases and the V1 invoke interface."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.utils import timezone
+
+from registry.models import DeviceLock, Link, Operation
+from registry.operations import execute, invoke, reconcile, submit
+from registry.operations.engine import router_target
+from registry.operations.maintenance import expire_leases
+from routers.drivers import get_driver
+from routers.drivers.base import LinkSpec
+from tests.ops.test_ops_basics import assert_agreement, registry_keys, router_keys
+
+ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
+PRIMARY_LINK = (8, 1, "127.0.0.22")
+STRAY = LinkSpec(port=9, zone=3, remote_ip="127.0.0.22")
+
+
+def behind_the_registrys_back(router, action: str, spec: LinkSpec) -> None:
+    driver = get_driver(router_target(router))
+    driver.connect()
+    try:
+        (driver.add_link if action == "add" else driver.remove_link)(spec)
+    finally:
+        driver.close()
+
+
+@pytest.mark.django_db
+def test_reconcile_reports_missing_and_extra_links_without_touching_anything(ops_lab):
+    execute(submit("add", ADD_XRAID1).pk)
+    behind_the_registrys_back(ops_lab.primary_rtr, "remove", LinkSpec(port=8, zone=1, remote_ip="127.0.0.22"))
+    behind_the_registrys_back(ops_lab.primary_rtr, "add", STRAY)
+    report = reconcile().result["routers"]["primary-rtr"]
+    assert [(d["port"], d["zone"], d["remote_ip"]) for d in report["missing"]] == [PRIMARY_LINK]
+    assert [(d["port"], d["zone"], d["remote_ip"]) for d in report["extra"]] == [STRAY.key]
+    assert report["repaired"] == []
+    assert router_keys(ops_lab.primary_sim) == {STRAY.key}
+
+
+@pytest.mark.django_db
+def test_reconcile_with_repair_makes_the_routers_match_the_registry(ops_lab):
+    execute(submit("add", ADD_XRAID1).pk)
+    behind_the_registrys_back(ops_lab.primary_rtr, "remove", LinkSpec(port=8, zone=1, remote_ip="127.0.0.22"))
+    behind_the_registrys_back(ops_lab.primary_rtr, "add", STRAY)
+    op = reconcile(repair=True)
+    assert op.state == "succeeded", op.error
+    assert op.result["routers"]["primary-rtr"]["converged"] is True
+    assert router_keys(ops_lab.primary_sim) == {PRIMARY_LINK}
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_reconcile_with_the_router_policy_makes_the_registry_match_the_routers(ops_lab):
+    execute(submit("add", ADD_XRAID1).pk)
+    behind_the_registrys_back(ops_lab.primary_rtr, "remove", LinkSpec(port=8, zone=1, remote_ip="127.0.0.22"))
+    behind_the_registrys_back(ops_lab.primary_rtr, "add", STRAY)
+    op = reconcile(repair=True, policy="router")
+    assert op.state == "succeeded", op.error
+    assert registry_keys(ops_lab.primary_rtr) == {STRAY.key}
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_an_expired_lease_removes_the_link_and_releases_the_device(ops_lab):
+    op = execute(submit("add", {**ADD_XRAID1, "duration": 2}).pk)
+    assert op.state == "succeeded", op.error
+    assert expire_leases() == []
+    expires_at = DeviceLock.objects.get().expires_at
+    assert Link.objects.filter(state="up", lease_expires_at=expires_at).count() == 2
+    time.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()) + 0.05)
+    expired = expire_leases()
+    assert len(expired) == 1 and expire_leases() == []
+    removal = execute(expired[0])
+    assert removal.kind == "expire" and removal.state == "succeeded", removal.error
+    assert not DeviceLock.objects.exists()
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_v1_invoke_adds_lists_and_removes_with_registry_records(ops_lab):
+    added = invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22")
+    assert added.state == "succeeded", added.error
+    assert router_keys(ops_lab.primary_sim) == {PRIMARY_LINK}
+    assert_agreement(ops_lab)
+    listed = invoke("primary-rtr", "lsifcp", zone=1)
+    assert [(d["port"], d["zone"], d["remote_ip"]) for d in listed.result["links"]] == [PRIMARY_LINK]
+    removed = invoke("primary-rtr", "rmifcp", port=8, zone=1, remote_ip="127.0.0.22")
+    assert removed.state == "succeeded", removed.error
+    assert router_keys(ops_lab.primary_sim) == set()
+    assert_agreement(ops_lab)
+    assert Operation.objects.filter(kind="invoke").count() == 3
+    assert Link.objects.get().state == "down"
