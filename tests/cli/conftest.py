@@ -1,0 +1,152 @@
+"""Fixtures for the CLI tests: the clients run as subprocesses against a real API over mutual TLS.
+
+Reused: the session PKI and the cast of principals from tests/api/conftest.py, and the router
+simulators from tests/routers/conftest.py. Our own server differs from the API tests' in one way
+that matters: operations run (FLEXZONE_OPS_QUEUE=thread inside gunicorn) against simulated routers,
+so `--add` really configures a router. Router secrets live in one directory for the whole session,
+shared by the server and the per-test registry.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cli.config import write_config
+from tests.api.conftest import ROOT, _database_url, _wait_for_listening, api_pki, cast  # noqa: F401 - fixtures
+from tests.routers.conftest import PASSWORD, sim_factory  # noqa: F401 - fixture
+
+FAST_OPERATIONS = {
+    "FLEXZONE_OPS_QUEUE": "thread",
+    "FLEXZONE_OPS_POOL": "false",
+    "FLEXZONE_OPS_BACKOFF": "0.05",
+    "FLEXZONE_OPS_BACKOFF_MAX": "0.2",
+    "FLEXZONE_OPS_MAX_ATTEMPTS": "2",
+    "FLEXZONE_OPS_TOTAL_TIMEOUT": "20",
+    "FLEXZONE_OPS_ROUTER_WAIT": "10",
+    "FLEXZONE_OPS_SAVE_CONFIG": "each",
+    "FLEXZONE_OPS_HEARTBEAT": "0.2",
+    "FLEXZONE_OPS_STALE_AFTER": "5",
+}
+
+
+@pytest.fixture(scope="session")
+def cli_secrets(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cli-secrets")
+
+
+@pytest.fixture
+def secrets_dir(cli_secrets, settings) -> Path:
+    """Overrides the shared fixture: the server process reads the same directory as the test."""
+    settings.FLEXZONE_SECRETS_DIR = cli_secrets
+    return cli_secrets
+
+
+@dataclass
+class Server:
+    url: str
+    log: Path
+
+
+@pytest.fixture(scope="session")
+def cli_server(django_db_setup, django_db_blocker, api_pki, cli_secrets, tmp_path_factory) -> Iterator[Server]:  # noqa: F811
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.fail("the CLI tests need PostgreSQL: set DATABASE_URL=postgres://... (make test does)")
+    log = tmp_path_factory.mktemp("cli-server") / "gunicorn.log"
+    env = dict(
+        os.environ,
+        DATABASE_URL=_database_url(connection.settings_dict),
+        FLEXZONE_DB_CONN_MAX_AGE="0",
+        FLEXZONE_PKI_DIR=str(api_pki.dir),
+        FLEXZONE_SECRETS_DIR=str(cli_secrets),
+        FLEXZONE_API_WORKERS="1",
+        FLEXZONE_API_KEEPALIVE="5",
+        FLEXZONE_API_MAX_WAIT="5",
+        **FAST_OPERATIONS,
+    )
+    with open(log, "wb") as handle:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--bind", "127.0.0.1:0"],
+            cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
+        )
+    try:
+        yield Server(_wait_for_listening(process, log), log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@dataclass
+class Lab:
+    server: Server
+    demo: dict
+    primary_sim: object
+    remote_sim: object
+
+
+def _wire(router, address: tuple[str, int], secrets: Path) -> None:
+    """Point a registry router at a simulator and give the service the simulator's password."""
+    router.host, router.port = address
+    router.connect_timeout, router.command_timeout = 5.0, 3.0
+    router.save()
+    (secrets / router.secret_ref.removeprefix("file:")).write_text(PASSWORD + "\n")
+
+
+@pytest.fixture
+def lab(cli_server, cast, sim_factory, secrets_dir) -> Lab:  # noqa: F811
+    """The cast's registry with both demo routers played by simulators on loopback."""
+    primary = sim_factory("mcdata_eclipse", telnet=("127.0.0.1", 0))
+    remote = sim_factory("nishan_ips3000", telnet=("127.0.0.1", 0))
+    _wire(cast["primary_rtr"], primary.addresses["telnet"], secrets_dir)
+    _wire(cast["remote_rtr"], remote.addresses["telnet"], secrets_dir)
+    return Lab(cli_server, cast, primary, remote)
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    """An empty home directory, so no real ~/.flexzone/config.toml leaks into a test."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def config_for(tmp_path, api_pki) -> Callable[..., Path]:  # noqa: F811
+    """`config_for(url, "alice")` writes a client configuration presenting that principal's certificate."""
+
+    def make(url: str, name: str = "alice", ca: str | None = None) -> Path:
+        cert, key = api_pki.pair(name)
+        return write_config(tmp_path / f"{name}.toml", server=url, ca=ca or api_pki.ca_file, cert=cert, key=key)
+
+    return make
+
+
+@pytest.fixture
+def run_cli(home) -> Callable[..., subprocess.CompletedProcess]:
+    """Run `flexzone` or `flexzone-rtr` as a subprocess, the way a user does."""
+
+    def run(program: str, *args: str, config: Path | None = None, env: dict | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess:
+        module = {"flexzone": "cli.flexzone", "flexzone-rtr": "cli.rtr"}[program]
+        environment = {k: v for k, v in os.environ.items()
+                       if k not in ("FLEXZONE_CONFIG", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
+        environment["HOME"] = str(home)
+        if config is not None:
+            environment["FLEXZONE_CONFIG"] = str(config)
+        environment.update(env or {})
+        return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=environment,
+                              capture_output=True, text=True, timeout=timeout)
+
+    return run
