@@ -196,3 +196,30 @@ class FaultBook:
             return
         atomic_write(self._path, faults_to_json(self._faults))
         self._mtime = self._path.stat().st_mtime_ns
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m routers.sim.faults STATE_DIR [FAULT ...]``: arm faults on a running simulator.
+
+    With no FAULT the armed faults are cleared; ``--show`` prints them (remaining counts included).
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m routers.sim.faults", description=main.__doc__)
+    parser.add_argument("state_dir", help="the simulator's --state directory")
+    parser.add_argument("faults", nargs="*", metavar="KIND[,count=N][,seconds=S][,match=REGEX]")
+    parser.add_argument("--show", action="store_true", help="print the armed faults and change nothing")
+    args = parser.parse_args(argv)
+    if args.show:
+        print(faults_to_json(read_faults(args.state_dir)))
+        return 0
+    try:
+        faults = [parse_fault(text) for text in args.faults]
+    except (ValueError, re.error) as exc:
+        parser.error(str(exc))
+    write_faults(args.state_dir, faults)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -196,3 +196,14 @@ def test_an_idle_session_is_logged_out_and_the_driver_notices(sim_factory, drive
     time.sleep(1.0)
     assert not driver.is_alive()
     assert "auto-logout" in sim.transcript()
+
+
+def test_the_faults_command_arms_shows_and_clears_faults_in_a_state_dir(tmp_path, capsys):
+    from routers.sim.faults import main
+
+    assert main([str(tmp_path), "drop_after_apply,count=1", "garble,match=^show"]) == 0
+    assert read_faults(tmp_path) == [Fault("drop_after_apply", count=1), Fault("garble", match="^show")]
+    assert main([str(tmp_path), "--show"]) == 0
+    assert '"drop_after_apply"' in capsys.readouterr().out
+    assert main([str(tmp_path)]) == 0
+    assert read_faults(tmp_path) == []
