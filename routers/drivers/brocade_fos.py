@@ -44,9 +44,12 @@ Device quirks handled here
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from netmiko.base_connection import BaseConnection
+from netmiko.exceptions import ReadTimeout
 
 from routers.drivers.base import (
     CommandRejected,
@@ -98,6 +101,18 @@ class TunnelInfo:
 
 def zone_name(spec: LinkSpec) -> str:
     return f"fz_z{spec.zone}_ve{spec.port}"
+
+
+@contextmanager
+def closed_session_is_eof(driver: NetmikoDriver) -> Iterator[None]:
+    """netmiko's SSH reads never see the peer close the channel: they wait out the read timeout. If
+    the session is dead by then, report the dropped connection (RouterConnectError), not a timeout."""
+    try:
+        yield
+    except ReadTimeout as exc:
+        if not driver.is_alive():
+            raise EOFError(f"{driver.target.host}:{driver.target.port} closed the session") from exc
+        raise
 
 
 def parse_tunnels(output: str) -> dict[int, TunnelInfo]:
@@ -204,14 +219,15 @@ class BrocadeFosDriver(NetmikoDriver):
         ]
 
     # --- commands ----------------------------------------------------------------------------
-    def send(self, command: str, *, expect: str | None = None) -> str:
-        """One command; long lines skip netmiko's echo check (FOS wraps their echo with CRs)."""
+    def run(self, command: str, *, expect: str | None = None, timeout: float | None = None) -> str:
+        """One command. Long lines skip netmiko's echo check (FOS wraps their echo with CRs), and a
+        session the switch closed is told apart from a slow one."""
         conn = self.conn
-        verify = len(command) <= ECHO_CHECK_LIMIT
-        with self._router_call(command):
+        with self._router_call(command), closed_session_is_eof(self):
             return str(conn.send_command(
-                command, expect_string=expect or self.prompt_pattern(), read_timeout=self.target.command_timeout,
-                strip_prompt=True, strip_command=True, cmd_verify=verify,
+                command, expect_string=expect or self.prompt_pattern(),
+                read_timeout=timeout or self.target.command_timeout, strip_prompt=True, strip_command=True,
+                cmd_verify=len(command) <= ECHO_CHECK_LIMIT,
             ))
 
     def run_paged(self, command: str, max_pages: int = 200) -> str:
@@ -219,7 +235,7 @@ class BrocadeFosDriver(NetmikoDriver):
         conn = self.conn
         prompt = self.prompt_pattern()
         either = rf"(?:{PAGER}$)|(?:{prompt})"
-        with self._router_call(command):
+        with self._router_call(command), closed_session_is_eof(self):
             output = str(conn.send_command(
                 command, expect_string=either, read_timeout=self.target.command_timeout,
                 strip_prompt=False, strip_command=True,
@@ -242,7 +258,7 @@ class BrocadeFosDriver(NetmikoDriver):
 
     def extension(self, command: str, exists: str | None = None) -> bool:
         """Run a portcfg command; True when it succeeded, False when the object already existed."""
-        output = self.send(command)
+        output = self.run(command)
         if re.search(SUCCEEDED, output):
             return True
         if exists and re.search(exists, output):
@@ -258,7 +274,7 @@ class BrocadeFosDriver(NetmikoDriver):
 
     def zoning(self, command: str, tolerate: str | None = None) -> bool:
         """A silent zoning command: True if it changed something, False if `tolerate` matched."""
-        output = self.send(command).strip()
+        output = self.run(command).strip()
         if not output:
             return True
         if tolerate and re.search(tolerate, output):
@@ -339,9 +355,9 @@ class BrocadeFosDriver(NetmikoDriver):
         """Re-enable fz_cfg after a zone left it; if FOS deleted the emptied cfg, disable zoning."""
         if not needed:
             return
-        output = self.send(enable_line, expect=rf"(?:{YES_NO})|(?:{self.prompt_pattern()})")
+        output = self.run(enable_line, expect=rf"(?:{YES_NO})|(?:{self.prompt_pattern()})")
         if re.search(YES_NO, output):
-            output += self.send("y")
+            output += self.run("y")
             if not re.search(r"is in effect", output):
                 raise self.rejection(enable_line, output)
             return

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from netmiko.base_connection import BaseConnection
-from netmiko.exceptions import ConfigInvalidException
+from netmiko.exceptions import ConfigInvalidException, ReadTimeout
 
 from routers.drivers.base import (
     CommandRejected,
@@ -215,20 +216,29 @@ class CiscoMdsDriver(NetmikoDriver):
         """Send the lines between ``configure terminal`` and ``end`` (netmiko sends those two itself)."""
         assert lines[0] == "configure terminal" and lines[-1] == "end"
         conn = self.conn
-        with self._router_call(lines[1]):
+        with self._router_call(lines[1]), closed_session_is_eof(self):
             try:
                 return str(conn.send_config_set(
                     lines[1:-1], read_timeout=self.target.command_timeout, error_pattern=CONFIG_ERRORS,
                     exit_config_mode=True,
                 ))
             except ConfigInvalidException as exc:
-                message = _error_line(str(exc))
+                message = _error_line(self._peek_transcript())
                 try:
                     conn.exit_config_mode()  # leave the session usable for the next operation
                 except Exception:  # noqa: BLE001 - the rejection is what matters; a dead session is dropped later
                     pass
                 raise CommandRejected(f"configure: {message}", router_message=message,
                                       transcript=self._peek_transcript()) from exc
+
+    def run(self, command: str, *, expect: str | None = None, timeout: float | None = None) -> str:
+        """NetmikoDriver.run, telling a closed session from a slow one."""
+        conn = self.conn
+        with self._router_call(command), closed_session_is_eof(self):
+            return str(conn.send_command(
+                command, expect_string=expect or self.prompt_pattern(),
+                read_timeout=timeout or self.target.command_timeout, strip_prompt=True, strip_command=True,
+            ))
 
     def running_config(self) -> RunningConfig:
         output = self.run("show running-config")
@@ -294,15 +304,24 @@ class CiscoMdsDriver(NetmikoDriver):
 
     def save_config(self) -> None:
         conn = self.conn
-        with self._router_call("copy running-config startup-config"):
+        with self._router_call("copy running-config startup-config"), closed_session_is_eof(self):
             output = str(conn.save_config())
         if "Copy complete" not in output:
             message = _error_line(output)
             raise CommandRejected(f"copy running-config startup-config: {message}", router_message=message,
                                   transcript=self._peek_transcript())
 
-    def logout(self, conn: BaseConnection) -> None:
-        conn.write_channel("exit" + conn.RETURN)
+
+@contextmanager
+def closed_session_is_eof(driver: NetmikoDriver) -> Iterator[None]:
+    """netmiko's SSH reads never see the peer close the channel: they wait out the read timeout. If
+    the session is dead by then, report the dropped connection (RouterConnectError), not a timeout."""
+    try:
+        yield
+    except ReadTimeout as exc:
+        if not driver.is_alive():
+            raise EOFError(f"{driver.target.host}:{driver.target.port} closed the session") from exc
+        raise
 
 
 def _error_line(text: str) -> str:

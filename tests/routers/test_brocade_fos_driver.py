@@ -165,10 +165,10 @@ def test_save_config_answers_the_cfgsave_question(fos, driver_for):
     assert "Nothing changed: nothing to save" in driver.take_transcript()
 
 
-def test_an_add_whose_reply_was_lost_is_completed_by_the_retry(sim_factory, driver_for):
+def test_an_add_whose_reply_was_lost_is_completed_by_the_retry(sim_factory, driver_for, transport):
     fos = sim_factory("brocade_fos", faults=[Fault("drop_after_apply", match="^zonecreate", count=1)])
     with pytest.raises(RouterConnectError):
-        driver_for(fos).add_link(SPEC)
+        driver_for(fos, transport).add_link(SPEC)
     assert "fz_z7_ve24" in fos.state().running["zoning"]["defined"]["zones"]
     assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "down")]  # zoned but not yet enabled
     driver_for(fos).add_link(SPEC)
