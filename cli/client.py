@@ -188,7 +188,9 @@ def http_error(response: requests.Response) -> CliError:
                                         if isinstance(e, dict))
         suggestions = first.get("suggestions") or []
         if suggestions:
-            hint = f"did you mean {' or '.join(map(str, suggestions[:5]))}?"
+            names = [str(name) for name in suggestions[:5]]
+            choices = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+            hint = f"did you mean {choices}?"
         elif field:
             hint = f"check --{str(field).replace('_', '-')}"
     if "Did you mean" in message and hint:

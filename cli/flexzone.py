@@ -5,7 +5,7 @@
     flexzone --remove --wwn 20:04:00:04:53:00:02:f0 --site primary-site
     flexzone --plan [--remove] --zone 2 --site primary-site    dry run: the exact router commands
     flexzone --sites | --zones | --devices | --routers
-    flexzone --status 12 | --journal [12] | --reconcile [--router R] [--repair] | --health
+    flexzone --status 12 | --journal [12] | --reconcile [--repair [--policy router]] | --health
 
 Each flag also works as a word: `flexzone add --device-description XRAID1 --site remote-site`.
 """
@@ -73,8 +73,10 @@ def build_parser() -> Parser:
     selector.add_argument("--zone", type=int, metavar="N", help="a whole zone")
     target.add_argument("--site", metavar="SITE", help="the requesting site: short name, display name or MSAN id")
     target.add_argument("--for", dest="lease", metavar="DURATION", help="lease for --add: 90s, 30m, 2h, 1d, 1h30m")
-    target.add_argument("--router", metavar="NAME", help="--reconcile or --lsifcp: one router only")
-    target.add_argument("--repair", action="store_true", help="--reconcile: converge the routers (admin)")
+    target.add_argument("--router", metavar="NAME", help="--lsifcp: one router only")
+    target.add_argument("--repair", action="store_true", help="--reconcile: converge registry and routers (admin)")
+    target.add_argument("--policy", choices=("registry", "router"), default="registry",
+                        help="--reconcile --repair: which side is the truth (default registry)")
     target.add_argument("--all", action="store_true", help="--lsifcp: include links that are down")
     target.add_argument("--limit", type=int, default=20, metavar="N", help="--journal: how many (default 20)")
     add_connection_flags(parser)
@@ -151,7 +153,7 @@ def _target(args: argparse.Namespace) -> dict:
 def connect(client: Client, args: argparse.Namespace, lease: int | None) -> int:
     body = _target(args)
     if lease is not None:
-        body["lease_seconds"] = lease
+        body["duration"] = lease
     path = "/api/connect/" if args.add else "/api/disconnect/"
     code, _operation = submit_operation(client, path, body, args, describe_link_operation)
     return code
@@ -199,9 +201,7 @@ def describe_plan(result: dict) -> str:
 
 
 def reconcile(client: Client, args: argparse.Namespace) -> int:
-    body: dict = {"repair": bool(args.repair)}
-    if args.router:
-        body["router"] = args.router
+    body: dict = {"repair": bool(args.repair), "policy": args.policy}
     code, operation = submit_operation(client, "/api/reconcile/", body, args, describe_reconcile)
     if not args.json and not args.no_wait:
         for line in reconcile_report(operation):
