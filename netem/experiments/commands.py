@@ -1,0 +1,141 @@
+"""The experiments' sub-commands of `lab` (`transfer`, `filesizes`, `all`), also `python -m netem.experiments`.
+
+    lab transfer  [--quick] [--where auto|lab|loopback] [--wan SPEC] [--results DIR] [--budget S]
+    lab filesizes [--quick] ...
+    lab all       [--quick] ...      every experiment that exists, then report.md with every plot
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from netem.experiments import filesizes, transfer
+from netem.experiments.base import Bench, Outcome, open_bench, results_folder
+from netem.experiments.report import write_report
+
+EXPERIMENTS: dict[str, Any] = {"transfer": transfer, "filesizes": filesizes}
+ACTIONS = (*EXPERIMENTS, "all")
+
+
+def add_subcommands(sub: Any) -> None:
+    """Register the experiment actions on the `lab` sub-parser set."""
+    for name in ACTIONS:
+        parser = sub.add_parser(name, help="every experiment, then the report" if name == "all"
+                                else (sys.modules[EXPERIMENTS[name].__name__].__doc__ or "").split("\n")[0])
+        parser.add_argument("--quick", action="store_true", help="the short variant (about a few minutes)")
+        parser.add_argument("--where", choices=["auto", "lab", "loopback"], default="auto",
+                            help="lab namespaces (root) or loopback without an emulated WAN; auto: lab if root")
+        parser.add_argument("--wan", default="none", help="impairment both ways between the sites, e.g. delay=10ms")
+        parser.add_argument("--results", type=Path, default=None, help="results root (default lab-results/)")
+        parser.add_argument("--budget", type=float, default=None, help="time budget per experiment in seconds")
+        if name == "all":
+            parser.add_argument("--no-selfcheck", action="store_true", help="skip the emulator self-check")
+
+
+def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    action = options["action"]
+    command = "python manage.py lab " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if "manage.py" in sys.argv[0] \
+        else "python -m netem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    where = options.get("where") or "auto"
+    if where == "auto":
+        where = "lab" if os.geteuid() == 0 else "loopback"
+    if where == "lab" and os.geteuid() != 0:
+        print("the lab needs root (network namespaces); use --where loopback", file=sys.stderr)
+        return 2
+    names = list(EXPERIMENTS) if action == "all" else [action]
+    plans = {name: _plan(name, options) for name in names}
+    target_bytes = max(plan.target_bytes for plan in plans.values())
+    folder = results_folder(action, options.get("results"))
+    print(f"results: {folder}", file=out, flush=True)
+    outcomes: list[Outcome] = []
+    extra: list[tuple[str, str]] = []
+    with _lab(options, where) as lab:
+        if action == "all" and lab is not None and not options.get("no_selfcheck"):
+            extra.append(("Emulator self-check", _selfcheck(lab, folder, options.get("quick", False), out)))
+        with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none") as bench:
+            for name in names:
+                sub = folder / name if action == "all" else folder
+                sub.mkdir(parents=True, exist_ok=True)
+                outcomes.append(_run_one(name, bench, plans[name], sub, out, command))
+            environment = bench.environment()
+    report = write_report(folder, outcomes, environment, command=command, extra_sections=extra)
+    for outcome in outcomes:
+        print(f"\n## {outcome.title}\n{outcome.table}", file=out)
+        for note in outcome.notes:
+            print(f"- {note}", file=out)
+    print(f"\nreport: {report}", file=out, flush=True)
+    return 0 if all(o.valid for o in outcomes) else 1
+
+
+def _plan(name: str, options: dict[str, Any]) -> Any:
+    module = EXPERIMENTS[name]
+    plan = module.QUICK if options.get("quick") else module.FULL
+    if options.get("budget"):
+        plan = replace(plan, budget_s=float(options["budget"]))
+    return plan
+
+
+def _run_one(name: str, bench: Bench, plan: Any, folder: Path, out: TextIO, command: str) -> Outcome:
+    started = time.monotonic()
+    outcome: Outcome = EXPERIMENTS[name].run(bench, plan, folder, out=sys.stderr, command=command)
+    print(f"{name}: done in {time.monotonic() - started:.0f} s, {len(outcome.plots)} plots in {folder}", file=out,
+          flush=True)
+    return outcome
+
+
+@contextlib.contextmanager
+def _lab(options: dict[str, Any], where: str) -> Iterator[Any]:
+    """The lab to run in (brought up, and down afterwards, if it was not up), or None on loopback."""
+    if where != "lab":
+        yield None
+        return
+    from netem.testbed import DEFAULT_PREFIX, Lab
+
+    lab = Lab(prefix=options.get("prefix") or DEFAULT_PREFIX, run_dir=options.get("run_dir"))
+    owned = not lab.is_up
+    if owned:
+        lab.up(2)
+    try:
+        yield lab
+    finally:
+        if owned:
+            lab.down()
+
+
+def _selfcheck(lab: Any, folder: Path, quick: bool, out: TextIO) -> str:
+    """Run lab-1's self-check (netem.selfcheck) into folder/selfcheck and return its verdict as Markdown."""
+    from netem.selfcheck import FULL, QUICK, run_checks
+
+    report = run_checks(lab, QUICK if quick else FULL, mode="quick" if quick else "full",
+                        budget_s=240 if quick else 1200)
+    report.write(folder / "selfcheck")
+    verdict = "PASSED" if report.passed else "FAILED"
+    print(f"selfcheck {verdict}: {report.summary_line()}", file=out, flush=True)
+    return (f"Verdict: **{verdict}** ({report.summary_line()}). Raw data: `selfcheck/selfcheck.csv`, "
+            "`selfcheck/selfcheck.json`.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from netem.testbed import DEFAULT_PREFIX
+
+    parser = argparse.ArgumentParser(prog="python -m netem.experiments", description=__doc__.split("\n")[0])
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="name prefix of the lab's namespaces")
+    parser.add_argument("--run-dir", type=Path, default=None, help="lab state, PID files, logs (default .lab/)")
+    sub = parser.add_subparsers(dest="action", metavar="EXPERIMENT")
+    sub.required = True
+    add_subcommands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None, out: Callable[..., Any] | None = None) -> int:
+    return run_experiment(vars(build_parser().parse_args(argv)))
