@@ -63,7 +63,7 @@ class Client:
         return response
 
     def get(self, path: str, **params: Any) -> Any:
-        return self.request("GET", path, params={k: v for k, v in params.items() if v is not None}).json()
+        return json_body(self.request("GET", path, params={k: v for k, v in params.items() if v is not None}))
 
     def post(self, path: str, body: dict, *, params: dict | None = None) -> requests.Response:
         return self.request("POST", path, params=params, body=body)
@@ -75,9 +75,17 @@ class Client:
             return page
         items = list(page.get("results", []))
         while page.get("next"):
-            page = self.request("GET", page["next"]).json()
+            page = json_body(self.request("GET", page["next"]))
             items.extend(page.get("results", []))
         return items
+
+
+def json_body(response: requests.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise CliError(f"{response.url} answered {response.status_code} with something that is not JSON",
+                       "check that server in the configuration is the flexzone API", OPERATION_FAILED) from None
 
 
 def _ssl_cause(exc: BaseException) -> ssl.SSLError | None:
@@ -123,6 +131,9 @@ def tls_error(exc: BaseException, config: Config) -> CliError:
     if not_before > now:
         return CliError(f"your client certificate is not valid before {not_before:%Y-%m-%d %H:%M} UTC "
                         f"({config.cert})", "check this machine's clock", REFUSED)
+    if "wrong version number" in lowered or "record layer failure" in lowered or "http request" in lowered:
+        return CliError(f"{config.server} does not speak TLS (is it the flexzone API's port?)",
+                        f"check server in {config.source}", UNREACHABLE)
     if "key values mismatch" in lowered:
         return CliError(f"the key {config.key} does not belong to the certificate {config.cert}",
                         "check cert and key in the configuration", REFUSED)

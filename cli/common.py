@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from cli import output
-from cli.client import Client
+from cli.client import Client, json_body
 from cli.config import ENV_VAR, Config, default_path, load_config
 from cli.errors import DONE, OPERATION_FAILED, USAGE, CliError
 from cli.progress import follow, make_progress
@@ -99,7 +99,7 @@ def submit_operation(client: Client, path: str, body: dict, args: argparse.Names
                      describe: Callable[[dict], str]) -> tuple[int, dict]:
     """POST an operation, follow it with a progress line, print the outcome; returns (exit code, operation)."""
     response = client.post(path, body)
-    operation = response.json()
+    operation = json_body(response)
     location = response.headers.get("Location")
     if args.no_wait:
         if args.json:

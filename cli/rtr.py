@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Sequence
 
 from cli import output
-from cli.client import Client
+from cli.client import Client, json_body
 from cli.common import (
     CONFIG_HELP,
     EXIT_CODES,
@@ -114,7 +114,7 @@ def lsifcp(client: Client, args: argparse.Namespace) -> int:
             if getattr(args, key) is not None:
                 body[key] = getattr(args, key)
         response = client.post("/api/invoke/", body)
-        operation = follow(client, response.json(), response.headers.get("Location"), max_wait=args.wait,
+        operation = follow(client, json_body(response), response.headers.get("Location"), max_wait=args.wait,
                            progress=make_progress(args.json))
         operations.append(operation)
         if operation.get("state") != "succeeded":

@@ -190,3 +190,23 @@ def test_the_installed_console_scripts_answer_help():
         result = subprocess.run([str(path), "--help"], capture_output=True, text=True, timeout=30)
         assert result.returncode == 0, result.stderr
         assert "exit status:" in result.stdout and "config.toml" in result.stdout
+
+
+def test_a_server_that_does_not_speak_tls_exits_4_saying_so(run_cli, api_pki, tmp_path):
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        cert, key = api_pki.pair("alice")
+        url = f"https://127.0.0.1:{server.server_address[1]}"
+        config = write_config(tmp_path / "c.toml", server=url, ca=api_pki.ca_file, cert=cert, key=key)
+        result = run_cli("flexzone", "--zones", config=config)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 4, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"flexzone: {url} does not speak TLS")
