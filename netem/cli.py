@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from netem.experiments import commands as experiments
 from netem.profiles import Impairment, LinkProfile
 from netem.selfcheck import FULL, QUICK, results_dir, run_checks
 from netem.testbed import DEFAULT_PREFIX, Lab
@@ -40,10 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--quick", action="store_true", help="a short run (about a minute)")
     check.add_argument("--results", type=Path, default=None, help="results root (default lab-results/)")
     check.add_argument("--budget", type=float, default=None, help="time budget in seconds")
+    experiments.add_subcommands(sub)  # transfer, filesizes, all (netem/experiments/commands.py)
 
 
 def run(options: dict[str, Any], out: Any = None) -> int:
     out = out or sys.stdout
+    if options["action"] in experiments.ACTIONS:
+        return experiments.run_experiment(options, out)
     if os.geteuid() != 0:
         print("the lab needs root (network namespaces)", file=sys.stderr)
         return 2
