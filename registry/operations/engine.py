@@ -29,7 +29,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from registry.models import Device, DeviceLock, Link, Operation, Principal, Router, Site, Zone
+from registry.models import Device, DeviceLock, Link, Operation, Principal, Router, Site
 from registry.operations.conf import ops_settings
 from registry.operations.errors import DeviceBusy, OperationFailed, StepFailed
 from registry.operations.locking import RouterBusy, router_lock
@@ -174,7 +174,7 @@ def _take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
     if plan.get("raw"):
         return
     site = Site.objects.get(name=plan["site"])
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         devices = Device.objects.select_for_update().filter(description__in=plan["devices"]).order_by("pk")
         for device in devices:
             locks = list(device.locks.select_related("site"))
@@ -246,6 +246,16 @@ class Run:
     registry_s: float = 0.0
     transcripts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    _rows: dict[tuple[str, Any], Any] = field(default_factory=dict)
+    # Registry writes that must commit together with the operation's success (links up/down, locks).
+    final_writes: list[Callable[[], Any]] = field(default_factory=list)
+
+    def row(self, model: type[T], **lookup: Any) -> T:
+        """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
+        key = (model.__name__, tuple(sorted(lookup.items())))
+        if key not in self._rows:
+            self._rows[key] = model.objects.get(**lookup)
+        return self._rows[key]
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -259,11 +269,11 @@ class Run:
     def phase(self, phase: str) -> None:
         if self.op.phase != phase:
             self.op.phase = phase
-            Operation.objects.filter(pk=self.op.pk).update(phase=phase, heartbeat_at=timezone.now())
+            _heartbeats.progress(self.op.pk, phase=phase)
 
     def attempt(self) -> None:
         self.op.attempts += 1
-        Operation.objects.filter(pk=self.op.pk).update(attempts=F("attempts") + 1)
+        _heartbeats.progress(self.op.pk, attempts=self.op.attempts)
 
     @contextmanager
     def registry(self):
@@ -308,10 +318,32 @@ def execute(operation_id: int) -> Operation:
     return op
 
 
+_CLAIM_SQL = """
+    UPDATE registry_operation AS op
+       SET state = 'running', started_at = COALESCE(op.started_at, %(now)s), heartbeat_at = %(now)s,
+           claimed_by = %(worker)s
+      FROM (SELECT id, state FROM registry_operation WHERE id = %(id)s FOR UPDATE SKIP LOCKED) AS before
+     WHERE op.id = before.id
+       AND (before.state = 'queued' OR (before.state = 'running' AND op.heartbeat_at < %(stale)s))
+ RETURNING op.*, before.state AS previous_state
+"""
+
+
 def _claim(operation_id: int) -> tuple[Operation | None, bool]:
     """Atomically take a queued operation, or a running one whose worker stopped heart-beating."""
     now = timezone.now()
     stale = now - timedelta(seconds=ops_settings().stale_after)
+    if connection.vendor == "postgresql":
+        # One round trip: the claim sits on every operation's path.
+        params = {"now": now, "worker": WORKER_ID, "id": operation_id, "stale": stale}
+        with transaction.atomic():
+            # A lost claim (database crash) only means the operation is claimed again: no fsync wait.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            claimed = list(Operation.objects.raw(_CLAIM_SQL, params))
+        if not claimed:
+            return None, False
+        return claimed[0], claimed[0].previous_state == State.RUNNING
     claimable = Q(state=State.QUEUED) | Q(state=State.RUNNING, heartbeat_at__lt=stale)
     with transaction.atomic():
         op = Operation.objects.select_for_update(skip_locked=True).filter(claimable, pk=operation_id).first()
@@ -321,11 +353,20 @@ def _claim(operation_id: int) -> tuple[Operation | None, bool]:
         Operation.objects.filter(pk=op.pk).update(
             state=State.RUNNING, started_at=Coalesce(F("started_at"), now), heartbeat_at=now, claimed_by=WORKER_ID
         )
-    op.refresh_from_db()
+    op.state, op.started_at, op.heartbeat_at, op.claimed_by = State.RUNNING, op.started_at or now, now, WORKER_ID
     return op, recovering
 
 
 def _finish(run: Run, started: float) -> None:
+    with transaction.atomic():
+        if run.op.state == State.SUCCEEDED:
+            with run.registry():
+                for write in run.final_writes:
+                    write()
+        _save_journal(run, started)
+
+
+def _save_journal(run: Run, started: float) -> None:
     op = run.op
     execute_s = time.perf_counter() - started
     submit_ms = op.registry_ms if not run.recovering else 0.0
@@ -468,30 +509,35 @@ def _execute_add(run: Run) -> None:
     op, plan = run.op, run.op.plan
     duration = op.request.get("duration")
     expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
+    steps = _steps(plan)
     with run.registry():
-        _take_locks_or_fail(op, plan, expires_at)
-        site = Site.objects.get(name=plan["site"])
+        if run.recovering:
+            _take_locks_or_fail(op, plan, expires_at)
+        elif expires_at is not None:
+            DeviceLock.objects.filter(operation=op).update(expires_at=expires_at)
+        links = _links_for_add(run, steps)
     done: list[tuple[PlanStep, Link, bool]] = []
-    for step in _steps(plan):
-        with run.registry():
-            link, ours = _link_for_add(op, step, site)
-        if not ours:
-            done.append((step, link, False))
-            continue
-        try:
-            _drive(run, link.router, step.spec, "add")
-        except StepFailed as exc:
-            if exc.permanent:
-                # The router refused (login or command): nothing of this step reached its config.
-                Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now())
-            else:
-                done.append((step, link, True))
-            _roll_back(run, done, exc)
-        with run.registry():
-            Link.objects.filter(pk=link.pk).update(
-                state=Link.State.UP, up_at=timezone.now(), lease_expires_at=expires_at, updated_at=timezone.now()
-            )
-        done.append((step, link, True))
+    for index, (step, (link, ours)) in enumerate(zip(steps, links, strict=True)):
+        if ours:
+            try:
+                _drive(run, link.router, step.spec, "add")
+            except StepFailed as exc:
+                # Steps not yet sent never reached a router; a refused one (login or command) neither.
+                untouched = [lk.pk for lk, mine in links[index + 1 :] if mine]
+                if exc.permanent:
+                    untouched.append(link.pk)
+                else:
+                    done.append((step, link, True))
+                Link.objects.filter(pk__in=untouched).update(state=Link.State.FAILED, down_at=timezone.now())
+                _roll_back(run, done, exc)
+        done.append((step, link, ours))
+    now = timezone.now()
+    # Every step is verified on its router: the records say `up` in the commit that says `succeeded`.
+    run.final_writes.append(
+        lambda: Link.objects.filter(pk__in=[link.pk for _, link, ours in done if ours]).update(
+            state=Link.State.UP, up_at=now, lease_expires_at=expires_at, updated_at=now
+        )
+    )
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat()}
 
 
@@ -502,38 +548,48 @@ def _take_locks_or_fail(op: Operation, plan: dict[str, Any], expires_at) -> None
         raise OperationFailed(exc.message) from None
 
 
-def _link_for_add(op: Operation, step: PlanStep, site: Site) -> tuple[Link, bool]:
-    """The link row for a step, written `configuring` before the router is touched.
+def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
+    """Each step's link row, written `configuring` before any router is touched (one transaction).
 
-    Returns (link, ours): a link already `up` (another device of the zone uses it) is not ours to
-    configure or to roll back.
+    Returns (link, ours) per step: a link already `up` (another device of the zone uses it) is not
+    ours to configure or to roll back.
     """
+    op = run.op
+    routers = Router.objects.in_bulk({step.router_id for step in steps})
+    result = []
     with transaction.atomic():
-        link = (
-            Link.objects.select_for_update(of=("self",))
-            .select_related("operation", "router")
-            .filter(_endpoint(step), state__in=Link.ACTIVE_STATES)
-            .first()
-        )
-        if link is not None and link.state == Link.State.UP:
-            return link, False
-        if link is not None:
-            if _busy_elsewhere(link, op):
-                raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
-            link.state, link.operation = Link.State.CONFIGURING, op
-            link.save(update_fields=["state", "operation", "updated_at"])
-            return link, True
-        link = Link.objects.create(
-            site=site,
-            device=Device.objects.get(description=step.device),
-            router_id=step.router_id,
-            port=step.port,
-            zone=Zone.objects.get(zone_id=step.zone),
-            remote_ip=step.remote_ip,
-            state=Link.State.CONFIGURING,
-            operation=op,
-        )
-        return Link.objects.select_related("router").get(pk=link.pk), True
+        for step in steps:
+            link = (
+                Link.objects.select_for_update(of=("self",))
+                .select_related("operation")
+                .filter(_endpoint(step), state__in=Link.ACTIVE_STATES)
+                .first()
+            )
+            if link is not None and link.state == Link.State.UP:
+                link.router = routers[step.router_id]
+                result.append((link, False))
+                continue
+            if link is not None:
+                if _busy_elsewhere(link, op):
+                    raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
+                link.state, link.operation = Link.State.CONFIGURING, op
+                link.save(update_fields=["state", "operation", "updated_at"])
+                link.router = routers[step.router_id]
+                result.append((link, True))
+                continue
+            device = run.row(Device, description=step.device)
+            link = Link.objects.create(
+                site=run.row(Site, name=op.plan["site"]),
+                device=device,
+                router=routers[step.router_id],
+                port=step.port,
+                zone_id=device.zone_id,
+                remote_ip=step.remote_ip,
+                state=Link.State.CONFIGURING,
+                operation=op,
+            )
+            result.append((link, True))
+    return result
 
 
 def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
@@ -559,30 +615,32 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
 
 def _execute_remove(run: Run) -> None:
     op, plan = run.op, run.op.plan
-    with run.registry():
-        site = Site.objects.get(name=plan["site"])
     removed = []
     for step in _steps(plan):
         with run.registry():
             link = _link_for_remove(op, step)
-        router = link.router if link else Router.objects.get(pk=step.router_id)
+        router = link.router if link else run.row(Router, pk=step.router_id)
         try:
             _drive(run, router, step.spec, "remove")
         except StepFailed as exc:
             if link is not None and exc.permanent:
                 # The router answered and refused: the link is still there, as the registry says.
                 Link.objects.filter(pk=link.pk).update(state=Link.State.UP, updated_at=timezone.now())
+            _mark_down(removed)  # verified gone from their routers
             raise OperationFailed(str(exc)) from None
         if link is not None:
-            with run.registry():
-                Link.objects.filter(pk=link.pk).update(
-                    state=Link.State.DOWN, down_at=timezone.now(), updated_at=timezone.now()
-                )
             removed.append(link.pk)
+    run.final_writes.append(lambda: _mark_down(removed))
     if not plan.get("raw"):
-        with run.registry():
-            DeviceLock.objects.filter(site=site, device__description__in=plan["devices"]).delete()
+        run.final_writes.append(
+            lambda: DeviceLock.objects.filter(site__name=plan["site"], device__description__in=plan["devices"]).delete()
+        )
     op.result = {"links": removed}
+
+
+def _mark_down(link_ids: list[int]) -> None:
+    now = timezone.now()
+    Link.objects.filter(pk__in=link_ids).update(state=Link.State.DOWN, down_at=now, updated_at=now)
 
 
 def _link_for_remove(op: Operation, step: PlanStep) -> Link | None:
@@ -698,11 +756,18 @@ def invoke(
 # --- heartbeats --------------------------------------------------------------------------------
 
 
-class _Heartbeats:
-    """Marks in-flight operations alive every FLEXZONE_OPS_HEARTBEAT seconds from one thread per process."""
+class _LiveJournal:
+    """Writes in-flight operations' progress from one thread per process, off the operations' path.
+
+    Phase and attempt changes are flushed every 0.1 s (so `flexzone` can show progress live) and
+    every in-flight operation gets `heartbeat_at` refreshed every FLEXZONE_OPS_HEARTBEAT seconds;
+    the final state is written by the operation itself. Writes match `state=running` only, so a
+    late flush can never overwrite a finished operation.
+    """
 
     def __init__(self) -> None:
         self._ids: set[int] = set()
+        self._pending: dict[int, dict[str, Any]] = {}
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -710,27 +775,50 @@ class _Heartbeats:
         with self._guard:
             self._ids.add(operation_id)
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="flexzone-heartbeat", daemon=True)
+                self._thread = threading.Thread(target=self._run, name="flexzone-journal", daemon=True)
                 self._thread.start()
+
+    def progress(self, operation_id: int, **fields: Any) -> None:
+        with self._guard:
+            self._pending.setdefault(operation_id, {}).update(fields)
 
     def discard(self, operation_id: int) -> None:
         with self._guard:
             self._ids.discard(operation_id)
+            self._pending.pop(operation_id, None)
 
     def _run(self) -> None:
-        while True:
-            time.sleep(ops_settings().heartbeat)
-            with self._guard:
-                ids = list(self._ids)
-                if not ids:
-                    self._thread = None
-                    return
-            try:
-                Operation.objects.filter(pk__in=ids, state=State.RUNNING).update(heartbeat_at=timezone.now())
-            except Exception:  # noqa: BLE001 - a missed beat is recovered by the next one
-                log.warning("heartbeat update failed", exc_info=True)
-            finally:
-                connection.close()
+        last_beat = time.monotonic()
+        session_tuned = False
+        try:
+            while True:
+                time.sleep(min(0.1, ops_settings().heartbeat))
+                with self._guard:
+                    ids = list(self._ids)
+                    pending, self._pending = self._pending, {}
+                    if not ids:
+                        self._thread = None
+                        return
+                try:
+                    if not session_tuned and connection.vendor == "postgresql":
+                        # Progress and heartbeats are telemetry: not worth an fsync wait each.
+                        with connection.cursor() as cursor:
+                            cursor.execute("SET synchronous_commit TO OFF")
+                        session_tuned = True
+                    now = timezone.now()
+                    for operation_id, fields in pending.items():
+                        Operation.objects.filter(pk=operation_id, state=State.RUNNING).update(
+                            heartbeat_at=now, **fields
+                        )
+                    if time.monotonic() - last_beat >= ops_settings().heartbeat:
+                        Operation.objects.filter(pk__in=ids, state=State.RUNNING).update(heartbeat_at=now)
+                        last_beat = time.monotonic()
+                except Exception:  # noqa: BLE001 - a missed beat is recovered by the next one
+                    log.warning("journal progress update failed", exc_info=True)
+                    connection.close()
+                    session_tuned = False
+        finally:
+            connection.close()
 
 
-_heartbeats = _Heartbeats()
+_heartbeats = _LiveJournal()
