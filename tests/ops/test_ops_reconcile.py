@@ -95,3 +95,17 @@ def test_v1_invoke_adds_lists_and_removes_with_registry_records(ops_lab):
     assert_agreement(ops_lab)
     assert Operation.objects.filter(kind="invoke").count() == 3
     assert Link.objects.get().state == "down"
+
+
+@pytest.mark.django_db
+def test_the_reconcile_command_reports_drift_per_router(ops_lab):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    behind_the_registrys_back(ops_lab.primary_rtr, "add", STRAY)
+    out = StringIO()
+    call_command("reconcile", stdout=out)
+    text = out.getvalue()
+    assert "primary-rtr: 1 difference(s)" in text and "remote-rtr: in agreement" in text
+    assert '"port": 9' in text
