@@ -21,12 +21,14 @@ Kinds, and where they fire:
 ``drop_before_apply``   the connection closes after the command is echoed, before it runs.
 ``drop_after_apply``    the command runs and its change persists, then the connection closes before
                         the reply (the device did it; the client cannot know).
-``stall_command``       the command is echoed and never answered; the session stays open, silent.
+``stall_command``       the command is echoed and never answered (nor run); the session stays open.
 ``garble``              the command's output is corrupted on the wire (the prompt still follows).
+``fragment``            the command's output and the next prompt arrive in 1-6 character pieces 5 ms
+                        apart (TCP segmentation; a prompt or a CR LF split in two). Drivers must cope.
 
 ``match`` is a regular expression searched in the command line. Without it, ``drop_before_apply``
-and ``drop_after_apply`` select configuration-changing commands only, ``stall_command`` and
-``garble`` select any non-empty command. ``count`` is how many times the fault fires before it is
+and ``drop_after_apply`` select configuration-changing commands only, the other command faults any
+non-empty command. ``count`` is how many times the fault fires before it is
 spent (``None``: every time).
 """
 
@@ -41,7 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 LOGIN_KINDS = ("refuse_login", "stall_before_prompt", "session_limit")
-COMMAND_KINDS = ("drop_before_apply", "drop_after_apply", "stall_command", "garble")
+COMMAND_KINDS = ("drop_before_apply", "drop_after_apply", "stall_command", "garble", "fragment")
 KINDS = LOGIN_KINDS + COMMAND_KINDS
 MUTATING_BY_DEFAULT = ("drop_before_apply", "drop_after_apply")
 FAULTS_FILE = "faults.json"

@@ -105,6 +105,11 @@ class Terminal:
         self._after_cr = False
         self.closed = asyncio.Event()
         self.garbler: random.Random | None = None
+        self.fragmenter: random.Random | None = None
+        self._send_at = 0.0  # loop time of the last output piece scheduled by fragmentation
+        self._pending: collections.deque[tuple[float, str]] = collections.deque()
+        self._drainer: asyncio.TimerHandle | None = None
+        self._close_when_drained = False
 
     def feed(self, data: str | None) -> None:
         if data is None:
@@ -129,14 +134,48 @@ class Terminal:
             text = garble(text, self.garbler)
         self._log("> " + text)
         try:
-            self._write(text)
+            self._send(text)
         except Exception as exc:  # noqa: BLE001 - a write to a dead peer ends the session
             raise SessionEnded(str(exc)) from exc
 
     def write_raw(self, text: str) -> None:
         """Echo: not logged, not garbled."""
         if not self.closed.is_set():
+            self._send(text)
+
+    def _send(self, text: str) -> None:
+        """Write now, or (fragment fault) as 1-6 character pieces 5 ms apart, in order."""
+        if self.fragmenter is None and not self._pending:
             self._write(text)
+            return
+        loop = asyncio.get_running_loop()
+        pieces, gap = [text], 0.0
+        if self.fragmenter is not None:
+            pieces, gap, rest = [], 0.005, text
+            while rest:
+                size = self.fragmenter.randint(1, 6)
+                pieces.append(rest[:size])
+                rest = rest[size:]
+        for piece in pieces:
+            self._send_at = max(self._send_at, loop.time()) + gap
+            self._pending.append((self._send_at, piece))
+        if self._drainer is None:
+            self._drainer = loop.call_at(self._pending[0][0], self._drain)
+
+    def _drain(self) -> None:
+        """Write every due piece in FIFO order (timer handles with equal times are not ordered)."""
+        loop = asyncio.get_running_loop()
+        self._drainer = None
+        while self._pending and self._pending[0][0] <= loop.time() + 0.001:
+            _, piece = self._pending.popleft()
+            try:
+                self._write(piece)
+            except Exception:  # noqa: BLE001 - the peer went away meanwhile
+                self._pending.clear()
+        if self._pending:
+            self._drainer = loop.call_at(self._pending[0][0], self._drain)
+        elif self._close_when_drained:
+            self._close()
 
     async def read_line(self, echo: bool = True, secret: bool = False) -> str:
         """One line; CR LF, CR NUL, CR and LF each end it once. Raises SessionEnded on EOF."""
@@ -176,11 +215,19 @@ class Terminal:
 
     def abort(self) -> None:
         self.closed.set()
+        self._pending.clear()
+        if self._drainer is not None:
+            self._drainer.cancel()
+            self._drainer = None
         self._abort()
 
     def close(self) -> None:
+        """Close gracefully, after any output still queued by fragmentation."""
+        if self._pending:
+            self._close_when_drained = True
+        else:
+            self._close()
         self.closed.set()
-        self._close()
 
 
 class SimConsole:
@@ -581,6 +628,7 @@ class SimRouter:
         personality = self.personality
         while True:
             terminal.write(personality.prompt(session))
+            terminal.fragmenter = None
             line = (await self._read_command(terminal)).strip()
             if not line:
                 continue
@@ -596,6 +644,8 @@ class SimRouter:
             console.drop_after_apply = self.faults_book.peek("drop_after_apply", line, mutating)
             if self.faults_book.take(("garble",), line, mutating):
                 terminal.garbler = self.rng
+            if self.faults_book.take(("fragment",), line, mutating):
+                terminal.fragmenter = self.rng  # until the next prompt has been written
             try:
                 keep_going = await personality.execute(session, console, line)
             finally:

@@ -153,3 +153,14 @@ def test_faults_can_be_given_on_the_command_line(sim_process_factory, sim_target
     driver = get_driver(sim_target(process))
     driver.connect()
     driver.close()
+
+
+def test_fragmented_output_and_prompts_do_not_confuse_the_driver(sim_factory, quick, platform):
+    sim = sim_factory(platform, faults=[Fault("fragment", match="^(ifcp|show)", count=3)])
+    driver = quick(sim)
+    driver.connect()
+    driver.add_link(SPEC)
+    assert driver.list_links() == [LINK]
+    with pytest.raises(LinkExists):
+        driver.add_link(SPEC)
+    assert sim.faults[0].count == 0
