@@ -10,7 +10,6 @@ import json
 import math
 import re
 import statistics
-import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -58,7 +57,10 @@ def ping(lab: Lab, site: str, addr: str, *, count: int, interval: float, size: i
     RTT it would silently slow down; a preload of RTT/interval probes keeps the pace (as root). No -w:
     with a deadline, -c counts replies instead of probes and the loss figure would be biased.
     """
-    preload = max(1, min(65536, math.ceil((expected_rtt_ms + 50) / 1000.0 / interval)))
+    in_flight = expected_rtt_ms / 1000.0 / interval
+    # A preload is sent as one burst, which a FIFO delay stage then holds back together: use it only
+    # when ping would otherwise fall behind (it keeps pace by itself up to a few probes in flight).
+    preload = 1 if in_flight <= 3 else min(65536, math.ceil((expected_rtt_ms + 50) / 1000.0 / interval))
     limit = count * interval + expected_rtt_ms / 1000.0 + 15
     proc = lab.run(site, ["ping", "-n", "-c", str(count), "-i", f"{interval:g}", "-l", str(preload), "-s", str(size),
                           "-W", "2", addr], check=False, timeout=limit)
@@ -88,16 +90,6 @@ class TcpResult:
         return asdict(self)
 
 
-def _wait_listening(lab: Lab, site: str, port: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = lab.run(site, ["ss", "-Hltn", f"sport = :{port}"], check=False).stdout
-        if out.strip():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port} in {site} after {timeout} s")
-
-
 def iperf3(lab: Lab, client: str, server: str, *, seconds: float, omit: float = 0, cc: str = "reno",
            port: int = 5201) -> TcpResult:
     """Bulk TCP from client site to server site with a per-socket congestion control (`iperf3 -C`).
@@ -110,7 +102,7 @@ def iperf3(lab: Lab, client: str, server: str, *, seconds: float, omit: float = 
     lab.stop(name)
     lab.spawn(name, server, ["iperf3", "-s", "-1", "-B", server_site.addr, "-p", str(port)])
     try:
-        _wait_listening(lab, server, port)
+        lab.wait_listening(server, port)
         proc = lab.run(client, ["iperf3", "-c", server_site.addr, "-B", lab.site(client).addr, "-p", str(port),
                                 "-C", cc, "-t", f"{seconds:g}", "-O", f"{omit:g}", "-J", "--connect-timeout", "5000"],
                        check=False, timeout=seconds + omit + 60)

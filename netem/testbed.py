@@ -27,6 +27,8 @@ import json
 import os
 import platform
 import subprocess
+import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,7 +41,8 @@ from netem.runner import Runner, in_netns
 
 LAB_NET = ipaddress.ip_network("198.18.0.0/15")
 DEFAULT_PREFIX = "fzlab"
-DEFAULT_RUN_DIR = Path(__file__).resolve().parent.parent / ".lab"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RUN_DIR = REPO_ROOT / ".lab"
 OFFLOADS = ["tso", "off", "gso", "off", "gro", "off"]
 
 
@@ -302,6 +305,45 @@ class Lab:
 
     def stop(self, name: str) -> None:
         self.procs.stop(name)
+
+    def wait_listening(self, site: str, port: int, timeout: float = 10.0) -> None:
+        """Wait until something listens on a TCP port inside a site."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.run(site, ["ss", "-Hltn", f"sport = :{port}"], check=False).stdout.strip():
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"nothing listens on port {port} in {site} after {timeout} s")
+
+    def start_router_sim(self, site: str, platform: str, *, name: str | None = None, telnet_port: int | None = 23,
+                         ssh_port: int | None = None, state_dir: Path | None = None, args: Sequence[str] = (),
+                         timeout: float = 20.0) -> dict[str, Any]:
+        """Start a router simulator (`python -m routers.sim`) on the site's management address.
+
+        Returns the simulator's ready line ({"platform", "pid", "telnet": [host, port], ...}).
+        """
+        where = self.site(site)
+        name = name or f"sim-{site}"
+        argv = [sys.executable, "-m", "routers.sim", "--platform", platform]
+        if telnet_port is not None:
+            argv += ["--telnet", f"{where.mgmt_addr}:{telnet_port}"]
+        if ssh_port is not None:
+            argv += ["--ssh", f"{where.mgmt_addr}:{ssh_port}"]
+        argv += ["--state", str(state_dir or self.run_dir / "sims" / name), *args]
+        log = self.procs.log_dir / f"{name}.log"
+        log.unlink(missing_ok=True)
+        self.spawn(name, site, argv, cwd=REPO_ROOT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+                if line.startswith("{") and '"pid"' in line:
+                    return json.loads(line)
+            if self.procs.pid(name) is None:
+                break
+            time.sleep(0.05)
+        text = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        self.stop(name)
+        raise RuntimeError(f"router simulator {name} did not start:\n{text}")
 
     def command(self, site: str, argv: Sequence[str]) -> list[str]:
         """The host command line that runs argv inside a site, for callers that manage the process."""

@@ -6,12 +6,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from netem.cli import __doc__ as CLI_DOC
 from netem.cli import add_arguments, run
 
 
 class Command(BaseCommand):
-    help = CLI_DOC or "The flexzone lab"
+    help = "The flexzone lab: emulated WAN sites (up, down, status, impair, selfcheck)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_arguments(parser)
