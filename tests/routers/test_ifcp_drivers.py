@@ -14,6 +14,8 @@ from routers.drivers.base import (
     RouterAuthError,
     RouterConnectError,
     RouterLink,
+    RouterTarget,
+    Transport,
 )
 from routers.drivers.mcdata_eclipse import EclipseDriver
 from routers.drivers.nishan_ips3000 import NishanDriver
@@ -32,6 +34,14 @@ def platform(request):
 def test_the_dispatch_map_has_the_ifcp_drivers():
     assert DRIVERS[Platform.MCDATA_ECLIPSE] is EclipseDriver
     assert DRIVERS[Platform.NISHAN_IPS3000] is NishanDriver
+
+
+def test_the_dispatch_map_covers_every_platform_and_refuses_unknown_ones(sim_target):
+    assert set(DRIVERS) == set(Platform)
+    for platform, cls in DRIVERS.items():
+        assert cls.platform == platform
+    with pytest.raises(ValueError, match="platform"):
+        get_driver(RouterTarget("vax_vms", "127.0.0.1", 23, Transport.TELNET, "a", "b"))  # type: ignore[arg-type]
 
 
 def test_rendering_is_pure_and_exact():
