@@ -52,7 +52,7 @@ def test_refused_login_raises_auth_error_at_once(sim_factory, quick, platform):
     sim = sim_factory(platform, faults=[Fault("refuse_login", count=1)])
     with Stopwatch() as watch, pytest.raises(RouterAuthError):
         quick(sim).connect()
-    assert watch.seconds < 1.5
+    assert watch.seconds < 3
     quick(sim).connect()  # the fault was spent: the next login works
 
 
@@ -60,7 +60,7 @@ def test_session_limit_raises_auth_error_at_once(sim_factory, quick, platform):
     sim = sim_factory(platform, faults=[Fault("session_limit")])
     with Stopwatch() as watch, pytest.raises(RouterAuthError, match="(?i)session"):
         quick(sim).connect()
-    assert watch.seconds < 1.5
+    assert watch.seconds < 3
 
 
 def test_a_prompt_that_never_comes_times_out_within_the_connect_timeout(sim_factory, quick, platform):
@@ -85,7 +85,7 @@ def test_a_drop_before_apply_loses_the_command_and_the_connection(sim_factory, q
     driver.connect()
     with Stopwatch() as watch, pytest.raises(RouterConnectError):
         driver.add_link(SPEC)
-    assert watch.seconds < 2
+    assert watch.seconds < 3
     assert not driver.is_alive()
     assert sim.links() == []
     retry = quick(sim)
@@ -102,7 +102,7 @@ def test_a_drop_after_apply_keeps_the_change_but_loses_the_reply(sim_factory, qu
     assert driver.list_links() == []  # read-only commands are not selected without a pattern
     with Stopwatch() as watch, pytest.raises(RouterConnectError):
         driver.add_link(SPEC)
-    assert watch.seconds < 2
+    assert watch.seconds < 3
     assert sim.links() == [LINK]
     retry = quick(sim)
     retry.connect()
