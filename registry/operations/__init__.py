@@ -7,14 +7,15 @@ Public API (import from ``registry.operations``):
     locks (add) and queue the operation. Raises ``PlanError`` (answer 400; ``.as_dict()`` names the
     field) or its subclass ``DeviceBusy`` (answer 409) before anything is queued. Kinds and requests:
     ``add``/``remove``: ``{"site", one of "device_description"|"wwn"|"zone", "duration": s (add, optional)}``;
-    ``list``: ``{"router": name}`` or ``{}``; ``reconcile``: ``{"repair": bool, "policy": "registry"|"router"}``;
+    ``list``: ``{"router": name}`` or ``{}``;
+    ``reconcile``: ``{"repair": bool, "policy": "registry"|"router", "router": name (optional)}``;
     ``invoke``: ``{"router", "command": "lsifcp"|"addifcp"|"rmifcp", "port", "zone", "remote_ip"}``.
 ``execute(operation_id) -> Operation``
     Run it to its end (what a worker does). Idempotent: a finished or live-claimed operation is
     returned untouched; one whose worker died (stale heartbeat) is re-run in recovery mode.
 ``list_links(router=None, principal=None) -> {router_name: [{"port", "zone", "remote_ip", "state"}]}``
     Read the routers now (journaled as a ``list`` operation).
-``reconcile(repair=False, policy="registry", principal=None) -> Operation``
+``reconcile(repair=False, policy="registry", principal=None, router=None) -> Operation``
     Drift report per router in ``operation.result["routers"][name]``: missing / extra / mismatched /
     in_flight / repaired / unresolved.
 ``invoke(router, command, port=None, zone=None, remote_ip=None, principal=None, *, wait=True) -> Operation``
@@ -28,8 +29,8 @@ message for a refusal), masked ``transcript``, ``result`` and the timings ``regi
 
 Modules: ``engine`` (submit/execute, add/remove/list/invoke), ``locking`` (per-router lock: in
 process and a PostgreSQL advisory lock), ``pool`` (pooled logged-in sessions, keepalive, batched
-saves), ``reconcile``, ``maintenance`` (stalled-operation reaper, lease expiry), ``tasks``
-(procrastinate tasks), ``bench`` (``manage.py bench ops``). Settings: ``FLEXZONE_OPS_*`` in
+saves), ``drift`` (reconcile: drift report and repair), ``maintenance`` (stalled-operation reaper,
+lease expiry), ``tasks`` (procrastinate tasks), ``bench`` (``manage.py bench ops``). Settings: ``FLEXZONE_OPS_*`` in
 flexzone/settings.py.
 """
 

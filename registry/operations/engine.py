@@ -70,7 +70,8 @@ def submit(
     """Validate and plan `request` now (PlanError on bad input), journal it, and queue it for a worker.
 
     add/remove: {"site", one of "device_description" | "wwn" | "zone", optional "duration" (s, add)}
-    list: {"router": name or absent for all}; reconcile: {"repair": bool, "policy": "registry"|"router"}
+    list: {"router": name or absent for all}
+    reconcile: {"repair": bool, "policy": "registry"|"router", optional "router": name}
     invoke: {"router", "command": lsifcp|addifcp|rmifcp, "port", "zone", "remote_ip"}
     """
     started = time.perf_counter()
@@ -86,6 +87,8 @@ def submit(
         if request.get("router"):
             _router_named(request["router"])
     elif kind == Kind.RECONCILE:
+        if request.get("router"):
+            _router_named(request["router"])
         if request.setdefault("policy", "registry") not in RECONCILE_POLICIES:
             raise PlanError("policy", f"must be one of {', '.join(RECONCILE_POLICIES)}.")
         request["repair"] = bool(request.get("repair", False))
@@ -207,6 +210,9 @@ def _enqueue(op: Operation) -> None:
         job_id = defer_operation(op.pk)
         Operation.objects.filter(pk=op.pk).update(job_id=job_id)
     elif queue == "thread":
+        from registry.operations.maintenance import start_chores_thread
+
+        start_chores_thread()
         transaction.on_commit(lambda: _thread_executor().submit(run_in_thread, op.pk))
 
 
@@ -702,11 +708,12 @@ def _execute_invoke(run: Run) -> None:
 
 
 def _execute_reconcile(run: Run) -> None:
-    from registry.operations.reconcile import reconcile_router
+    from registry.operations.drift import reconcile_router
 
     repair, policy = run.op.request.get("repair", False), run.op.request.get("policy", "registry")
     report, failed = {}, []
-    for router in Router.objects.order_by("name"):
+    name = run.op.request.get("router")
+    for router in [_router_named(name)] if name else Router.objects.order_by("name"):
         try:
             report[router.name] = with_router(
                 run,
@@ -732,9 +739,12 @@ def list_links(router: str | None = None, principal: Principal | None = None) ->
     return op.result["routers"]
 
 
-def reconcile(repair: bool = False, policy: str = "registry", principal: Principal | None = None) -> Operation:
+def reconcile(
+    repair: bool = False, policy: str = "registry", principal: Principal | None = None, router: str | None = None
+) -> Operation:
     """Compare registry and routers (and converge when `repair`); the report is `operation.result`."""
-    return execute(submit(Kind.RECONCILE, {"repair": repair, "policy": policy}, principal, enqueue=False).pk)
+    request = {"repair": repair, "policy": policy, **({"router": router} if router else {})}
+    return execute(submit(Kind.RECONCILE, request, principal, enqueue=False).pk)
 
 
 def invoke(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from registry.models import DeviceLock, Operation
@@ -89,3 +91,33 @@ def expire_leases() -> list[int]:
                 continue
             created.append(op.pk)
     return created
+
+
+_chores_started = threading.Event()
+
+
+def start_chores_thread() -> None:
+    """With FLEXZONE_OPS_QUEUE=thread (no procrastinate worker, e.g. the SQLite demo) the process that
+    runs operations also runs the periodic chores: stalled-operation reaper and lease expiry."""
+    if _chores_started.is_set():
+        return
+    _chores_started.set()
+    threading.Thread(target=_chores_loop, name="flexzone-chores", daemon=True).start()
+
+
+def _chores_loop() -> None:
+    last_reap = last_leases = time.monotonic()
+    while True:
+        time.sleep(1.0)
+        conf, now = ops_settings(), time.monotonic()
+        try:
+            if now - last_reap >= conf.reap_every:
+                reap_stalled_operations()
+                last_reap = now
+            if now - last_leases >= conf.lease_every:
+                expire_leases()
+                last_leases = now
+        except Exception:  # noqa: BLE001 - the chores must outlive one bad round
+            log.exception("periodic operations chores failed")
+        finally:
+            connection.close()
