@@ -152,7 +152,7 @@ class LoopbackBench(Bench):
                      "san-tls": nbd_uri("127.0.0.1", ports["a-tls"])}
 
     def _measure_link(self) -> float:
-        return iperf3_local("127.0.0.1", seconds=2)
+        return iperf3_local("127.0.0.1", seconds=1)
 
     def close(self) -> None:
         host = self.host

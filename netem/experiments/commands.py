@@ -2,6 +2,7 @@
 
     lab transfer  [--quick] [--where auto|lab|loopback] [--wan SPEC] [--results DIR] [--budget S]
     lab filesizes [--quick] ...
+    lab effective [--quick] [--setup-s S --teardown-s S | --timing-scale F] ...
     lab all       [--quick] ...      every experiment that exists, then report.md with every plot
 """
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 EXPERIMENTS: dict[str, str] = {
     "transfer": "xdd-style write/read rate vs record size for several file sizes (Figures 3-10)",
     "filesizes": "1 MB .. 2 GB whole-file rates: SAN link vs local disk, with and without TLS",
+    "effective": "effective rate vs file size with link setup and teardown counted (Figure 15)",
 }
 ACTIONS = (*EXPERIMENTS, "all")
 
@@ -44,6 +46,12 @@ def add_subcommands(sub: Any) -> None:
         parser.add_argument("--wan", default="none", help="impairment both ways between the sites, e.g. delay=10ms")
         parser.add_argument("--results", type=Path, default=None, help="results root (default lab-results/)")
         parser.add_argument("--budget", type=float, default=None, help="time budget per experiment in seconds")
+        if name in ("effective", "all"):
+            parser.add_argument("--setup-s", type=float, default=None,
+                                help="use this link setup time instead of measuring it on simulated routers")
+            parser.add_argument("--teardown-s", type=float, default=None, help="ditto for the teardown time")
+            parser.add_argument("--timing-scale", type=float, default=None,
+                                help="scale of the simulators' seed timing when measuring setup (quick: 0.05)")
         if name == "all":
             parser.add_argument("--no-selfcheck", action="store_true", help="skip the emulator self-check")
 
@@ -93,6 +101,13 @@ def _plan(name: str, options: dict[str, Any]) -> Any:
     plan = module.QUICK if options.get("quick") else module.FULL
     if options.get("budget"):
         plan = replace(plan, budget_s=float(options["budget"]))
+    if name == "effective":
+        if (options.get("setup_s") is None) != (options.get("teardown_s") is None):
+            raise SystemExit("give both --setup-s and --teardown-s, or neither (then they are measured)")
+        if options.get("setup_s") is not None:
+            plan = replace(plan, setup_s=options["setup_s"], teardown_s=options["teardown_s"])
+        if options.get("timing_scale") is not None:
+            plan = replace(plan, timing_scale=options["timing_scale"])
     return plan
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from netem.experiments import filesizes, transfer
+from netem.experiments import effective, filesizes, transfer
 from netem.experiments.base import LabBench, LoopbackBench
 from netem.experiments.commands import run_experiment
 from netem.xdd import MIB
@@ -43,8 +43,9 @@ def assert_sane_rates(table: list[dict[str, str]]) -> None:
 
 
 def test_transfer_on_loopback_writes_csv_json_and_a_plot_per_pattern(tmp_path):
-    with LoopbackBench(TINY_TRANSFER.target_bytes) as bench:
-        outcome = transfer.run(bench, TINY_TRANSFER, tmp_path)
+    plan = replace(TINY_TRANSFER, file_sizes=(4 * MIB,))
+    with LoopbackBench(plan.target_bytes) as bench:
+        outcome = transfer.run(bench, plan, tmp_path)
     table = rows(tmp_path / "transfer.csv")
     assert_sane_rates(table)
     assert {r["path"] for r in table} == {"san", "target"}
@@ -62,12 +63,13 @@ def test_transfer_on_loopback_writes_csv_json_and_a_plot_per_pattern(tmp_path):
 
 
 def test_filesizes_on_loopback_compares_every_path_with_and_without_tls(tmp_path):
-    with LoopbackBench(TINY_FILESIZES.target_bytes) as bench:
-        outcome = filesizes.run(bench, TINY_FILESIZES, tmp_path)
+    plan = replace(TINY_FILESIZES, repetitions=1)
+    with LoopbackBench(plan.target_bytes) as bench:
+        outcome = filesizes.run(bench, plan, tmp_path)
     table = rows(tmp_path / "filesizes.csv")
     assert_sane_rates(table)
     assert {r["path"] for r in table} == {"local-disk", "target", "san", "san-tls"}
-    assert len(table) == 2 * 2 * 4 * 2  # sizes x repetitions x paths x (write, read)
+    assert len(table) == 2 * 4 * 2  # sizes x paths x (write, read)
     assert all(r["truncated"] == "False" for r in table)
     assert_png(outcome.plots[0])
 
@@ -84,14 +86,35 @@ def test_a_run_stops_at_its_time_budget_and_lists_what_it_skipped(tmp_path):
 
 def test_lab_all_quick_on_loopback_writes_a_report_with_every_plot(tmp_path):
     code = run_experiment({"action": "all", "quick": True, "where": "loopback", "wan": "none", "results": tmp_path,
-                           "budget": 6})
+                           "budget": 3, "setup_s": 2.0, "teardown_s": 1.0})
     assert code in (0, 1)  # 1 only if a pass was marked invalid; loopback has no emulator to spoil one
     (folder,) = tmp_path.iterdir()
     report = (folder / "report.md").read_text()
-    for plot in ("transfer/transfer-sequential.png", "transfer/transfer-random.png", "filesizes/filesizes.png"):
+    for plot in ("transfer/transfer-sequential.png", "transfer/transfer-random.png", "filesizes/filesizes.png",
+                 "effective/effective.png"):
         assert f"]({plot})" in report
         assert_png(folder / plot)
     assert "| op | file size |" in report and "| pattern | op | record |" in report
+
+
+def test_effective_rate_counts_the_measured_setup_and_teardown_of_a_link(tmp_path):
+    plan = replace(effective.QUICK, sizes=(1 * MIB, 8 * MIB), setup_repetitions=1, timing_scale=0.02)
+    with LoopbackBench(plan.target_bytes) as bench:
+        outcome = effective.run(bench, plan, tmp_path)
+    (timing,) = rows(tmp_path / "setup.csv")
+    setup, teardown = float(timing["setup_s"]), float(timing["teardown_s"])
+    # login, add and save on both routers at 2 % of the seed's timing, and the data path must carry bytes
+    assert 0.1 < setup < 10 and 0.1 < teardown < 10
+    table = rows(tmp_path / "effective.csv")
+    assert len(table) == 4
+    for row in table:
+        size, transfer_s = int(row["size_bytes"]), float(row["transfer_s"])
+        assert float(row["effective_mb_s"]) == pytest.approx(size / 1e6 / (setup + transfer_s + teardown))
+        assert float(row["effective_mb_s"]) < float(row["transfer_mb_s"])
+    big = [float(r["effective_mb_s"]) for r in table if r["size_bytes"] == str(8 * MIB)]
+    small = [float(r["effective_mb_s"]) for r in table if r["size_bytes"] == str(MIB)]
+    assert min(big) > max(small)  # setup is amortised over larger files
+    assert_png(outcome.plots[0])
 
 
 @pytest.mark.root
@@ -117,9 +140,8 @@ def test_filesizes_in_the_lab_with_an_emulated_wan_delay(lab, tmp_path):
         assert bench.environment()["backend"]
     table = rows(tmp_path / "filesizes.csv")
     assert_sane_rates(table)
-    san = [float(r["latency_ms"]) for r in table if r["path"] == "san"]
-    local = [float(r["latency_ms"]) for r in table if r["path"] == "target"]
-    # 10 ms of round trip per request through the WAN; none next to the target
-    assert min(san) > 9 and max(local) < 9
+    # every request through the WAN waits at least the 10 ms round trip (the emulator never releases early)
+    assert min(float(r["latency_ms"]) for r in table if r["path"] in ("san", "san-tls")) > 9.5
+    assert {r["profile"] for r in table} == {"delay=5ms"}
     assert_png(outcome.plots[0])
     assert lab.profiles == {}
