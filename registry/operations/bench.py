@@ -134,16 +134,19 @@ class BenchRegistry:
         return done
 
 
-def measure_overhead(reg: BenchRegistry, ops: int) -> tuple[float, float, float]:
+def measure_overhead(reg: BenchRegistry, ops: int) -> tuple[float, float, float, float]:
     pair = reg.pair("nishan_ips3000", ["--timing-scale", "0"])
     reg.run("add", pair)  # logs in; not counted
     reg.run("remove", pair)
-    overheads, routers = [], []
+    overheads, routers, cpu = [], [], []
     for i in range(ops):
+        started = time.thread_time()
         op = reg.run("add" if i % 2 == 0 else "remove", pair)
+        cpu.append((time.thread_time() - started) * 1000)
         overheads.append(op.total_ms - op.router_ms)
         routers.append(op.router_ms)
-    return statistics.median(overheads), _percentile(overheads, 0.95), statistics.median(routers)
+    p50, p95 = statistics.median(overheads), _percentile(overheads, 0.95)
+    return p50, p95, statistics.median(routers), statistics.median(cpu)
 
 
 def measure_warm_cold(reg: BenchRegistry, warm_adds: int, scale: float) -> tuple[float, float]:
@@ -168,12 +171,13 @@ def measure_parallel(reg: BenchRegistry, pairs: int, ops_per_router: int, delays
             reg.run("add" if i % 2 == 0 else "remove", pair)
         return time.perf_counter() - started
 
-    alone = stream(streams[0])
+    before = stream(streams[0])
     started = time.perf_counter()
     with ThreadPoolExecutor(pairs) as workers:
         list(workers.map(lambda s: _in_thread(stream, s), streams))
     together = time.perf_counter() - started
-    return alone, together
+    after = stream(streams[-1])  # alone again: the machine's load drifts, so average both sides
+    return (before + after) / 2, together
 
 
 def _warm(reg: BenchRegistry, pair: Pair) -> None:
@@ -186,6 +190,10 @@ def _in_thread(func, *args):
         return func(*args)
     finally:
         connection.close()
+
+
+def _load() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def main(argv: list[str]) -> int:
@@ -203,10 +211,12 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     with BenchRegistry() as reg:
-        p50, p95, router_p50 = measure_overhead(reg, args.ops)
+        print(f"load average at start: {_load()} on {os.cpu_count()} CPUs", flush=True)
+        p50, p95, router_p50, cpu_p50 = measure_overhead(reg, args.ops)
         print(
             f"(a) framework overhead per op (total - router), {args.ops} ops, 0 ms router delay: "
-            f"p50 {p50:.1f} ms, p95 {p95:.1f} ms (router time p50 {router_p50:.1f} ms)",
+            f"p50 {p50:.1f} ms, p95 {p95:.1f} ms (router time p50 {router_p50:.1f} ms; "
+            f"CPU used by this process per op p50 {cpu_p50:.1f} ms)",
             flush=True,
         )
         cold, warm = measure_warm_cold(reg, args.warm_adds, args.eclipse_scale)
@@ -223,6 +233,7 @@ def main(argv: list[str]) -> int:
             f"one pair alone {alone:.2f} s, all at once {together:.2f} s, efficiency {efficiency:.2f}",
             flush=True,
         )
+    print(f"load average at end: {_load()}")
     print(
         f"overhead_p50_ms={p50:.1f} overhead_p95_ms={p95:.1f} warm_cold_ratio={ratio:.3f} "
         f"parallel_efficiency={efficiency:.2f}"
