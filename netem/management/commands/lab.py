@@ -16,6 +16,8 @@ class Command(BaseCommand):
         add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # netem.cli prints whole lines itself; without this Django would add a second newline to each.
+        self.stdout.ending = ""
         code = run(options, out=self.stdout)
         if code:
             raise CommandError(f"lab {options['action']} failed", returncode=code)
