@@ -99,7 +99,7 @@ def submit(
         if kind == Kind.ADD:
             _take_locks(op, plan)
         op.registry_ms = (time.perf_counter() - started) * 1000
-        op.save(update_fields=["registry_ms"])
+        op.save(update_fields=["registry_ms", "plan"])
         if enqueue:
             _enqueue(op)
     return op
@@ -179,7 +179,10 @@ def _take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
     site = Site.objects.get(name=plan["site"])
     with transaction.atomic(savepoint=False):
         devices = Device.objects.select_for_update().filter(description__in=plan["devices"]).order_by("pk")
+        # Row ids for the worker, which then need not look them up again.
+        plan["ids"] = {"site": site.pk, "devices": {}}
         for device in devices:
+            plan["ids"]["devices"][device.description] = [device.pk, device.zone_id]
             locks = list(device.locks.select_related("site"))
             mine = [lock for lock in locks if lock.site_id == site.pk]
             others = [lock for lock in locks if lock.site_id != site.pk]
@@ -562,40 +565,48 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
     """
     op = run.op
     routers = Router.objects.in_bulk({step.router_id for step in steps})
-    result = []
+    ids = op.plan.get("ids") or {}
+    endpoints = Q()
+    for step in steps:
+        endpoints |= _endpoint(step)
     with transaction.atomic():
+        active = {
+            (link.router_id, link.port, link.zone.zone_id, link.remote_ip): link
+            for link in Link.objects.select_for_update(of=("self",))
+            .select_related("operation", "zone")
+            .filter(endpoints, state__in=Link.ACTIVE_STATES)
+        }
+        result: list[tuple[Link, bool]] = []
+        new: list[Link] = []
         for step in steps:
-            link = (
-                Link.objects.select_for_update(of=("self",))
-                .select_related("operation")
-                .filter(_endpoint(step), state__in=Link.ACTIVE_STATES)
-                .first()
-            )
-            if link is not None and link.state == Link.State.UP:
-                link.router = routers[step.router_id]
-                result.append((link, False))
-                continue
-            if link is not None:
+            link = active.get((step.router_id, step.port, step.zone, step.remote_ip))
+            if link is not None and link.state != Link.State.UP:
                 if _busy_elsewhere(link, op):
                     raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
                 link.state, link.operation = Link.State.CONFIGURING, op
                 link.save(update_fields=["state", "operation", "updated_at"])
-                link.router = routers[step.router_id]
-                result.append((link, True))
-                continue
-            device = run.row(Device, description=step.device)
-            link = Link.objects.create(
-                site=run.row(Site, name=op.plan["site"]),
-                device=device,
-                router=routers[step.router_id],
-                port=step.port,
-                zone_id=device.zone_id,
-                remote_ip=step.remote_ip,
-                state=Link.State.CONFIGURING,
-                operation=op,
-            )
-            result.append((link, True))
+            elif link is None:
+                device_id, zone_id = ids.get("devices", {}).get(step.device) or _device_ids(run, step.device)
+                link = Link(
+                    site_id=ids.get("site") or run.row(Site, name=op.plan["site"]).pk,
+                    device_id=device_id,
+                    router=routers[step.router_id],
+                    port=step.port,
+                    zone_id=zone_id,
+                    remote_ip=step.remote_ip,
+                    state=Link.State.CONFIGURING,
+                    operation=op,
+                )
+                new.append(link)
+            link.router = routers[step.router_id]
+            result.append((link, link.state != Link.State.UP))
+        Link.objects.bulk_create(new)
     return result
+
+
+def _device_ids(run: Run, description: str) -> list[int]:
+    device = run.row(Device, description=description)
+    return [device.pk, device.zone_id]
 
 
 def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
