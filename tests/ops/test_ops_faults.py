@@ -139,3 +139,17 @@ def test_a_live_operation_is_not_claimed_twice(ops_lab):
     Operation.objects.filter(pk=op.pk).update(state="running", heartbeat_at="2999-01-01T00:00Z")
     assert execute(op.pk).state == "running"
     assert router_keys(ops_lab.primary_sim) == set()
+
+
+@pytest.mark.django_db
+def test_a_session_the_router_logged_out_while_idle_is_replaced_before_use(lab_factory, settings):
+    settings.FLEXZONE_OPS_KEEPALIVE = 0.2
+    lab = lab_factory(idle_timeout=0.5)
+    before = pool.logins
+    execute(submit("add", ADD_XRAID1).pk)
+    time.sleep(1.0)  # both routers log the pooled sessions out
+    op = execute(submit("remove", ADD_XRAID1).pk)
+    assert op.state == "succeeded", op.error
+    assert op.attempts == 2  # no failed attempt: the dead sessions were found before use
+    assert pool.logins - before == 4
+    assert_agreement(lab)

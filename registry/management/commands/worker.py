@@ -28,6 +28,9 @@ class Command(BaseCommand):
         from registry.operations.tasks import QUEUE
 
         concurrency = options["concurrency"] or conf.worker_concurrency
+        if options["verbosity"] < 2:
+            # procrastinate logs every job at INFO, including our periodic sweeps every few seconds.
+            logging.getLogger("procrastinate").setLevel(logging.WARNING)
         # Worker liveness for procrastinate matches ours, so a SIGKILLed worker's job is found stalled
         # as soon as its operation's heartbeat is.
         try:
