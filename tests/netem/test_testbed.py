@@ -141,3 +141,11 @@ def test_the_command_line_brings_the_lab_up_reports_it_and_tears_it_down(lab_pre
         down = subprocess.run([*base, "down"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert down.returncode == 0 and namespaces_with_prefix(lab_prefix) == []
     assert os.listdir(tmp_path / "cli" / "pids") == []
+
+
+def test_manage_py_lab_prints_plain_lines_through_django():
+    status = subprocess.run([sys.executable, "manage.py", "lab", "--prefix", "fztnone", "status"], cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["up"] is False
+    assert status.stdout.endswith("}\n")
