@@ -196,6 +196,7 @@ class XddRun:
     queue_depth: int = 1
     time_limit_s: float | None = None
     offset_bytes: int = 0
+    clients: int = 1  # xdd -targets N: N jobs, each with its own NBD connection and its own extent
 
     def __post_init__(self) -> None:
         if self.op not in ("read", "write"):
@@ -217,12 +218,18 @@ class XddRun:
             opts.append("--randrepeat=0")
         if self.time_limit_s:
             opts.append(f"--runtime={self.time_limit_s:g}")
+        if self.clients > 1:
+            opts += [f"--numjobs={self.clients}", "--group_reporting", f"--offset_increment={self.size_bytes}"]
         return opts
+
+    @property
+    def total_bytes(self) -> int:
+        return self.size_bytes * self.clients
 
     def timeout(self, expected_bytes_per_s: float = WORST_CASE_BYTES_PER_S) -> float:
         """Subprocess timeout: the pass (or its limit) plus draining what is in flight at a pessimistic rate."""
-        body = self.time_limit_s or self.size_bytes / max(expected_bytes_per_s, 1.0)
-        in_flight = self.queue_depth * self.record_bytes / WORST_CASE_BYTES_PER_S
+        body = self.time_limit_s or self.total_bytes / max(expected_bytes_per_s, 1.0)
+        in_flight = self.clients * self.queue_depth * self.record_bytes / WORST_CASE_BYTES_PER_S
         return body + in_flight + 30.0
 
 
@@ -243,6 +250,7 @@ class XddResult:
     latency_p99_ms: float
     wall_s: float
     truncated: bool
+    clients: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -278,7 +286,7 @@ def result_from_section(run: XddRun, section: dict[str, Any], wall_s: float) -> 
     mb_s = section["bw_bytes"] / 1e6 if section.get("bw_bytes") else (io_bytes / wall_s / 1e6 if wall_s else 0.0)
     return XddResult(run.op, run.pattern, run.record_bytes, run.size_bytes, run.queue_depth, io_bytes,
                      runtime_s, mb_s, float(section.get("iops", 0.0)), clat.get("mean", 0.0) / 1e6, p99 / 1e6,
-                     wall_s, io_bytes < run.size_bytes)
+                     wall_s, io_bytes < run.total_bytes, run.clients)
 
 
 def fio_nbd_argv(run: XddRun, uri: str, name: str = "xdd") -> list[str]:

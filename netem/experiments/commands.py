@@ -3,6 +3,7 @@
     lab transfer  [--quick] [--where auto|lab|loopback] [--wan SPEC] [--results DIR] [--budget S]
     lab filesizes [--quick] ...
     lab effective [--quick] [--setup-s S --teardown-s S | --timing-scale F] ...
+    lab clients   [--quick] ...
     lab all       [--quick] ...      every experiment that exists, then report.md with every plot
 """
 
@@ -28,6 +29,7 @@ EXPERIMENTS: dict[str, str] = {
     "transfer": "xdd-style write/read rate vs record size for several file sizes (Figures 3-10)",
     "filesizes": "1 MB .. 2 GB whole-file rates: SAN link vs local disk, with and without TLS",
     "effective": "effective rate vs file size with link setup and teardown counted (Figure 15)",
+    "clients": "aggregate block throughput vs 1..N concurrent clients",
 }
 ACTIONS = (*EXPERIMENTS, "all")
 

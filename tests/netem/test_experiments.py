@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from netem.experiments import effective, filesizes, transfer
+from netem.experiments import clients, effective, filesizes, transfer
 from netem.experiments.base import LabBench, LoopbackBench
 from netem.experiments.commands import run_experiment
 from netem.xdd import MIB
@@ -21,6 +21,13 @@ pytestmark = pytest.mark.skipif(not (shutil.which("fio") and shutil.which("nbdki
 TINY_TRANSFER = replace(transfer.QUICK, file_sizes=(4 * MIB, 8 * MIB), records=(64 * 1024, MIB), time_limit_s=1.0,
                         budget_s=60)
 TINY_FILESIZES = replace(filesizes.QUICK, sizes=(1 * MIB, 4 * MIB), repetitions=2, budget_s=60)
+
+
+@pytest.fixture(scope="module")
+def loopback():
+    """One loopback bench (nbdkit, four relay processes) shared by this module's loopback tests."""
+    with LoopbackBench(32 * MIB) as bench:
+        yield bench
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -42,10 +49,9 @@ def assert_sane_rates(table: list[dict[str, str]]) -> None:
         assert int(row["bytes"]) > 0
 
 
-def test_transfer_on_loopback_writes_csv_json_and_a_plot_per_pattern(tmp_path):
+def test_transfer_on_loopback_writes_csv_json_and_a_plot_per_pattern(loopback, tmp_path):
     plan = replace(TINY_TRANSFER, file_sizes=(4 * MIB,))
-    with LoopbackBench(plan.target_bytes) as bench:
-        outcome = transfer.run(bench, plan, tmp_path)
+    outcome = transfer.run(loopback, plan, tmp_path)
     table = rows(tmp_path / "transfer.csv")
     assert_sane_rates(table)
     assert {r["path"] for r in table} == {"san", "target"}
@@ -62,10 +68,9 @@ def test_transfer_on_loopback_writes_csv_json_and_a_plot_per_pattern(tmp_path):
     assert "| sequential | write | 64 KiB |" in outcome.table
 
 
-def test_filesizes_on_loopback_compares_every_path_with_and_without_tls(tmp_path):
+def test_filesizes_on_loopback_compares_every_path_with_and_without_tls(loopback, tmp_path):
     plan = replace(TINY_FILESIZES, repetitions=1)
-    with LoopbackBench(plan.target_bytes) as bench:
-        outcome = filesizes.run(bench, plan, tmp_path)
+    outcome = filesizes.run(loopback, plan, tmp_path)
     table = rows(tmp_path / "filesizes.csv")
     assert_sane_rates(table)
     assert {r["path"] for r in table} == {"local-disk", "target", "san", "san-tls"}
@@ -74,11 +79,10 @@ def test_filesizes_on_loopback_compares_every_path_with_and_without_tls(tmp_path
     assert_png(outcome.plots[0])
 
 
-def test_a_run_stops_at_its_time_budget_and_lists_what_it_skipped(tmp_path):
+def test_a_run_stops_at_its_time_budget_and_lists_what_it_skipped(loopback, tmp_path):
     plan = replace(TINY_TRANSFER, budget_s=1.5)
     started = time.monotonic()
-    with LoopbackBench(plan.target_bytes) as bench:
-        outcome = transfer.run(bench, plan, tmp_path)
+    outcome = transfer.run(loopback, plan, tmp_path)
     assert time.monotonic() - started < 30
     assert outcome.skipped
     assert len(rows(tmp_path / "transfer.csv")) + len(outcome.skipped) == len(transfer.cells(plan))
@@ -91,16 +95,15 @@ def test_lab_all_quick_on_loopback_writes_a_report_with_every_plot(tmp_path):
     (folder,) = tmp_path.iterdir()
     report = (folder / "report.md").read_text()
     for plot in ("transfer/transfer-sequential.png", "transfer/transfer-random.png", "filesizes/filesizes.png",
-                 "effective/effective.png"):
+                 "effective/effective.png", "clients/clients.png"):
         assert f"]({plot})" in report
         assert_png(folder / plot)
     assert "| op | file size |" in report and "| pattern | op | record |" in report
 
 
-def test_effective_rate_counts_the_measured_setup_and_teardown_of_a_link(tmp_path):
+def test_effective_rate_counts_the_measured_setup_and_teardown_of_a_link(loopback, tmp_path):
     plan = replace(effective.QUICK, sizes=(1 * MIB, 8 * MIB), setup_repetitions=1, timing_scale=0.02)
-    with LoopbackBench(plan.target_bytes) as bench:
-        outcome = effective.run(bench, plan, tmp_path)
+    outcome = effective.run(loopback, plan, tmp_path)
     (timing,) = rows(tmp_path / "setup.csv")
     setup, teardown = float(timing["setup_s"]), float(timing["teardown_s"])
     # login, add and save on both routers at 2 % of the seed's timing, and the data path must carry bytes
@@ -114,6 +117,17 @@ def test_effective_rate_counts_the_measured_setup_and_teardown_of_a_link(tmp_pat
     big = [float(r["effective_mb_s"]) for r in table if r["size_bytes"] == str(8 * MIB)]
     small = [float(r["effective_mb_s"]) for r in table if r["size_bytes"] == str(MIB)]
     assert min(big) > max(small)  # setup is amortised over larger files
+    assert_png(outcome.plots[0])
+
+
+def test_concurrent_clients_each_move_their_own_extent_and_the_aggregate_is_reported(loopback, tmp_path):
+    plan = replace(clients.QUICK, clients=(1, 3), size_per_client=4 * MIB)
+    outcome = clients.run(loopback, plan, tmp_path)
+    table = rows(tmp_path / "clients.csv")
+    assert_sane_rates(table)
+    for row in table:
+        assert int(row["bytes"]) == int(row["clients"]) * 4 * MIB
+    assert {(r["path"], r["clients"]) for r in table} == {(p, n) for p in ("san", "target") for n in ("1", "3")}
     assert_png(outcome.plots[0])
 
 

@@ -20,6 +20,12 @@ def test_xdd_options_map_onto_fio_options():
     assert "--time_based" not in opts  # a pass ends at its size or its time limit, whichever comes first
 
 
+def test_several_clients_become_fio_jobs_on_their_own_extents():
+    opts = XddRun("write", MIB, 8 * MIB, clients=4).fio_options()
+    assert "--numjobs=4" in opts and "--group_reporting" in opts and f"--offset_increment={8 * MIB}" in opts
+    assert XddRun("write", MIB, 8 * MIB, clients=4).total_bytes == 32 * MIB
+
+
 def test_timeout_allows_draining_what_is_in_flight_after_the_time_limit():
     shallow = XddRun("write", MIB, 64 * MIB, queue_depth=1, time_limit_s=8)
     deep = XddRun("write", MIB, 64 * MIB, queue_depth=8, time_limit_s=8)
