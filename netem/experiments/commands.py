@@ -81,14 +81,16 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     outcomes: list[Outcome] = []
     extra: list[tuple[str, str]] = []
     with _lab(options, where) as lab:
-        if action == "all" and lab is not None and not options.get("no_selfcheck"):
-            extra.append(("Emulator self-check", _selfcheck(lab, folder, options.get("quick", False), out)))
         with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none") as bench:
             for name in names:
                 sub = folder / name if action == "all" else folder
                 sub.mkdir(parents=True, exist_ok=True)
                 outcomes.append(_run_one(name, bench, plans[name], sub, out, command))
             environment = bench.environment()
+        # Last: the fallback backend reports "delay emulator is not running" for every later window once
+        # the self-check's lab.clear() has stopped the emulators (netem/backends.py, FallbackBackend.end_window).
+        if action == "all" and lab is not None and not options.get("no_selfcheck"):
+            extra.append(("Emulator self-check", _selfcheck(lab, folder, options.get("quick", False), out)))
     report = write_report(folder, outcomes, environment, command=command, extra_sections=extra)
     for outcome in outcomes:
         print(f"\n## {outcome.title}\n{outcome.table}", file=out)
