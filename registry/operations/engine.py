@@ -524,7 +524,11 @@ def _execute_add(run: Run) -> None:
             _take_locks_or_fail(op, plan, expires_at)
         elif expires_at is not None:
             DeviceLock.objects.filter(operation=op).update(expires_at=expires_at)
-        links = _links_for_add(run, steps)
+        try:
+            links = _links_for_add(run, steps)
+        except OperationFailed:
+            DeviceLock.objects.filter(operation=op).delete()  # nothing reached a router
+            raise
     done: list[tuple[PlanStep, Link, bool]] = []
     for index, (step, (link, ours)) in enumerate(zip(steps, links, strict=True)):
         if ours:
@@ -649,9 +653,9 @@ def _execute_remove(run: Run) -> None:
             removed.append(link.pk)
     run.final_writes.append(lambda: _mark_down(removed))
     if not plan.get("raw"):
-        run.final_writes.append(
-            lambda: DeviceLock.objects.filter(site__name=plan["site"], device__description__in=plan["devices"]).delete()
-        )
+        # Not a lock that an add submitted after this remove has just taken.
+        locks = DeviceLock.objects.filter(site__name=plan["site"], device__description__in=plan["devices"])
+        run.final_writes.append(lambda: locks.exclude(operation__created_at__gt=op.created_at).delete())
     op.result = {"links": removed}
 
 
