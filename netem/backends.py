@@ -169,10 +169,13 @@ def render_netem(imp: Impairment) -> list[str]:
 
 
 def fifo_leaf(imp: Impairment) -> list[str]:
-    """Leaf queue for the fallback: bytes for `buffer_ms` at the rate, or a plain packet fifo."""
+    """Leaf queue for the fallback: bytes for `buffer_ms` at the rate, or 10 000 full-size packets unlimited.
+
+    Always a bfifo: `tc qdisc replace` can change a leaf's parameters but not its kind under the same handle.
+    """
     if imp.rate_mbit:
         return ["bfifo", "limit", str(max(3000, int(imp.rate_mbit * 125 * imp.buffer_ms)))]
-    return ["pfifo", "limit", "10000"]
+    return ["bfifo", "limit", "15000000"]
 
 
 class TcNetemBackend(Backend):

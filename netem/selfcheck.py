@@ -6,8 +6,9 @@ For each profile it measures, between the primary and the remote site,
 * bulk TCP throughput with a loss-based congestion control (reno or cubic, set per socket) against
   the Mathis prediction MSS/RTT * 1.22/sqrt(p) using the measured RTT and the configured loss.
 Targets: delay within +/-(1 ms + 2 %), loss within +/-0.5 percentage points, throughput within a factor
-of 2 of Mathis. Every measurement is bracketed by the emulator's health window; a spoiled one is retried
-once and, if still spoiled, counts as a failure.
+of 2 of Mathis. Profiles with a rate cap and no loss check instead that bulk TCP gets 80-105 % of the rate.
+Every measurement is bracketed by the emulator's health window; a spoiled one is retried once and, if
+still spoiled, counts as a failure.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Targets:
     delay_rel: float = 0.02
     loss_pp: float = 0.5
     mathis_factor: float = 2.0
+    rate_low: float = 0.8  # bulk TCP through a lossless rate cap gets at least 80 % of it ...
+    rate_high: float = 1.05  # ... and never noticeably more
 
 
 @dataclass(frozen=True)
@@ -75,12 +78,18 @@ def _profile(name: str, forward: str, reverse: str) -> LinkProfile:
 
 QUICK = [
     Check(_profile("clear", "none", "none"), delay_probes=100),
+    Check(_profile("rtt10-rate20", "delay=5ms,rate=20mbit", "delay=5ms"), delay_probes=100, tcp_cc="cubic",
+          tcp_seconds=5, tcp_omit=1),
     Check(_profile("rtt20-loss2", "delay=10ms,loss=2%", "delay=10ms"), loss_probes=5000, tcp_cc="reno",
           tcp_seconds=15, tcp_omit=3),
 ]
 
 FULL = [
     Check(_profile("clear", "none", "none")),
+    Check(_profile("rtt10-rate20", "delay=5ms,rate=20mbit", "delay=5ms"), tcp_cc="cubic", tcp_seconds=10,
+          tcp_omit=2),
+    Check(_profile("rtt40-rate100", "delay=20ms,rate=100mbit", "delay=20ms"), tcp_cc="cubic", tcp_seconds=10,
+          tcp_omit=2),
     Check(_profile("rtt20-loss1", "delay=10ms,loss=1%", "delay=10ms"), loss_probes=10_000, tcp_cc="reno",
           tcp_seconds=60, tcp_omit=5),
     Check(_profile("rtt40-loss2", "delay=20ms,loss=2%", "delay=20ms"), loss_probes=10_000, tcp_cc="cubic",
@@ -244,7 +253,18 @@ def _run_check(lab: Lab, check: Check, targets: Targets, progress: Progress) -> 
                         {"ping": result.to_dict(), "nft_counters_before": before, "nft_counters_after": after,
                          "emulator": details}))
 
-    if check.tcp_cc:
+    if check.tcp_cc and profile.forward.rate_mbit and not profile.forward.mean_loss:
+        rate = profile.forward.rate_mbit
+        progress.step(f"{profile.name}: TCP {check.tcp_cc} through a {rate:g} Mbit/s cap, {check.tcp_seconds:g} s",
+                      check.tcp_seconds + check.tcp_omit + 2)
+        tcp, reasons, details, tries = _measure(lab, lambda: iperf3(
+            lab, "primary", "remote", seconds=check.tcp_seconds, omit=check.tcp_omit, cc=check.tcp_cc))
+        ratio = tcp.mbit / rate
+        rows.append(Row(profile.name, "rate", rate, tcp.mbit, ratio - 1, "Mbit/s",
+                        targets.rate_low <= ratio <= targets.rate_high, not reasons, tries, reasons,
+                        {"ratio": ratio, "congestion_control": tcp.congestion_control, "iperf3": tcp.to_dict(),
+                         "emulator": details}))
+    elif check.tcp_cc:
         progress.step(f"{profile.name}: TCP {check.tcp_cc} {check.tcp_seconds:g} s (+{check.tcp_omit:g} s omitted)",
                       check.tcp_seconds + check.tcp_omit + 2)
         predicted = mathis_mbit(rtt, profile.forward.mean_loss)

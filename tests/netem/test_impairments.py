@@ -28,3 +28,10 @@ def test_loss_applies_to_one_direction_only_and_the_nft_counters_account_for_eve
     assert reverse == {"seen": result.received, "lost": 0}
     # 2000 probes at 10 %: the standard deviation is 0.67 points; allow 4 of them.
     assert result.loss == pytest.approx(0.10, abs=0.027)
+
+
+def test_a_rate_cap_can_be_added_changed_and_removed_at_runtime(lab):
+    for spec in ("delay=1ms", "rate=50mbit", "rate=10mbit,delay=2ms", "none", "rate=5mbit"):
+        lab.impair("primary", "remote", LinkProfile("r", Impairment.parse(spec), Impairment()))
+    qdiscs = lab.run("wan", ["tc", "qdisc", "show", "dev", lab.site("remote").wan_if]).stdout
+    assert "limit 31250b" in qdiscs  # 5 Mbit/s x 50 ms buffer
