@@ -88,3 +88,14 @@ def test_an_operation_survives_its_worker_being_killed_mid_command(lab_factory, 
                 except subprocess.TimeoutExpired:
                     os.killpg(worker.pid, signal.SIGKILL)
                     worker.wait()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_thread_queue_runs_operations_in_the_background(ops_lab, settings):
+    settings.FLEXZONE_OPS_QUEUE = "thread"
+    op = submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+    done = wait_for(
+        lambda: (o := Operation.objects.get(pk=op.pk)).state not in ("queued", "running") and o, 30, "the operation"
+    )
+    assert done.state == "succeeded", done.error
+    assert_agreement(ops_lab)
