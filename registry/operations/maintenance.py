@@ -93,22 +93,35 @@ def expire_leases() -> list[int]:
     return created
 
 
-_chores_started = threading.Event()
+_chores_lock = threading.Lock()
+_chores_thread: threading.Thread | None = None
+_chores_stop = threading.Event()
 
 
 def start_chores_thread() -> None:
     """With FLEXZONE_OPS_QUEUE=thread (no procrastinate worker, e.g. the SQLite demo) the process that
     runs operations also runs the periodic chores: stalled-operation reaper and lease expiry."""
-    if _chores_started.is_set():
-        return
-    _chores_started.set()
-    threading.Thread(target=_chores_loop, name="flexzone-chores", daemon=True).start()
+    global _chores_thread
+    with _chores_lock:
+        if _chores_thread is not None and _chores_thread.is_alive():
+            return
+        _chores_stop.clear()
+        _chores_thread = threading.Thread(target=_chores_loop, name="flexzone-chores", daemon=True)
+        _chores_thread.start()
+
+
+def stop_chores_thread() -> None:
+    global _chores_thread
+    with _chores_lock:
+        thread, _chores_thread = _chores_thread, None
+    if thread is not None:
+        _chores_stop.set()
+        thread.join(timeout=10)
 
 
 def _chores_loop() -> None:
     last_reap = last_leases = time.monotonic()
-    while True:
-        time.sleep(1.0)
+    while not _chores_stop.wait(1.0):
         conf, now = ops_settings(), time.monotonic()
         try:
             if now - last_reap >= conf.reap_every:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from registry.models import Router
+from registry.operations.maintenance import stop_chores_thread
 from registry.operations.pool import pool
 from tests.routers.conftest import PASSWORD, sim_factory, sim_process_factory  # noqa: F401 - fixtures
 
@@ -34,6 +35,7 @@ def ops_settings(settings):
     for name, value in FAST.items():
         setattr(settings, name, value)
     yield settings
+    stop_chores_thread()
     pool.close_all()
 
 
