@@ -44,12 +44,9 @@ Device quirks handled here
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from netmiko.base_connection import BaseConnection
-from netmiko.exceptions import ReadTimeout
 
 from routers.drivers.base import (
     CommandRejected,
@@ -61,7 +58,7 @@ from routers.drivers.base import (
     RouterLink,
     Transport,
 )
-from routers.drivers.netmiko_base import NetmikoDriver
+from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
 
 VE_PORTS = range(24, 44)
 ZONE_CFG = "fz_cfg"
@@ -75,6 +72,15 @@ TUNNEL_DESCRIPTION = "flexzone"
 TUNNEL_HEAD = re.compile(r"^\s*Tunnel: VE-Port:(?:\d+/)?(\d+)\b")
 CIRCUIT_HEAD = re.compile(r"^\s*Circuit: VE-Port:(?:\d+/)?(\d+) ID:(\d+)")
 KEY_VALUE = re.compile(r"^\s+([^:=][^:]*?)\s*:\s(.*)$")
+# Every line the detail and zoning views may contain (values: what FOS prints for our objects).
+DETAIL_LINE = re.compile(
+    r"|\s*Tunnel: VE-Port:(?:\d+/)?\d+ \(idx:\d+, DP\d\)|\s*Circuit: VE-Port:(?:\d+/)?\d+ ID:\d+|\s*=+"
+    r"|\s+[A-Za-z][A-Za-z0-9 /()\-.]*?\s*:(?: [\w .:/%()\-,]*)?"
+)
+ZONING_LINE = re.compile(
+    r"|Defined configuration:|Effective configuration:|No Effective configuration: \(No Access\)"
+    r"| no configuration defined|\s*(?:cfg|zone|alias):\t[A-Za-z][\w$^\-]*\t?[\w:;, $^\-]*|\t+[\w:;, $^\-]*"
+)
 ECHO_CHECK_LIMIT = 70  # FOS wraps the echo at 80 columns, prompt included
 
 
@@ -101,18 +107,6 @@ class TunnelInfo:
 
 def zone_name(spec: LinkSpec) -> str:
     return f"fz_z{spec.zone}_ve{spec.port}"
-
-
-@contextmanager
-def closed_session_is_eof(driver: NetmikoDriver) -> Iterator[None]:
-    """netmiko's SSH reads never see the peer close the channel: they wait out the read timeout. If
-    the session is dead by then, report the dropped connection (RouterConnectError), not a timeout."""
-    try:
-        yield
-    except ReadTimeout as exc:
-        if not driver.is_alive():
-            raise EOFError(f"{driver.target.host}:{driver.target.port} closed the session") from exc
-        raise
 
 
 def parse_tunnels(output: str) -> dict[int, TunnelInfo]:
@@ -171,7 +165,7 @@ def links_from(tunnels: dict[int, TunnelInfo], defined: dict[str, list[str]],
     return sorted(links, key=lambda link: link.key)
 
 
-class BrocadeFosDriver(NetmikoDriver):
+class BrocadeFosDriver(SessionGuardedDriver):
     """FOS 8/9 FCIP: a flexzone tunnel per VE port, a zone per link in ``fz_cfg`` (see the module doc)."""
 
     platform = Platform.BROCADE_FOS
@@ -219,16 +213,8 @@ class BrocadeFosDriver(NetmikoDriver):
         ]
 
     # --- commands ----------------------------------------------------------------------------
-    def run(self, command: str, *, expect: str | None = None, timeout: float | None = None) -> str:
-        """One command. Long lines skip netmiko's echo check (FOS wraps their echo with CRs), and a
-        session the switch closed is told apart from a slow one."""
-        conn = self.conn
-        with self._router_call(command), closed_session_is_eof(self):
-            return str(conn.send_command(
-                command, expect_string=expect or self.prompt_pattern(),
-                read_timeout=timeout or self.target.command_timeout, strip_prompt=True, strip_command=True,
-                cmd_verify=len(command) <= ECHO_CHECK_LIMIT,
-            ))
+    def verify_echo(self, command: str) -> bool:
+        return len(command) <= ECHO_CHECK_LIMIT
 
     def run_paged(self, command: str, max_pages: int = 200) -> str:
         """A command whose output may stop at the pager: answer each page with a return."""
@@ -282,15 +268,20 @@ class BrocadeFosDriver(NetmikoDriver):
         raise self.rejection(command, output)
 
     # --- reading -----------------------------------------------------------------------------
+    def read(self, command: str, grammar: re.Pattern[str]) -> str:
+        """A paged show command whose every line must fit `grammar`: a damaged reply is refused
+        (GarbledOutput) rather than half-parsed into a wrong picture of the switch."""
+        output = self.run_paged(command)
+        bad = next((line for line in output.splitlines() if not grammar.fullmatch(line.rstrip())), None)
+        if bad is not None:
+            raise GarbledOutput(f"{command}: unrecognised line {bad[:120]!r}", transcript=self._peek_transcript())
+        return output
+
     def tunnels(self) -> dict[int, TunnelInfo]:
-        output = self.run_paged("portcfgshow fciptunnel all -c")
-        if output.strip() and "Tunnel: VE-Port:" not in output:
-            raise GarbledOutput(f"portcfgshow fciptunnel: unrecognised reply {output[:200]!r}",
-                                transcript=self._peek_transcript())
-        return parse_tunnels(output)
+        return parse_tunnels(self.read("portcfgshow fciptunnel all -c", DETAIL_LINE))
 
     def zones(self) -> tuple[dict[str, list[str]], set[str]]:
-        output = self.run_paged("cfgshow")
+        output = self.read("cfgshow", ZONING_LINE)
         if "configuration" not in output:
             raise GarbledOutput(f"cfgshow: unrecognised reply {output[:200]!r}", transcript=self._peek_transcript())
         return parse_zones(output)
@@ -363,7 +354,7 @@ class BrocadeFosDriver(NetmikoDriver):
             return
         if f'"{self.zone_cfg}" not found' not in output:
             raise self.rejection(enable_line, output)
-        effective = re.search(r"^\s*cfg:\s*(\S+)", self.run_paged("cfgactvshow"), re.M)
+        effective = re.search(r"^\s*cfg:\s*(\S+)", self.read("cfgactvshow", ZONING_LINE), re.M)
         if effective and effective.group(1) == self.zone_cfg:
             output = self.confirm("cfgdisable")
             if "Updating flash" not in output:

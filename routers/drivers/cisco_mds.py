@@ -35,11 +35,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from netmiko.exceptions import ConfigInvalidException, ReadTimeout
+from netmiko.exceptions import ConfigInvalidException
 
 from routers.drivers.base import (
     CommandRejected,
@@ -51,12 +49,18 @@ from routers.drivers.base import (
     RouterLink,
     Transport,
 )
-from routers.drivers.netmiko_base import NetmikoDriver
+from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
 
 FCIP_IDS = range(1, 256)
 ZONESET = "fz_zoneset"
 ZONE_RE = re.compile(r"fz_z(\d+)_fcip(\d+)")
 DESCRIPTION = "flexzone"
+# Running-config lines are keywords and values; free text and secrets appear only after the
+# keywords listed. A line outside this grammar means the reply was damaged on the way.
+CONFIG_LINE = re.compile(
+    r"\s*(?:!.*|(?:username|snmp-server|radius-server|tacacs-server|banner|(?:switchport )?description) .*"
+    r"|[A-Za-z0-9 \-_./:,()#'\"=<>+%\[\]]*)\s*"
+)
 CONFIG_ERRORS = r"% (?:Invalid|Incomplete|Ambiguous)|not present|in use|does not exist"
 
 
@@ -141,7 +145,7 @@ def links_from_config(config: RunningConfig, vsan: int) -> list[RouterLink]:
     return sorted(links, key=lambda link: link.key)
 
 
-class CiscoMdsDriver(NetmikoDriver):
+class CiscoMdsDriver(SessionGuardedDriver):
     """MDS NX-OS FCIP: a flexzone fcip interface per port, a zone per link in ``fz_zoneset`` (module doc)."""
 
     platform = Platform.CISCO_MDS
@@ -231,19 +235,11 @@ class CiscoMdsDriver(NetmikoDriver):
                 raise CommandRejected(f"configure: {message}", router_message=message,
                                       transcript=self._peek_transcript()) from exc
 
-    def run(self, command: str, *, expect: str | None = None, timeout: float | None = None) -> str:
-        """NetmikoDriver.run, telling a closed session from a slow one."""
-        conn = self.conn
-        with self._router_call(command), closed_session_is_eof(self):
-            return str(conn.send_command(
-                command, expect_string=expect or self.prompt_pattern(),
-                read_timeout=timeout or self.target.command_timeout, strip_prompt=True, strip_command=True,
-            ))
-
     def running_config(self) -> RunningConfig:
         output = self.run("show running-config")
-        if "version " not in output:
-            raise GarbledOutput(f"show running-config: unrecognised reply {output[:200]!r}",
+        bad = next((line for line in output.splitlines() if not CONFIG_LINE.fullmatch(line)), None)
+        if "version " not in output or bad is not None:
+            raise GarbledOutput(f"show running-config: unrecognised line {(bad or output)[:120]!r}",
                                 transcript=self._peek_transcript())
         return parse_running_config(output)
 
@@ -310,18 +306,6 @@ class CiscoMdsDriver(NetmikoDriver):
             message = _error_line(output)
             raise CommandRejected(f"copy running-config startup-config: {message}", router_message=message,
                                   transcript=self._peek_transcript())
-
-
-@contextmanager
-def closed_session_is_eof(driver: NetmikoDriver) -> Iterator[None]:
-    """netmiko's SSH reads never see the peer close the channel: they wait out the read timeout. If
-    the session is dead by then, report the dropped connection (RouterConnectError), not a timeout."""
-    try:
-        yield
-    except ReadTimeout as exc:
-        if not driver.is_alive():
-            raise EOFError(f"{driver.target.host}:{driver.target.port} closed the session") from exc
-        raise
 
 
 def _error_line(text: str) -> str:

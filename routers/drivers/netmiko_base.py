@@ -393,3 +393,80 @@ class NetmikoDriver(RouterDriver):
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- Guards for the SSH platforms (Brocade FOS, Cisco MDS); added with those drivers --------------
+
+
+@contextmanager
+def closed_session_is_eof(driver: NetmikoDriver) -> Iterator[None]:
+    """netmiko's SSH reads never notice the peer closing the channel; they wait out the read timeout.
+    If the session is dead by then, report a dropped connection (EOFError -> RouterConnectError)."""
+    try:
+        yield
+    except ReadTimeout as exc:
+        if not driver.is_alive():
+            raise EOFError(f"{driver.target.host}:{driver.target.port} closed the session") from exc
+        raise
+
+
+class SessionGuardedDriver(NetmikoDriver):
+    """A NetmikoDriver whose every wait is bounded on SSH too.
+
+    * Login: netmiko's post-login reads (``_test_channel_read``, terminal setup) wait a fixed 20 s
+      each; during ``connect()`` they are bounded by the target's ``connect_timeout``.
+    * A session-limit message seen during login is an auth error (the device refused us), not a
+      timeout.
+    * A command whose session was closed under it is a connect error, not a timeout.
+    * A session dropped after an error is closed hard: netmiko's polite cleanup would wait on it.
+    """
+
+    session_limit_pattern: ClassVar[str] = r"(?i)session limit|maximum number of|sessions? .*exceeded"
+
+    def connection_args(self) -> dict[str, Any]:
+        args = super().connection_args()
+        args["read_timeout_override"] = self.target.connect_timeout
+        return args
+
+    def connect(self) -> None:
+        if self._conn is not None:
+            return
+        try:
+            super().connect()
+        except (RouterConnectError, RouterTimeout) as exc:
+            if re.search(self.session_limit_pattern, exc.transcript):
+                message = next((line for line in exc.transcript.splitlines()
+                                if re.search(self.session_limit_pattern, line)), "session limit")
+                raise RouterAuthError(f"connect: {message.strip()}", transcript=exc.transcript) from exc
+            raise
+        self.conn.read_timeout_override = None  # from here on each command has its own timeout
+
+    def verify_echo(self, command: str) -> bool:
+        """Whether to wait for the command's echo (netmiko cmd_verify); devices that wrap long echoes say no."""
+        return True
+
+    def run(self, command: str, *, expect: str | None = None, timeout: float | None = None) -> str:
+        conn = self.conn
+        with self._router_call(command), closed_session_is_eof(self):
+            return str(
+                conn.send_command(
+                    command,
+                    expect_string=expect or self.prompt_pattern(),
+                    read_timeout=timeout or self.target.command_timeout,
+                    strip_prompt=True,
+                    strip_command=True,
+                    cmd_verify=self.verify_echo(command),
+                )
+            )
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            if conn.protocol == "ssh":
+                conn.paramiko_cleanup()
+            else:
+                conn.remote_conn.close()
+        except Exception:  # noqa: BLE001 - the session is being abandoned either way
+            pass

@@ -225,7 +225,7 @@ class FosPersonality(Personality):
         return "Login incorrect"
 
     def session_limit_message(self) -> str:
-        return "Max remote sessions for login:admin is 32, Exceeded. Connection closed."
+        return "Maximum number of remote sessions for login admin (32) exceeded. Connection closed."
 
     def prompt(self, session: Session) -> str:
         return f"{self.hostname}:{session.username}> "
