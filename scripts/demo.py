@@ -1,17 +1,21 @@
 """`make demo`: run flexzone on this machine with simulated routers, using embedded defaults.
 
-Starts, in order: the registry database (migrated, demo data loaded), one simulated router per
-demo site on its loopback management address (the ports they bind are written to the registry),
-and the admin site on http://127.0.0.1:8000/admin/. Everything lives under .demo/ and stops on
-Ctrl-C. Needs no root.
+Starts, in order: a private PostgreSQL instance under .demo/pg (unless DATABASE_URL is given; with
+no PostgreSQL binaries it falls back to SQLite and in-process operations), the registry (migrated,
+demo data loaded, demo PKI issued), one simulated router per demo site on its loopback management
+address (the ports they bind are written to the registry), an operations worker, the REST API over
+mutual TLS on https://127.0.0.1:8443 and the admin site on http://127.0.0.1:8000/admin/.
+Everything lives under .demo/ and stops on Ctrl-C. Needs no root.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / ".demo"
 PY = sys.executable
 ADMIN_BIND = os.environ.get("FLEXZONE_DEMO_ADMIN_BIND", "127.0.0.1:8000")
+API_BIND = os.environ.get("FLEXZONE_DEMO_API_BIND", "127.0.0.1:8443")
+PG_PORT = int(os.environ.get("FLEXZONE_DEMO_PG_PORT", "55432"))
 
 
 class Supervisor:
@@ -63,19 +69,79 @@ def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
 
 
 def stop_leftovers() -> None:
-    """Stop processes a previous demo left behind (by the PIDs it recorded, nothing else)."""
+    """Stop processes a previous demo left behind (by the PIDs it recorded, nothing else) and wait
+    for them, so their ports are free again."""
     run = DEMO / "run"
+    stopping = []
     for pidfile in run.glob("*.pid") if run.exists() else []:
         try:
-            os.kill(int(pidfile.read_text()), signal.SIGTERM)
+            pid = int(pidfile.read_text())
+            os.kill(pid, signal.SIGTERM)
+            stopping.append(pid)
         except (ValueError, ProcessLookupError, PermissionError):
             pass
         pidfile.unlink(missing_ok=True)
+    deadline = time.monotonic() + 20
+    while stopping and time.monotonic() < deadline:
+        stopping = [pid for pid in stopping if _alive(pid)]
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def postgres_bindir() -> Path | None:
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: float(p.parts[-3]))
+    return candidates[-1].parent if candidates else None
+
+
+def start_private_postgres(supervisor: Supervisor) -> str | None:
+    """A PostgreSQL of the demo's own in .demo/pg (trust auth, loopback only); its URL, or None."""
+    bindir = postgres_bindir()
+    if bindir is None:
+        return None
+    run_as: dict = {}
+    if os.geteuid() == 0:  # initdb refuses to run as root: run the demo's cluster as the postgres account
+        try:
+            account = pwd.getpwnam("postgres")
+        except KeyError:
+            return None
+        run_as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+    data, sockets = DEMO / "pg" / "data", DEMO / "pg" / "run"
+    for directory in (DEMO / "pg", sockets):
+        directory.mkdir(parents=True, exist_ok=True)
+        if run_as:
+            os.chown(directory, run_as["user"], run_as["group"])
+    if not (data / "PG_VERSION").exists():
+        initdb = [str(bindir / "initdb"), "-D", str(data), "-U", "flexzone", "--auth=trust", "-E", "UTF8"]
+        subprocess.run([*initdb, "--no-locale"], check=True, stdout=subprocess.DEVNULL, **run_as)
+    server = [str(bindir / "postgres"), "-D", str(data), "-k", str(sockets), "-p", str(PG_PORT)]
+    supervisor.start("postgres", [*server, "-c", "listen_addresses=127.0.0.1"], dict(os.environ), **run_as)
+    client = ["-h", "127.0.0.1", "-p", str(PG_PORT)]
+    for _ in range(60):
+        if subprocess.run([str(bindir / "pg_isready"), "-q", *client]).returncode == 0:
+            break
+        time.sleep(0.5)
+    else:
+        raise SystemExit("demo: the private PostgreSQL did not start; see .demo/logs/postgres.log")
+    query = "select 1 from pg_database where datname = 'flexzone'"
+    psql = [str(bindir / "psql"), *client, "-U", "flexzone", "-d", "postgres", "-Atqc", query]
+    if not subprocess.run(psql, capture_output=True, text=True, check=True).stdout.strip():
+        subprocess.run([str(bindir / "createdb"), *client, "-U", "flexzone", "flexzone"], check=True)
+    return f"postgres://flexzone@127.0.0.1:{PG_PORT}/flexzone"
 
 
 def demo_environment() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("FLEXZONE_DEBUG", "1")
+    env.setdefault("FLEXZONE_PKI_DIR", str(DEMO / "pki"))
     env.setdefault("FLEXZONE_SQLITE_PATH", str(DEMO / "flexzone.sqlite3"))
     env.setdefault("FLEXZONE_SECRETS_DIR", str(DEMO / "secrets"))
     key_file = DEMO / "secret_key"
@@ -138,27 +204,78 @@ def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
     return started
 
 
+def wait_until_listening(name: str, bind: str, supervisor: Supervisor, timeout: float = 120.0) -> None:
+    host, port = bind.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            if any(n == name and p.poll() is not None for n, p in supervisor.children):
+                break
+            time.sleep(0.5)
+    raise SystemExit(f"demo: {name} is not listening on {bind}; see .demo/logs/{name}.log")
+
+
+def write_client_config() -> Path:
+    sys.path.insert(0, str(ROOT))
+    from cli.config import write_config
+
+    pki = DEMO / "pki"
+    return write_config(
+        DEMO / "flexzone.toml",
+        server=f"https://{API_BIND}",
+        ca=pki / "ca.pem",
+        cert=pki / "alice.pem",
+        key=pki / "alice.key",
+    )
+
+
 def main() -> int:
     DEMO.mkdir(exist_ok=True)
     (DEMO / "logs").mkdir(exist_ok=True)
     stop_leftovers()
     env = demo_environment()
-    manage(env, "migrate", "--no-input", "-v", "0")
-    manage(env, "loaddemo")
-    password = ensure_admin_user(env)
     supervisor = Supervisor()
+    # SIGTERM (from `timeout`, a service manager...) stops the children like Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
+        if "DATABASE_URL" not in env:
+            url = start_private_postgres(supervisor)
+            if url:
+                env["DATABASE_URL"] = url
+            else:
+                print("demo: no PostgreSQL binaries; using SQLite and in-process operations")
+        manage(env, "migrate", "--no-input", "-v", "0")
+        manage(env, "loaddemo")
+        manage(env, "demo_pki")
+        password = ensure_admin_user(env)
         routers = start_routers(supervisor, env)
+        if env.get("DATABASE_URL", "").startswith("postgres"):
+            supervisor.start("worker", [PY, "manage.py", "worker"], env)
+        supervisor.start("api", [PY, "manage.py", "serve", "--bind", API_BIND], env)
         supervisor.start("admin", [PY, "manage.py", "runserver", "--noreload", ADMIN_BIND], env)
+        config = write_client_config()
+        for name, bind in (("api", API_BIND), ("admin", ADMIN_BIND)):
+            wait_until_listening(name, bind, supervisor)
         print()
-        print("flexzone demo is running (Ctrl-C stops it):")
+        print("flexzone demo is running (Ctrl-C stops it; logs in .demo/logs/):")
         for router in routers:
             print(
                 f"  simulated {router['platform']} '{router['name']}' on {router['transport']} "
                 f"{router['host']}:{router['port']} (transcript in .demo/routers/{router['name']}/)"
             )
+        print(f"  API (mutual TLS): https://{API_BIND}/api/  docs: https://{API_BIND}/api/docs/")
+        print(
+            "    curl --cacert .demo/pki/ca.pem --cert .demo/pki/alice.pem --key .demo/pki/alice.key "
+            f"https://{API_BIND}/api/sites/"
+        )
+        print(f"  CLI as alice (operator): export FLEXZONE_CONFIG={config.relative_to(ROOT)}")
+        print("    .venv/bin/flexzone --add --device-description XRAID1 --site remote-site")
+        print("    .venv/bin/flexzone --lsifcp")
+        print("    .venv/bin/flexzone --remove --device-description XRAID1 --site remote-site")
         print(f"  admin: http://{ADMIN_BIND}/admin/  user admin, password in .demo/admin-password ({password})")
-        print("  plan:  .venv/bin/python manage.py plan --device-description XRAID2 --site primary-site")
         sys.stdout.flush()
         return supervisor.watch()
     except KeyboardInterrupt:
