@@ -235,7 +235,7 @@ class FosPersonality(Personality):
         if not words:
             return False
         command = words[0].lower()
-        if command in ZONING_COMMANDS:
+        if command in ZONING_COMMANDS or command == "cfgtransabort":
             return True
         return command == "portcfg" and any(w in ("create", "modify", "delete") for w in words[1:])
 
@@ -311,6 +311,8 @@ class FosPersonality(Personality):
             "cfgactvshow": self._cfgactvshow,
             "zoneshow": self._cfgshow,
             "cfgtransshow": self._cfgtransshow,
+            "cfgtransabort": self._cfgtransabort,
+            "islshow": self._islshow,
             "timeout": self._timeout,
             "version": self._version,
         }
@@ -755,6 +757,9 @@ class FosPersonality(Personality):
     async def _portshow(self, session: Session, console: Console, rest: str) -> None:
         words = rest.split()
         what = words[0].lower() if words else ""
+        if what in ("ipif", "iproute"):
+            await self._portcfgshow(session, console, rest)
+            return
         if what not in ("fciptunnel", "fcipcircuit"):
             console.write(f"portshow: Invalid port parameter '{what}'.\n")
             return
@@ -1024,6 +1029,24 @@ class FosPersonality(Personality):
             self.save()
             await console.applied()
             console.write("Updating flash ...\n")
+
+    async def _cfgtransabort(self, session: Session, console: Console, rest: str) -> None:
+        saved = self.state.saved.get("zoning")
+        if self.zoning == saved:
+            console.write("There is no outstanding zoning transaction\n")
+            return
+        self.zoning["defined"] = copy.deepcopy(saved["defined"])
+        await console.applied()
+
+    async def _islshow(self, session: Session, console: Console, rest: str) -> None:
+        rows = []
+        for ve in sorted(self.tunnels, key=int):
+            circuit = self.tunnels[ve]["circuits"].get("0")
+            if circuit and circuit.get("remote_ip") and circuit.get("admin") == "enable":
+                wwn, name = peer_identity(circuit["remote_ip"])
+                rows.append(f"  {len(rows) + 1}:{int(ve):3d}->{int(ve):3d} {wwn} {DOMAIN + 1:3d} {name:<30s}"
+                            f" sp:-------- bw: 10.000G")
+        console.write("\n".join(rows) + "\n" if rows else "No ISL found\n")
 
     async def _cfgtransshow(self, session: Session, console: Console, rest: str) -> None:
         if self.zoning == self.state.saved.get("zoning"):

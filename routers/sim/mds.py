@@ -331,7 +331,10 @@ class MdsPersonality(Personality):
                 raise CliError("Invalid interface format", words.items[-1][1])
             out.write(self._interface_fcip(number))
         elif what == "fcip":
-            words.keyword("profile")
+            if words.keyword("profile", "summary") == "summary":
+                words.end()
+                out.write(self._fcip_summary())
+                return
             target = words.peek()
             if target is None or words.keyword("all", optional=True):
                 words.end()
@@ -340,6 +343,11 @@ class MdsPersonality(Personality):
                 number = words.number(FCIP_IDS)
                 words.end()
                 out.write(self._profile_detail(number))
+        elif what == "zone" and words.keyword("status", optional=True):
+            words.keyword("vsan")
+            vsan = words.number(VSAN_IDS)
+            words.end()
+            out.write(self._zone_status(vsan))
         elif what in ("zoneset", "zone"):
             active = words.keyword("active", optional=True) is not None if what == "zoneset" else False
             vsan = None
@@ -727,6 +735,32 @@ class MdsPersonality(Personality):
             for name, members in zones.items():
                 text += f"zone name {name} vsan {key}\n" + "".join(f"  pwwn {m}\n" for m in members) + "\n"
         return text
+
+    def _fcip_summary(self) -> str:
+        # [R] layout from the SAN-OS/NX-OS configuration guides; no capture available.
+        rule = "-" * 79
+        text = (f"\n{rule}\nTun prof  Eth-if            peer-ip          Status T W T Enc Comp Bandwidth   rtt\n"
+                f"                                                    E A A           max/min     (us)\n{rule}\n")
+        for number, interface in sorted(self.running["interfaces"].items(), key=lambda item: int(item[0])):
+            status = {"trunking": "TRNK", "down": "DOWN"}[self._interface_status(interface)]
+            text += (f"{number:<4s}{interface.get('profile') or '--':<6s}{'IPS1/1':<18s}"
+                     f"{interface.get('peer') or '--':<17s}{status:<7s}N N N N   N    1000M/500M  1000\n")
+        return text
+
+    def _zone_status(self, vsan: int) -> str:
+        zones = self.running["zones"].get(str(vsan), {})
+        sets = self.running["zonesets"].get(str(vsan), {})
+        active = self.running["active"].get(str(vsan))
+        active_line = (f"    Name: {active['name']}  Zonesets:1  Zones:{len(active['zones'])}\n" if active
+                       else "    Name: \n")
+        return (f"VSAN: {vsan} default-zone: deny distribute: active only Interop: default\n"
+                "    mode: basic merge-control: allow\n    session: none\n"
+                "    hard-zoning: enabled broadcast: unsupported\n    smart-zoning: disabled\n"
+                "    rscn-format: fabric-address\n    activation overwrite control: disabled\n"
+                "Default zone:\n    qos: none broadcast: unsupported ronly: unsupported\n"
+                f"Full Zoning Database :\n    Zonesets:{len(sets)}  Zones:{len(zones)} Aliases: 0\n"
+                f"Active Zoning Database :\n{active_line}"
+                f"Status: {'Activation completed' if active else 'Deactivation completed'}\n")
 
     def _version(self) -> str:
         return (BANNER + "\nSoftware\n  BIOS:      version 2.1.18\n  system:    version 9.4(2a)\n\n"

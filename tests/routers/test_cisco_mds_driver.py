@@ -206,6 +206,13 @@ def test_stock_netmiko_cisco_nxos_runs_show_interface_brief(mds, driver_for):
         conn.disconnect()
 
 
+def test_the_driver_also_works_over_telnet_where_the_switch_allows_it(sim_factory, driver_for):
+    mds = sim_factory("cisco_mds", telnet=("127.0.0.1", 0))
+    driver = driver_for(mds, "telnet")
+    driver.add_link(SPEC)
+    assert driver.list_links() == [RouterLink(5, 7, "198.18.1.1", "up")]
+
+
 def test_links_survive_a_simulator_restart(sim_process_factory, sim_target, tmp_path):
     state_dir = tmp_path / "mds-state"
     first = sim_process_factory("cisco_mds", state_dir=state_dir, ssh="127.0.0.1:0")

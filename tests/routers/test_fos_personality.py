@@ -299,3 +299,20 @@ def test_mutating_lines_are_classified(fos):
     assert fos.is_mutating(session, 'zonecreate "a", "b"')
     assert not fos.is_mutating(session, "portshow fciptunnel all")
     assert not fos.is_mutating(session, "cfgshow")
+
+
+def test_islshow_lists_an_isl_per_online_tunnel(fos):
+    assert run(fos, "islshow").text == "No ISL found\n"
+    add_tunnel(fos)
+    text = run(fos, "islshow").text
+    assert text.startswith("  1: 24-> 24 10:00:c4:f5:7c:12:01:01   2 ext-198-18-1-1")
+    assert text.rstrip().endswith("sp:-------- bw: 10.000G")
+
+
+def test_cfgtransabort_drops_the_unsaved_zoning_edits(fos):
+    run(fos, 'zonecreate "kept", "10:00:00:00:c9:aa:bb:01"')
+    run(fos, "cfgsave", answers=["y"])
+    run(fos, 'zonecreate "dropped", "10:00:00:00:c9:aa:bb:02"')
+    assert run(fos, "cfgtransabort").text == ""
+    assert list(fos.zoning["defined"]["zones"]) == ["kept"]
+    assert run(fos, "cfgtransabort").text == "There is no outstanding zoning transaction\n"

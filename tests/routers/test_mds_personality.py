@@ -237,3 +237,12 @@ def test_mutating_lines_are_classified(mds, session):
     session.modes = ["config"]
     assert mds.is_mutating(session, "interface fcip 5")
     assert not mds.is_mutating(session, "end")
+
+
+def test_fcip_summary_and_zone_status_describe_the_link(mds, session):
+    script(mds, session, FCIP_LINK)
+    summary = run(mds, session, "show fcip summary").text
+    assert "\n5   5     IPS1/1            198.18.1.1       TRNK   " in summary
+    status = run(mds, session, "show zone status vsan 1").text
+    assert status.startswith("VSAN: 1 default-zone: deny distribute: active only Interop: default\n")
+    assert "    Name: fz_zoneset  Zonesets:1  Zones:1\n" in status
