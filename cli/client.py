@@ -48,7 +48,9 @@ class Client:
         except requests.exceptions.SSLError as exc:
             raise tls_error(exc, self.config) from None
         except requests.exceptions.ConnectionError as exc:
-            if _ssl_cause(exc) is not None:
+            # A server that refuses the client certificate may close the socket instead of sending the
+            # alert first (TLS 1.3 checks it after the client's Finished): treat a reset as a refusal.
+            if _ssl_cause(exc) is not None or _closed_after_connecting(exc):
                 raise tls_error(exc, self.config) from None
             raise unreachable(exc, self.config) from None
         except requests.exceptions.Timeout:
@@ -104,6 +106,11 @@ def _ssl_cause(exc: BaseException) -> ssl.SSLError | None:
                 stack.append(linked)
     # urllib3 sometimes keeps only the text of the SSL error.
     return ssl.SSLError(str(exc)) if "SSL" in str(exc) or "alert" in str(exc).lower() else None
+
+
+def _closed_after_connecting(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(marker in text for marker in ("Connection aborted", "Connection reset", "RemoteDisconnected"))
 
 
 def certificate_dates(path: Path) -> tuple[dt.datetime, dt.datetime] | None:

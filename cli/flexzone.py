@@ -162,12 +162,13 @@ def connect(client: Client, args: argparse.Namespace, lease: int | None) -> int:
 def describe_link_operation(operation: dict) -> str:
     plan = operation.get("plan") or {}
     request = operation.get("request") or {}
-    verb = "connected" if operation.get("kind") == "add" else "disconnected"
-    if operation.get("state") != "succeeded":
-        verb = "connect" if operation.get("kind") == "add" else "disconnect"
+    adding = operation.get("kind") == "add"
+    verb = "connect" if adding else "disconnect"
+    if operation.get("state") == "succeeded":
+        verb += "ed"
     what = ", ".join(plan.get("devices") or []) or request.get("device_description") or request.get("wwn") or "?"
     site = plan.get("site") or request.get("site")
-    text = f"{verb} {site} to {what} (zone {plan.get('zone', request.get('zone', '?'))})"
+    text = f"{verb} {site} {'to' if adding else 'from'} {what} (zone {plan.get('zone', request.get('zone', '?'))})"
     routers = [step.get("router") for step in plan.get("steps") or []]
     if routers:
         text += f" via {', '.join(routers)}"

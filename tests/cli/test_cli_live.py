@@ -69,7 +69,7 @@ def test_add_by_description_shows_progress_then_lsifcp_shows_the_link_and_remove
     removed = run_cli("flexzone", "remove", "--device-description", "XRAID1", "--site", "remote-site",
                       config=config)
     assert removed.returncode == 0, removed.stderr
-    assert "disconnected remote-site to XRAID1" in removed.stdout
+    assert "disconnected remote-site from XRAID1" in removed.stdout
     assert links(run_cli, config) == []
     assert {link["state"] for link in links(run_cli, config, "--all")} == {"down"}
     assert router_sessions(run_cli, config, "primary-rtr") == []
@@ -311,3 +311,15 @@ def test_on_a_terminal_the_progress_line_is_redrawn_in_place(lab, config_for, ho
     assert "\r\x1b[K" in text and "[queued] → connecting → on router → verifying" in text
     assert "\n" not in text.strip()  # one line, redrawn, then cleared
     assert "done: connected primary-site to XRAID3" in stdout
+
+
+def test_a_revoked_certificate_exits_3_saying_it_was_revoked(lab, config_for, run_cli, api_pki):
+    from api.principals import register
+
+    register(api_pki.ca.issue("frank"), "frank", "operator", all_sites=True, all_zones=True)
+    config = config_for(lab.server.url, "frank")
+    assert run_cli("flexzone", "--zones", config=config).returncode == 0
+    api_pki.ca.revoke("frank")  # rewrites the CRL; the server's next handshake refuses frank
+    result = run_cli("flexzone", "--zones", config=config)
+    assert result.returncode == 3
+    assert "it has been revoked" in one_error_line(result)
