@@ -168,7 +168,8 @@ class LabBench(Bench):
 
     where = "lab"
 
-    def __init__(self, lab: Any, target_bytes: int, profile: str = "none") -> None:
+    def __init__(self, lab: Any, target_bytes: int, profile: str = "none", *, data_path: bool = True) -> None:
+        """`data_path=False`: only the lab and its profile (for the management experiments, latency and loss)."""
         super().__init__()
         from netem.profiles import Impairment, LinkProfile
         from routers.sim.datapath import throwaway_certificate
@@ -184,6 +185,8 @@ class LabBench(Bench):
             self.profile = profile
             if profile != "none":
                 lab.impair("primary", "remote", LinkProfile.symmetric(profile, Impairment.parse(profile)))
+            if not data_path:
+                return
             self.target = NbdTarget(self.remote, remote.storage_addr, NBD_PORT, target_bytes,
                                     name="xdd-nbdkit").start()
             certs = self.scratch / "certs"
@@ -240,7 +243,8 @@ class LabBench(Bench):
             super().close()
 
 
-def open_bench(where: str, target_bytes: int, *, lab: Any = None, profile: str = "none") -> Bench:
+def open_bench(where: str, target_bytes: int, *, lab: Any = None, profile: str = "none",
+               data_path: bool = True) -> Bench:
     """`lab` (root, namespaces) or `loopback`; `auto` picks the lab when running as root."""
     if where == "auto":
         where = "lab" if os.geteuid() == 0 and shutil.which("ip") else "loopback"
@@ -252,7 +256,7 @@ def open_bench(where: str, target_bytes: int, *, lab: Any = None, profile: str =
         from netem.testbed import Lab
 
         lab = Lab()
-    return LabBench(lab, target_bytes, profile)
+    return LabBench(lab, target_bytes, profile, data_path=data_path)
 
 
 # --- results, progress, budget --------------------------------------------------------------------------

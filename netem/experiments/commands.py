@@ -4,6 +4,8 @@
     lab filesizes [--quick] ...
     lab effective [--quick] [--setup-s S --teardown-s S | --timing-scale F] ...
     lab clients   [--quick] ...
+    lab latency   [--quick] ...      (lab only)
+    lab loss      [--quick] ...      (lab only)
     lab all       [--quick] ...      every experiment that exists, then report.md with every plot
 """
 
@@ -30,7 +32,10 @@ EXPERIMENTS: dict[str, str] = {
     "filesizes": "1 MB .. 2 GB whole-file rates: SAN link vs local disk, with and without TLS",
     "effective": "effective rate vs file size with link setup and teardown counted (Figure 15)",
     "clients": "aggregate block throughput vs 1..N concurrent clients",
+    "latency": "add/list/remove time vs WAN RTT 0..160 ms, router phase (Figures 11-13)",
+    "loss": "add/list/remove success and time vs packet loss 0..30 %, router phase (Figure 14)",
 }
+LAB_ONLY = ("latency", "loss")  # their impairments exist only between the lab's namespaces
 ACTIONS = (*EXPERIMENTS, "all")
 
 
@@ -74,6 +79,11 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
         print("the lab needs root (network namespaces); use --where loopback", file=sys.stderr)
         return 2
     names = list(EXPERIMENTS) if action == "all" else [action]
+    if where != "lab" and any(name in LAB_ONLY for name in names):
+        if action != "all":
+            print(f"{action} needs the lab (root, --where lab)", file=sys.stderr)
+            return 2
+        names = [name for name in names if name not in LAB_ONLY]
     plans = {name: _plan(name, options) for name in names}
     target_bytes = max(plan.target_bytes for plan in plans.values())
     folder = results_folder(action, options.get("results"))
@@ -81,7 +91,9 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     outcomes: list[Outcome] = []
     extra: list[tuple[str, str]] = []
     with _lab(options, where) as lab:
-        with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none") as bench:
+        data_path = any(name not in LAB_ONLY for name in names)
+        with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none",
+                        data_path=data_path) as bench:
             for name in names:
                 sub = folder / name if action == "all" else folder
                 sub.mkdir(parents=True, exist_ok=True)
@@ -91,6 +103,9 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
         # the self-check's lab.clear() has stopped the emulators (netem/backends.py, FallbackBackend.end_window).
         if action == "all" and lab is not None and not options.get("no_selfcheck"):
             extra.append(("Emulator self-check", _selfcheck(lab, folder, options.get("quick", False), out)))
+    if action == "all" and where != "lab":
+        extra.append(("Not run on loopback", ", ".join(LAB_ONLY) + ": they need the lab's emulated WAN "
+                      "(run as root with --where lab)."))
     report = write_report(folder, outcomes, environment, command=command, extra_sections=extra)
     for outcome in outcomes:
         print(f"\n## {outcome.title}\n{outcome.table}", file=out)
@@ -116,8 +131,16 @@ def _plan(name: str, options: dict[str, Any]) -> Any:
 
 
 def _run_one(name: str, bench: Bench, plan: Any, folder: Path, out: TextIO, command: str) -> Outcome:
+    """Run one experiment; a failure becomes an invalid outcome in the report instead of ending `lab all`."""
+    from netem.experiments.base import Outcome
+
     started = time.monotonic()
-    outcome: Outcome = experiment(name).run(bench, plan, folder, out=sys.stderr, command=command)
+    try:
+        outcome: Outcome = experiment(name).run(bench, plan, folder, out=sys.stderr, command=command)
+    except Exception as exc:  # noqa: BLE001 - reported, and the remaining experiments still run
+        print(f"{name}: FAILED after {time.monotonic() - started:.0f} s: {exc}", file=out, flush=True)
+        return Outcome(name, f"{name} (failed)", folder, command, "", [], [f"FAILED: {type(exc).__name__}: {exc}"],
+                       valid=False)
     print(f"{name}: done in {time.monotonic() - started:.0f} s, {len(outcome.plots)} plots in {folder}", file=out,
           flush=True)
     return outcome
@@ -146,8 +169,12 @@ def _selfcheck(lab: Any, folder: Path, quick: bool, out: TextIO) -> str:
     """Run lab-1's self-check (netem.selfcheck) into folder/selfcheck and return its verdict as Markdown."""
     from netem.selfcheck import FULL, QUICK, run_checks
 
-    report = run_checks(lab, QUICK if quick else FULL, mode="quick" if quick else "full",
-                        budget_s=240 if quick else 1200)
+    try:
+        report = run_checks(lab, QUICK if quick else FULL, mode="quick" if quick else "full",
+                            budget_s=240 if quick else 1200)
+    except Exception as exc:  # noqa: BLE001 - the report still gets written, saying so
+        print(f"selfcheck: FAILED to run: {exc}", file=out, flush=True)
+        return f"Verdict: **did not run** ({type(exc).__name__}: {str(exc)[:300]})."
     report.write(folder / "selfcheck")
     verdict = "PASSED" if report.passed else "FAILED"
     print(f"selfcheck {verdict}: {report.summary_line()}", file=out, flush=True)

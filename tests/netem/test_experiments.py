@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from netem.experiments import clients, effective, filesizes, transfer
+from netem.experiments import clients, effective, filesizes, latency, loss, transfer
 from netem.experiments.base import LabBench, LoopbackBench
 from netem.experiments.commands import run_experiment
 from netem.xdd import MIB
@@ -159,3 +159,33 @@ def test_filesizes_in_the_lab_with_an_emulated_wan_delay(lab, tmp_path):
     assert {r["profile"] for r in table} == {"delay=5ms"}
     assert_png(outcome.plots[0])
     assert lab.profiles == {}
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_latency_grows_with_the_round_trip_across_the_wan(lab, tmp_path):
+    plan = replace(latency.QUICK, rtts_ms=(0, 100), repetitions=1)
+    with LabBench(lab, plan.target_bytes, data_path=False) as bench:
+        outcome = latency.run(bench, plan, tmp_path)
+    table = rows(tmp_path / "latency.csv")
+    assert {r["op"] for r in table} == {"add", "list", "remove"}
+    assert all(r["ok"] == "True" for r in table), table
+    for op in ("add", "list", "remove"):
+        near, far = (float(r["seconds"]) for rtt in ("0", "100") for r in table if r["op"] == op
+                     and float(r["rtt_ms"]) == float(rtt))
+        assert far - near > 0.2  # a telnet session costs several round trips: 100 ms each
+    assert_png(outcome.plots[0])
+    assert lab.profiles == {}
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_loss_experiment_counts_successes_and_checks_router_agreement(lab, tmp_path):
+    plan = replace(loss.QUICK, loss_pct=(0, 10), repetitions=1)
+    with LabBench(lab, plan.target_bytes, data_path=False) as bench:
+        outcome = loss.run(bench, plan, tmp_path)
+    points = rows(tmp_path / "loss-points.csv")
+    assert [float(p["loss_pct"]) for p in points] == [0, 10]
+    assert points[0]["success_rate"] == "1.0" and points[0]["agree"] == "True"
+    assert int(points[1]["ops"]) == 3
+    assert_png(outcome.plots[0])
