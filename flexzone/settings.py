@@ -180,7 +180,7 @@ REST_FRAMEWORK.update(
         "DEFAULT_PERMISSION_CLASSES": ["api.permissions.RolePermission"],
         "UNAUTHENTICATED_USER": None,
         "EXCEPTION_HANDLER": "api.errors.exception_handler",
-        "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+        "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
         "PAGE_SIZE": env_int("FLEXZONE_API_PAGE_SIZE", 100, minimum=1),
     }
 )
@@ -188,6 +188,8 @@ REST_FRAMEWORK.update(
 SPECTACULAR_SETTINGS.update(
     {
         "AUTHENTICATION_WHITELIST": [],
+        # Some read-only fields are shown to some roles only (an operation's transcript: admins).
+        "COMPONENT_NO_READ_ONLY_REQUIRED": True,
         "DESCRIPTION": SPECTACULAR_SETTINGS["DESCRIPTION"]
         + " Every call needs mutual TLS: a client certificate issued by the flexzone CA and registered to a"
         " principal (viewer, operator or admin). Errors are JSON: detail, code, errors[{field, rule, message}].",
