@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import ssl
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from netmiko._telnetlib import telnetlib
@@ -200,3 +206,40 @@ def test_relay_follows_the_simulated_routers_links(echo, relays):
         assert round_trip(relay.address, b"data") == GREETING + b"data"
     finally:
         sim.stop()
+
+
+def test_relay_process_follows_a_link_file_and_reports_its_address(echo, tmp_path):
+    link = tmp_path / "link"
+    link.write_text("down")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "routers.sim.datapath", "--listen", "127.0.0.1:0", "--target",
+                             f"{echo.address[0]}:{echo.address[1]}", "--link", f"file:{link}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        info = json.loads(proc.stdout.readline())
+        address = tuple(info["listen"])
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(address, timeout=5)
+        link.write_text("up\n")
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert round_trip(address, b"via file") == GREETING + b"via file"
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == 0
+
+
+def test_relay_process_refuses_a_destination_outside_the_lab():
+    proc = subprocess.run([sys.executable, "-m", "routers.sim.datapath", "--listen", "127.0.0.1:0", "--target",
+                           "10.0.8.50:10809"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert proc.returncode == 2
+    assert "outside loopback and the lab network" in proc.stderr
