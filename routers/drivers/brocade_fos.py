@@ -76,6 +76,7 @@ KEY_VALUE = re.compile(r"^\s+([^:=][^:]*?)\s*:\s(.*)$")
 DETAIL_LINE = re.compile(
     r"|\s*Tunnel: VE-Port:(?:\d+/)?\d+ \(idx:\d+, DP\d\)|\s*Circuit: VE-Port:(?:\d+/)?\d+ ID:\d+|\s*=+"
     r"|\s+[A-Za-z][A-Za-z0-9 /()\-.]*?\s*:(?: [\w .:/%()\-,]*)?"
+    r"|\s+Description\s+: .*"  # free text an administrator typed
 )
 ZONING_LINE = re.compile(
     r"|Defined configuration:|Effective configuration:|No Effective configuration: \(No Access\)"
@@ -230,10 +231,11 @@ class BrocadeFosDriver(SessionGuardedDriver):
             while re.search(PAGER + "$", output):
                 pages += 1
                 if pages > max_pages:
+                    conn.write_channel("q" + conn.RETURN)  # leave the pager so the session stays usable
                     raise GarbledOutput(f"{command!r}: more than {max_pages} pages", transcript=self._peek_transcript())
                 conn.write_channel(conn.RETURN)
                 output += str(conn.read_until_pattern(pattern=either, read_timeout=self.target.command_timeout))
-        lines = [re.sub(PAGER, "", line) for line in output.splitlines()]
+        lines = [re.sub(PAGER, "", line) for line in output.splitlines() if not re.fullmatch(PAGER, line)]
         if lines and re.search(prompt, lines[-1]):
             lines.pop()
         return "\n".join(lines)

@@ -155,6 +155,16 @@ def test_listing_pages_through_long_output(sim_factory, driver_for):
     assert driver.take_transcript().count("Type <CR> to continue, Q<CR> to stop:") >= 3
 
 
+def test_a_pager_that_never_ends_is_left_and_the_session_stays_usable(fos, driver_for):
+    from routers.drivers.base import GarbledOutput
+
+    driver = driver_for(fos)
+    driver.add_link(SPEC)
+    with pytest.raises(GarbledOutput, match="more than 0 pages"):
+        driver.run_paged("portcfgshow fciptunnel all -c", max_pages=0)
+    assert driver.list_links() == [RouterLink(24, 7, "198.18.1.1", "up")]
+
+
 def test_save_config_answers_the_cfgsave_question(fos, driver_for):
     driver = driver_for(fos)
     driver.run('zonecreate "manual", "10:00:00:00:c9:aa:bb:03"')
