@@ -255,7 +255,9 @@ class OperationView(AuditedView, APIView):
             if exc.field in self.field_aliases:  # name the field the way the client sent it
                 exc.field = self.field_aliases[exc.field]
             raise
-        audit.note(request, target=f"operation:{operation.pk}", operation=operation, after=operation_request)
+        # By target, not the operation foreign key: inserting a row that references the operation takes
+        # FOR KEY SHARE on it, and a worker claiming it with FOR UPDATE SKIP LOCKED would then skip it.
+        audit.note(request, target=f"operation:{operation.pk}", after=operation_request)
         log.info("%s submitted %s operation %s: %s", principal.name, kind, operation.pk, operation_request)
         if wait:
             operation = engine.wait_for(operation, wait)

@@ -44,7 +44,7 @@ def test_alice_connects_and_gets_202_with_the_operation_url(call, cast, api_serv
     followed = call("alice", "GET", f"/api/operations/{operation.pk}/").json()
     assert followed["state"] == "queued" and "transcript" not in followed
     event = AuditEvent.objects.get(action="connect")
-    assert (event.principal_name, event.outcome, event.operation_id) == ("alice", "allowed", operation.pk)
+    assert (event.principal_name, event.outcome, event.target) == ("alice", "allowed", f"operation:{operation.pk}")
 
 
 def test_wait_blocks_for_at_most_the_given_seconds_then_answers_202(call, cast):
