@@ -13,7 +13,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from cryptography import x509
 
 from cli.config import Config
 from cli.errors import OPERATION_FAILED, REFUSED, UNREACHABLE, USAGE, CliError
@@ -115,6 +114,8 @@ def _closed_after_connecting(exc: BaseException) -> bool:
 
 def certificate_dates(path: Path) -> tuple[dt.datetime, dt.datetime] | None:
     """notBefore and notAfter of the first certificate in a PEM file, or None if it cannot be read."""
+    from cryptography import x509  # only on the error path: it costs ~70 ms of start-up
+
     try:
         cert = x509.load_pem_x509_certificate(path.read_bytes())
     except (OSError, ValueError):

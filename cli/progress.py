@@ -16,7 +16,7 @@ from cli.errors import OPERATION_FAILED, CliError
 
 PHASES = ("queued", "connecting", "on_router", "verifying")
 TERMINAL = ("succeeded", "failed", "rolled_back")
-POLL_START, POLL_MAX = 0.1, 0.5
+POLL_START, POLL_MAX = 0.1, 0.25
 
 
 def phase_label(phase: str) -> str:
@@ -87,7 +87,12 @@ def follow(client: Client, operation: dict, location: str | None, *, max_wait: f
                 )
             time.sleep(min(interval, max(0.0, max_wait - elapsed)))
             interval = min(POLL_MAX, interval * 1.5)
-            operation = client.get(path)
+            try:
+                operation = client.get(path)
+            except CliError as exc:
+                exc.hint = (f"operation {operation.get('id')} was submitted and continues on the server; "
+                            f"check it later with `flexzone --status {operation.get('id')}`")
+                raise
         progress.update(operation, time.monotonic() - started)
     finally:
         progress.finish()

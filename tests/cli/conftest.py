@@ -76,6 +76,8 @@ def cli_server(django_db_setup, django_db_blocker, api_pki, cli_secrets, tmp_pat
         FLEXZONE_API_WORKERS="1",
         FLEXZONE_API_KEEPALIVE="5",
         FLEXZONE_API_MAX_WAIT="5",
+        # gunicorn 27 opens a control socket under $HOME/.gunicorn: keep ours apart from other servers'.
+        HOME=str(log.parent),
         **FAST_OPERATIONS,
     )
     with open(log, "wb") as handle:
