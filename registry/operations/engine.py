@@ -378,7 +378,7 @@ def _finish(run: Run, started: float) -> None:
 def _save_journal(run: Run, started: float) -> None:
     op = run.op
     execute_s = time.perf_counter() - started
-    submit_ms = op.registry_ms if not run.recovering else 0.0
+    submit_ms = op.registry_ms  # planning at submit; a crashed run's time is lost with its worker
     op.router_ms = run.router_s * 1000
     op.registry_ms = submit_ms + run.registry_s * 1000
     op.total_ms = submit_ms + execute_s * 1000
