@@ -1,0 +1,79 @@
+"""The CA management commands and the demo PKI: real certificates, checked with OpenSSL's verifier."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+
+import pytest
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID
+from django.core.management import CommandError, call_command
+
+from api import pki
+from registry.models import Principal
+
+
+def openssl_verify(directory, name: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["openssl", "verify", "-crl_check", "-CAfile", str(directory / "ca.pem"), "-CRLfile",
+         str(directory / "crl.pem"), str(directory / f"{name}.pem")],
+        capture_output=True, text=True,
+    )
+
+
+def test_issue_client_registers_the_principal_by_fingerprint_with_role_and_scope(tmp_path, demo):
+    call_command("ca", "--dir", str(tmp_path), "init")
+    call_command("ca", "--dir", str(tmp_path), "issue-server")
+    call_command("ca", "--dir", str(tmp_path), "issue-client", "alice", "--role", "operator",
+                 "--site", "primary-site", "--site", "remote-site", "--zone", "1", "--zone", "2")
+    cert = pki.load_certificate(tmp_path / "alice.pem")
+    alice = Principal.objects.get(name="alice")
+    assert alice.cert_sha256 == pki.fingerprint(cert) and alice.cert_serial == pki.serial_hex(cert)
+    assert alice.role == "operator"
+    assert sorted(alice.sites.values_list("name", flat=True)) == ["primary-site", "remote-site"]
+    assert sorted(alice.zones.values_list("zone_id", flat=True)) == [1, 2]
+    assert cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value == x509.ExtendedKeyUsage(
+        [ExtendedKeyUsageOID.CLIENT_AUTH]
+    )
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.UniformResourceIdentifier) == ["urn:flexzone:principal:alice"]
+    assert openssl_verify(tmp_path, "alice").returncode == 0
+    server = pki.load_certificate(tmp_path / "server.pem")
+    assert "127.0.0.1" in {str(ip) for ip in server.extensions.get_extension_for_class(
+        x509.SubjectAlternativeName).value.get_values_for_type(x509.IPAddress)}
+    ssl.create_default_context().load_cert_chain(tmp_path / "alice.pem", tmp_path / "alice.key")
+
+
+def test_revoke_rewrites_the_crl_atomically_and_marks_the_principal(tmp_path, demo):
+    call_command("ca", "--dir", str(tmp_path), "init")
+    call_command("ca", "--dir", str(tmp_path), "issue-client", "bob")
+    before = (tmp_path / "crl.pem").stat().st_ino
+    call_command("ca", "--dir", str(tmp_path), "revoke", "bob")
+    assert (tmp_path / "crl.pem").stat().st_ino != before  # a new file renamed into place, not rewritten
+    assert "certificate revoked" in openssl_verify(tmp_path, "bob").stdout + openssl_verify(tmp_path, "bob").stderr
+    assert Principal.objects.get(name="bob").revoked_at is not None
+    assert not list(tmp_path.glob(".crl.pem.*"))  # no temporary file left behind
+    with pytest.raises(CommandError, match="no live certificate"):
+        call_command("ca", "--dir", str(tmp_path), "revoke", "bob")
+
+
+def test_init_refuses_to_overwrite_a_ca(tmp_path, db):
+    call_command("ca", "--dir", str(tmp_path), "init")
+    with pytest.raises(CommandError, match="refusing to overwrite"):
+        call_command("ca", "--dir", str(tmp_path), "init")
+
+
+def test_demo_pki_is_idempotent_and_registers_alice_and_bob(tmp_path, demo):
+    call_command("demo_pki", "--dir", str(tmp_path))
+    files = {name: (tmp_path / name).read_bytes() for name in ("ca.pem", "server.pem", "alice.pem", "bob.pem")}
+    call_command("demo_pki", "--dir", str(tmp_path))
+    assert {name: (tmp_path / name).read_bytes() for name in files} == files
+    for name in ("ca.pem", "server.pem", "server.key", "alice.pem", "alice.key", "bob.pem", "bob.key", "crl.pem"):
+        assert (tmp_path / name).exists(), name
+    assert oct((tmp_path / "alice.key").stat().st_mode & 0o777) == "0o600"
+    alice, bob = Principal.objects.get(name="alice"), Principal.objects.get(name="bob")
+    assert (alice.role, bob.role) == ("operator", "viewer")
+    assert sorted(alice.sites.values_list("name", flat=True)) == ["primary-site", "remote-site"]
+    assert alice.cert_sha256 == pki.fingerprint(pki.load_certificate(tmp_path / "alice.pem"))
+    assert openssl_verify(tmp_path, "alice").returncode == 0
