@@ -80,13 +80,15 @@ class Health:
 class LatenessLimits:
     """When the delay emulator's lateness spoils a measurement.
 
-    A small VM is preempted now and then (a plain SCHED_FIFO sleep loop here wakes >1 ms late for ~1 %
-    of wake-ups, up to ~5 ms), so single late packets are tolerated; an emulator that falls behind
-    shows up in the mean and in the share of late packets, and in queue drops, which always spoil.
+    Lateness counts from the kernel's receive timestamp, so it includes waiting in the kernel queue for
+    the emulator to wake up. A small shared VM is preempted now and then (a plain SCHED_FIFO sleep loop
+    here wakes >1 ms late for ~1 % of wake-ups, up to ~5 ms; under a busy test suite several % of
+    packets leave >1 ms late), so scattered late packets are tolerated; an emulator that falls behind
+    shows up in the mean, in the share of late packets and in the maximum, and queue drops always spoil.
     """
 
     mean_ms: float = 0.5
-    late_share: float = 0.05
+    late_share: float = 0.10
     max_ms: float = 50.0
 
 

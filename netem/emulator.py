@@ -7,7 +7,9 @@ one (FIFO, like a real link), optionally drops packets by a Gilbert-Elliott burs
 many packets it holds. Independent loss and rate limits stay in the kernel (nft numgen, htb).
 
 It reports its own health so a run it spoiled can be thrown away: how late it released packets
-against their schedule, the most it held, the packets it dropped because its queue was full. Stats
+against their schedule (counted from the kernel's receive timestamp, so time spent waiting in the
+kernel queue for this process counts too), the most it held, the packets it dropped because its queue
+was full. Stats
 are written atomically as JSON to --stats every second, on SIGUSR2 (dump now), on SIGUSR1 (dump,
 then start a new measurement window) and on exit. SIGHUP re-reads --config (the impairment) without
 unbinding the queue, so a profile can change while traffic flows.
@@ -30,7 +32,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from netem.nfqueue import NF_ACCEPT, NF_DROP, NfQueue
+from netem.nfqueue import NF_ACCEPT, NF_DROP, NfQueue, enable_receive_timestamps
 from netem.profiles import GilbertElliott, Impairment
 
 LATE_THRESHOLD_MS = 1.0
@@ -49,6 +51,8 @@ class Window:
     late_ms_max: float = 0.0
     late_ms_sum: float = 0.0
     late_over_threshold: int = 0
+    ingress_ms_max: float = 0.0
+    ingress_ms_sum: float = 0.0
 
 
 class BurstLoss:
@@ -93,9 +97,20 @@ class DelayEmulator:
         self.jitter = impairment.jitter_ms / 1000.0
         self.burst = BurstLoss(impairment.burst, self.rng) if impairment.burst else None
 
-    def admit(self, packet_id: int, now: float) -> None:
+    def admit(self, packet_id: int, now: float, arrival: float | None = None) -> None:
+        """Judge and schedule one packet; `arrival` (monotonic) is when the kernel received it, if known.
+
+        Scheduling from the kernel's arrival time keeps the time a packet spent in the kernel queue
+        (waiting for this process to wake up or catch up) inside the configured delay instead of on top
+        of it; how long that was is reported as the ingress lag.
+        """
+        arrival = now if arrival is None else min(arrival, now)
+        ingress = (now - arrival) * 1000.0
         for w in (self.window, self.total):
             w.seen += 1
+            w.ingress_ms_sum += ingress
+            if ingress > w.ingress_ms_max:
+                w.ingress_ms_max = ingress
         if self.burst is not None and self.burst.lose():
             self.queue.verdict(packet_id, NF_DROP)
             for w in (self.window, self.total):
@@ -106,7 +121,7 @@ class DelayEmulator:
             for w in (self.window, self.total):
                 w.dropped_queue += 1
             return
-        due = now + self.delay
+        due = arrival + self.delay
         if self.jitter:
             due += self.rng.uniform(-self.jitter, self.jitter)
         # FIFO: a packet may not leave before the one queued ahead of it (a link does not reorder).
@@ -157,8 +172,12 @@ class DelayEmulator:
             # select() sleeps with microsecond resolution; poll()/epoll() would round up to whole ms.
             readable, _, _ = select.select([fd], [], [], max(0.0, timeout))
             if readable:
-                for packet in self.queue.receive(64):
-                    self.admit(packet.packet_id, time.monotonic())
+                packets = self.queue.receive(64)
+                now = time.monotonic()
+                realtime_offset = time.time() - now
+                for packet in packets:
+                    stamp = packet.timestamp - realtime_offset if packet.timestamp else None
+                    self.admit(packet.packet_id, now, stamp)
             self.release_due()
             if time.monotonic() >= next_dump:
                 self.dump()
@@ -169,6 +188,7 @@ class DelayEmulator:
         def view(w: Window) -> dict[str, object]:
             data = asdict(w)
             data["late_ms_mean"] = w.late_ms_sum / w.released if w.released else 0.0
+            data["ingress_ms_mean"] = w.ingress_ms_sum / w.seen if w.seen else 0.0
             data["seconds"] = time.time() - w.started
             return data
 
@@ -225,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     def load() -> Impairment:
         return Impairment.from_dict(json.loads(args.config.read_text()))
 
-    with NfQueue(args.queue, max_len=args.kernel_max_len, copy_range=0) as queue:
+    stamps = enable_receive_timestamps()
+    with stamps, NfQueue(args.queue, max_len=args.kernel_max_len, copy_range=0) as queue:
         emulator = DelayEmulator(queue, load(), max_held=args.max_held, stats_path=args.stats, seed=args.seed)
 
         def stop(signum: int, frame: object) -> None:

@@ -23,6 +23,7 @@ NETLINK_NETFILTER = 12
 SOL_NETLINK = 270
 NETLINK_NO_ENOBUFS = 5
 SO_RCVBUFFORCE = 33
+SO_TIMESTAMP = 29  # asm-generic/socket.h (SO_TIMESTAMP_OLD); not exported by Python
 
 NLMSG_ERROR = 2
 NLMSG_DONE = 3
@@ -37,6 +38,7 @@ NFQNL_MSG_VERDICT_BATCH = 3
 
 NFQA_PACKET_HDR = 1
 NFQA_VERDICT_HDR = 2
+NFQA_TIMESTAMP = 4
 NFQA_PAYLOAD = 10
 
 NFQA_CFG_CMD = 1
@@ -58,6 +60,7 @@ _NFGENMSG = struct.Struct("=BBH")  # family, version, res_id (already big-endian
 _NLATTR = struct.Struct("=HH")
 _PACKET_HDR = struct.Struct(">IHB")
 _VERDICT_HDR = struct.Struct(">II")
+_TIMESTAMP = struct.Struct(">QQ")
 
 
 class NfQueueError(OSError):
@@ -66,10 +69,15 @@ class NfQueueError(OSError):
 
 @dataclass(slots=True)
 class QueuedPacket:
-    """One packet the kernel handed to user space; `size` is the IP total length when known."""
+    """One packet the kernel handed to user space.
+
+    `size` is the IP total length when known; `timestamp` is the kernel's receive time (CLOCK_REALTIME,
+    seconds) when the kernel stamped the packet, else 0.0 (see `enable_receive_timestamps`).
+    """
 
     packet_id: int
     size: int
+    timestamp: float = 0.0
 
 
 def _attr(attr_type: int, payload: bytes) -> bytes:
@@ -185,6 +193,17 @@ class NfQueue:
                 continue
 
 
+def enable_receive_timestamps() -> socket.socket:
+    """Make the kernel stamp received packets, so queued packets carry NFQA_TIMESTAMP.
+
+    Receive timestamps are switched on host-wide while any socket asks for them (SO_TIMESTAMP); the
+    returned socket must stay open for as long as the stamps are wanted.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP, 1)
+    return sock
+
+
 def _split(data: bytes | memoryview) -> Iterator[tuple[int, int, memoryview]]:
     view = memoryview(data)
     offset = 0
@@ -200,6 +219,7 @@ def _parse_packet(payload: memoryview) -> QueuedPacket:
     offset = _NFGENMSG.size
     packet_id = -1
     size = 0
+    timestamp = 0.0
     end = len(payload)
     while offset + _NLATTR.size <= end:
         length, attr_type = _NLATTR.unpack_from(payload, offset)
@@ -208,7 +228,10 @@ def _parse_packet(payload: memoryview) -> QueuedPacket:
         attr_type &= 0x3FFF
         if attr_type == NFQA_PACKET_HDR:
             packet_id = _PACKET_HDR.unpack_from(payload, offset + _NLATTR.size)[0]
+        elif attr_type == NFQA_TIMESTAMP:
+            sec, usec = _TIMESTAMP.unpack_from(payload, offset + _NLATTR.size)
+            timestamp = sec + usec / 1e6
         elif attr_type == NFQA_PAYLOAD:
             size = _ip_total_length(payload[offset + _NLATTR.size: offset + length])
         offset += (length + 3) & ~3
-    return QueuedPacket(packet_id, size)
+    return QueuedPacket(packet_id, size, timestamp)

@@ -82,3 +82,14 @@ def test_gilbert_elliott_loses_the_steady_state_share_in_bursts():
     bursts = "".join("x" if lost else "." for lost in outcomes).split(".")
     lengths = [len(b) for b in bursts if b]
     assert sum(lengths) / len(lengths) == pytest.approx(model.mean_burst, rel=0.08)
+
+
+def test_time_spent_in_the_kernel_queue_counts_towards_the_delay_and_is_reported(tmp_path):
+    emu, _ = emulator(Impairment(delay_ms=20), tmp_path)
+    now = time.monotonic()
+    emu.admit(1, now, arrival=now - 0.005)
+    emu.admit(2, now, arrival=now + 1)  # a stamp from the future is clamped to now
+    assert emu.held[0][0] == pytest.approx(now + 0.015)
+    assert emu.held[1][0] == pytest.approx(now + 0.020)
+    assert emu.window.ingress_ms_max == pytest.approx(5.0)
+    assert emu.snapshot()["window"]["ingress_ms_mean"] == pytest.approx(2.5)
