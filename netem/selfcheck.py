@@ -173,6 +173,7 @@ class Progress:
     def __init__(self, total_estimate: float, steps: int, out: Callable[[str], None]) -> None:
         self.start = time.monotonic()
         self.remaining = total_estimate
+        self.consumed = 0.0
         self.steps = steps
         self.done = 0
         self.out = out
@@ -180,8 +181,12 @@ class Progress:
     def step(self, label: str, estimate: float) -> None:
         self.done += 1
         elapsed = time.monotonic() - self.start
-        self.out(f"[{self.done:2d}/{self.steps}] {_clock(elapsed)} elapsed, ETA {_clock(self.remaining)}  {label}")
+        # Scale what is left by how fast the estimates have come true so far (a busy host runs slower).
+        pace = elapsed / self.consumed if self.consumed > 5 else 1.0
+        self.out(f"[{self.done:2d}/{self.steps}] {_clock(elapsed)} elapsed, ETA {_clock(self.remaining * pace)}  "
+                 f"{label}")
         self.remaining = max(0.0, self.remaining - estimate)
+        self.consumed += estimate
 
 
 def _clock(seconds: float) -> str:
