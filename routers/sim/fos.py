@@ -7,6 +7,17 @@ of extension errors, silent zoning commands, ``(yes, y, no, n): [no]`` confirmat
 exists (some "does not exist" wordings, the circuit detail keys, the peer identity shown on an online
 VE row) the text is reconstructed in the same style and marked ``[R]`` next to it.
 
+Grammar: ``switchshow``, ``islshow``, ``version``, ``timeout``, ``exit``/``logout``;
+``portcfg ipif|iproute <ge#[.dp#]> create|modify|delete <ip>/<pfx>|<ip> netmask <mask> [mtu ..] [vlan ..]``
+(route: ``... <gateway>``); ``portcfg fciptunnel <ve> create|modify|delete [-c|-d|-f|-t|-i|-n|-L ...]``;
+``portcfg fcipcircuit <ve> create|modify|delete <cid> [-S|--local-ip -D|--remote-ip -b -B -k -a -x -g]``;
+``portshow fciptunnel|fcipcircuit [<ve>|all] [-c]``; ``portshow ipif|iproute``;
+``portcfgshow ipif|iproute``; ``portcfgshow fciptunnel [<ve>|all] [-c]`` (detail view);
+``zonecreate|zoneadd|zoneremove|zonedelete``, ``alicreate|aliadd|aliremove|alidelete``,
+``cfgcreate|cfgadd|cfgremove|cfgdelete|cfgclear|cfgsave|cfgenable|cfgdisable [-force]``,
+``cfgshow``/``zoneshow``, ``cfgactvshow``, ``cfgtransshow``, ``cfgtransabort``. Anything else is
+``rbash: X: command not found``.
+
 State layout (``SimState.running``)::
 
     ipif:    [{"port": "ge2.dp0", "ip": "10.1.1.1", "pfx": 24, "mtu": "AUTO"|int, "vlan": int|None}]

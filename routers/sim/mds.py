@@ -8,6 +8,17 @@ profile`` and ``show interface fcip N`` are documented but uncaptured formats ([
 
 Keywords may be abbreviated to any unambiguous prefix, as on the device (``conf t``, ``sh int br``).
 
+Grammar. Exec: ``configure [terminal]``, ``terminal length|width|dont-ask|session-timeout``,
+``copy running-config startup-config``, ``show interface brief | interface fcip N | fcip profile
+[N|all] | fcip summary | zoneset [active] [vsan N] | zone [status] [vsan N] | running-config |
+startup-config | version | vsan | feature | terminal``, ``exit``; pipes ``| no-more``, ``| include X``,
+``| exclude X``. Config: ``[no] feature fcip``, ``[no] fcip profile N`` (``ip address A``), ``[no]
+interface fcip N`` (``use-profile N``, ``peer-info ipaddr A [port P]``, ``[no] shutdown``,
+``[no] switchport description T``, ``switchport mode|trunk ...``, ``tcp-connections N``),
+``[no] zone name Z vsan N`` (``[no] member pwwn W``), ``[no] zoneset name S vsan N`` (``[no] member Z``),
+``[no] zoneset activate name S vsan N``, ``vsan database`` (``[no] vsan N [name X]``),
+``hostname H``, ``do <exec>``, ``show ...``, ``exit``, ``end``.
+
 State layout (``SimState.running``)::
 
     features: ["fcip"]
