@@ -507,7 +507,6 @@ class FosPersonality(Personality):
                     console.write(f"fcipcircuit: Invalid IP address '{options[name]}'.\n\n{CIRCUIT_USAGE}")
                     return
                 options[name] = address
-        word = operation.capitalize()
         tunnel = self.tunnels.get(str(ve))
         if tunnel is None:
             console.write(f"Circuit {operation} failed: Object does not exist.\nUnable to locate tunnel {ve}.\n")
@@ -536,7 +535,7 @@ class FosPersonality(Personality):
             del circuits[str(int(cid))]
         else:
             if all(circuit.get(name) == value for name, value in options.items()):
-                console.write(f"{word} failed: Nothing to modify.\n")
+                console.write("fcipcircuit operation failed.\nNothing to modify.\n")
                 return
             circuit.update(options)
         self._mirror_extension()
