@@ -41,9 +41,11 @@ class PKI:
         other = pki.init_ca(foreign, "flexzone API CA")
         self.certs["mallory"] = other.issue("mallory", subject=self.certs["alice"].subject)
         self.foreign = foreign
+        # stranger: an unrelated CA with its own name.
+        self.certs["stranger"] = pki.init_ca(foreign / "other", "Some Other CA").issue("stranger")
 
     def pair(self, name: str) -> tuple[str, str]:
-        directory = self.foreign if name == "mallory" else self.dir
+        directory = {"mallory": self.foreign, "stranger": self.foreign / "other"}.get(name, self.dir)
         return str(directory / f"{name}.pem"), str(directory / f"{name}.key")
 
     @property

@@ -53,6 +53,18 @@ def test_mallory_with_alices_exact_subject_from_another_ca_is_refused(api_server
     assert "unknown ca" in refusal(api_server, "mallory")
 
 
+def test_a_certificate_from_an_unrelated_ca_is_refused_in_the_handshake(api_server, cast):
+    assert "unknown ca" in refusal(api_server, "stranger")
+
+
+def test_a_principal_registered_by_issuer_and_serial_is_recognised(api_server, cast):
+    from registry.models import Principal
+
+    eve = api_server.pki.certs["eve"]
+    Principal.objects.create(name="eve", role="viewer", cert_issuer=pki.issuer_dn(eve), cert_serial=pki.serial_hex(eve))
+    assert api_server.session("eve").get(f"{api_server.url}/api/sites/", timeout=10).status_code == 200
+
+
 def test_an_expired_certificate_is_refused_in_the_handshake(api_server, cast):
     assert "certificate expired" in refusal(api_server, "expired")
 
