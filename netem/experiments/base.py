@@ -57,6 +57,7 @@ class Bench:
         self.scratch = Path(tempfile.mkdtemp(prefix="fz-bench-", dir=os.environ.get("FLEXZONE_SCRATCH")))
         self.profile = "none"
         self._link_mb_s: float | None = None
+        self.link_samples: list[float] = []
 
     def uri(self, path: str) -> str:
         return self.uris[path]
@@ -65,9 +66,10 @@ class Bench:
         return self.places.get(path, self.host)
 
     def raw_link_mb_s(self) -> float:
-        """Raw TCP goodput between the sites in MB/s (measured once per bench)."""
-        if self._link_mb_s is None:
-            self._link_mb_s = self._measure_link()
+        """Raw TCP goodput between the sites in MB/s, measured now (each experiment takes its own sample, so
+        its rates sit beside a link rate of the same moment: on a shared 2-vCPU machine it moves a lot)."""
+        self._link_mb_s = self._measure_link()
+        self.link_samples.append(round(self._link_mb_s, 3))
         return self._link_mb_s
 
     def _measure_link(self) -> float:
@@ -75,7 +77,8 @@ class Bench:
 
     def environment(self) -> dict[str, Any]:
         return {"where": self.where, "profile": self.profile, "kernel": os.uname().release,
-                "tcp_congestion_control_default": _read("/proc/sys/net/ipv4/tcp_congestion_control")}
+                "tcp_congestion_control_default": _read("/proc/sys/net/ipv4/tcp_congestion_control"),
+                "raw_link_mb_s_samples": self.link_samples}
 
     @contextlib.contextmanager
     def measurement(self) -> Iterator[Any]:
@@ -216,12 +219,13 @@ class LabBench(Bench):
         from netem.measure import iperf3
 
         cc = _read("/proc/sys/net/ipv4/tcp_congestion_control") or "reno"
+        # The system's default congestion control: fio's NBD connections use it too.
         result = iperf3(self.lab, "primary", "remote", seconds=3, cc=cc, port=5299)
         return result.mbit / 8
 
     def environment(self) -> dict[str, Any]:
         env = self.lab.environment()
-        env.update({"where": self.where, "profile": self.profile})
+        env.update({"where": self.where, "profile": self.profile, "raw_link_mb_s_samples": self.link_samples})
         return env
 
     @contextlib.contextmanager

@@ -11,6 +11,15 @@ from typing import Any
 
 from netem.experiments.base import Outcome
 
+METHOD = """\
+**Method.** Block transfers are xdd-style passes (fio's nbd engine against nbdkit, MB = 10^6 bytes).
+Cache effects are removed: the initiator is a user-space NBD client (no page cache), the target's medium is
+RAM with no cache in front (nbdkit `memory`), the local-disk baseline uses O_DIRECT, and every extent is
+written before it is read (reads lag writes). `target direct` is fio next to nbdkit (no WAN, no routers): the
+raw speed of the target. The raw link rate is one iperf3 TCP stream between the sites with the default
+congestion control, sampled at the start of each experiment. A measurement during which the delay emulator
+fell behind is marked invalid in the raw data."""
+
 
 def write_report(folder: Path, outcomes: Sequence[Outcome], environment: dict[str, Any], *, command: str = "",
                  extra_sections: Sequence[tuple[str, str]] = ()) -> Path:
@@ -22,7 +31,9 @@ def write_report(folder: Path, outcomes: Sequence[Outcome], environment: dict[st
     for key in ("where", "backend", "kernel", "profile", "tcp_congestion_control_default", "tcp_wmem"):
         if key in environment:
             lines.append(f"| {key} | `{environment[key]}` |")
-    lines.append("")
+    if environment.get("raw_link_mb_s_samples"):
+        lines.append(f"| raw link samples (MB/s) | {environment['raw_link_mb_s_samples']} |")
+    lines += ["", METHOD, ""]
     lines += ["## Contents", ""]
     for outcome in outcomes:
         mark = "" if outcome.valid else " (incomplete or invalid, see notes)"
