@@ -636,17 +636,21 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
 
 def _execute_remove(run: Run) -> None:
     op, plan = run.op, run.op.plan
-    removed = []
-    for step in _steps(plan):
-        with run.registry():
-            link = _link_for_remove(op, step)
+    steps = _steps(plan)
+    with run.registry():
+        links, previous = _links_for_remove(run, steps)
+    removed: list[int] = []
+    for index, (step, link) in enumerate(zip(steps, links, strict=True)):
         router = link.router if link else run.row(Router, pk=step.router_id)
         try:
             _drive(run, router, step.spec, "remove")
         except StepFailed as exc:
+            # Steps not yet sent are untouched, and a refused one is still there: as they were.
+            untouched = [lk for lk in links[index + 1 :] if lk is not None]
             if link is not None and exc.permanent:
-                # The router answered and refused: the link is still there, as the registry says.
-                Link.objects.filter(pk=link.pk).update(state=Link.State.UP, updated_at=timezone.now())
+                untouched.append(link)
+            for lk in untouched:
+                Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
             _mark_down(removed)  # verified gone from their routers
             raise OperationFailed(str(exc)) from None
         if link is not None:
@@ -659,26 +663,38 @@ def _execute_remove(run: Run) -> None:
     op.result = {"links": removed}
 
 
+def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None], dict[int, str]]:
+    """Each step's active link (if any), marked `removing` before any router is touched (one transaction)."""
+    op = run.op
+    routers = Router.objects.in_bulk({step.router_id for step in steps})
+    endpoints = Q()
+    for step in steps:
+        endpoints |= _endpoint(step)
+    with transaction.atomic():
+        active = {
+            (link.router_id, link.port, link.zone.zone_id, link.remote_ip): link
+            for link in Link.objects.select_for_update(of=("self",))
+            .select_related("operation", "zone")
+            .filter(endpoints, state__in=Link.ACTIVE_STATES)
+        }
+        links = [active.get((step.router_id, step.port, step.zone, step.remote_ip)) for step in steps]
+        previous = {}
+        for link, step in zip(links, steps, strict=True):
+            if link is None:
+                continue
+            if _busy_elsewhere(link, op):
+                raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
+            previous[link.pk] = link.state
+            link.router = routers[step.router_id]
+        Link.objects.filter(pk__in=list(previous)).update(
+            state=Link.State.REMOVING, operation=op, updated_at=timezone.now()
+        )
+    return links, previous
+
+
 def _mark_down(link_ids: list[int]) -> None:
     now = timezone.now()
     Link.objects.filter(pk__in=link_ids).update(state=Link.State.DOWN, down_at=now, updated_at=now)
-
-
-def _link_for_remove(op: Operation, step: PlanStep) -> Link | None:
-    with transaction.atomic():
-        link = (
-            Link.objects.select_for_update(of=("self",))
-            .select_related("operation", "router")
-            .filter(_endpoint(step), state__in=Link.ACTIVE_STATES)
-            .first()
-        )
-        if link is None:
-            return None
-        if _busy_elsewhere(link, op):
-            raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
-        link.state, link.operation = Link.State.REMOVING, op
-        link.save(update_fields=["state", "operation", "updated_at"])
-        return link
 
 
 # --- list, invoke, reconcile -------------------------------------------------------------------
