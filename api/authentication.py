@@ -93,7 +93,10 @@ def client_identity(request) -> ClientIdentity | None:
             return None
         if meta.get("HTTP_X_CLIENT_VERIFY") == "SUCCESS" and meta.get("HTTP_X_CLIENT_CERT"):
             pem = unquote(meta["HTTP_X_CLIENT_CERT"]).encode()
-            return ClientIdentity(x509.load_pem_x509_certificate(pem), "proxy")
+            try:
+                return ClientIdentity(x509.load_pem_x509_certificate(pem), "proxy")
+            except ValueError:
+                return None
     return None
 
 

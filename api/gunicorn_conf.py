@@ -46,21 +46,33 @@ _cache: dict = {"key": None, "context": None}
 _lock = threading.Lock()
 
 
-def _crl_key() -> tuple[int, int, int]:
-    st = os.stat(settings.FLEXZONE_TLS_CRL)
+def _crl_key() -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(settings.FLEXZONE_TLS_CRL)
+    except OSError:
+        return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def ssl_context(conf, default_ssl_context_factory) -> ssl.SSLContext:
-    """The server context: CA-verified client certificate required, leaf checked against the CRL."""
+    """The server context: CA-verified client certificate required, leaf checked against the CRL.
+
+    Without a loadable CRL the context still demands one (VERIFY_CRL_CHECK_LEAF with no CRL), so every
+    client is refused ("unable to get certificate CRL") until a good CRL appears: fail closed.
+    """
     key = _crl_key()
     with _lock:
-        if _cache["key"] != key:
+        if key is None or _cache["key"] != key:
             context = default_ssl_context_factory()
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             context.verify_mode = ssl.CERT_REQUIRED
             context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
-            context.load_verify_locations(cafile=str(settings.FLEXZONE_TLS_CRL))
+            try:
+                context.load_verify_locations(cafile=str(settings.FLEXZONE_TLS_CRL))
+                log.info("TLS context (re)built with CRL %s", settings.FLEXZONE_TLS_CRL)
+            except (OSError, ssl.SSLError) as exc:
+                key = None
+                log.error("CRL %s unusable (%s): refusing every client until it is replaced",
+                          settings.FLEXZONE_TLS_CRL, exc)
             _cache.update(key=key, context=context)
-            log.info("TLS context (re)built with CRL %s", settings.FLEXZONE_TLS_CRL)
         return _cache["context"]

@@ -357,8 +357,11 @@ class CRLCache:
         key = (st.st_mtime_ns, st.st_size, st.st_ino)
         with self._lock:
             if key != self._key:
-                crl = x509.load_pem_x509_crl(self.crl_path.read_bytes())
-                ca = load_certificate(self.ca_path)
+                try:
+                    crl = x509.load_pem_x509_crl(self.crl_path.read_bytes())
+                    ca = load_certificate(self.ca_path)
+                except (OSError, ValueError) as exc:
+                    raise CRLUnusable(f"the CRL or the CA certificate cannot be read ({exc})") from None
                 if crl.issuer != ca.subject or not crl.is_signature_valid(ca.public_key()):
                     raise CRLUnusable("the CRL is not signed by the configured CA")
                 self._crl, self._key = crl, key

@@ -146,3 +146,17 @@ def test_a_crl_signed_by_another_ca_fails_closed(tmp_path):
     with pytest.raises(pki.CRLUnusable, match="not signed by the configured CA"):
         cache.is_revoked(alice)
     assert theirs.cert.subject == ours.cert.subject  # same name, so only the signature tells them apart
+
+
+def test_a_missing_or_corrupt_crl_fails_closed_in_the_app(tmp_path):
+    ca = pki.init_ca(tmp_path)
+    alice = ca.issue("alice")
+    cache = pki.CRLCache(tmp_path / pki.CRL, tmp_path / pki.CA_CERT)
+    (tmp_path / pki.CRL).write_text("not a CRL\n")
+    with pytest.raises(pki.CRLUnusable, match="cannot be read"):
+        cache.is_revoked(alice)
+    (tmp_path / pki.CRL).unlink()
+    with pytest.raises(pki.CRLUnusable, match="unreadable"):
+        cache.is_revoked(alice)
+    ca.publish_crl()
+    assert cache.is_revoked(alice) is False
