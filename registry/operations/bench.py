@@ -209,30 +209,35 @@ def main(argv: list[str]) -> int:
         "--command-delay 0.1 --mutating-delay 0.3 --jitter 0",
         help="simulator timing options for (c)",
     )
+    parser.add_argument("--parts", default="abc", help="which measurements to run (default abc)")
     args = parser.parse_args(argv)
+    p50 = p95 = ratio = efficiency = float("nan")
     with BenchRegistry() as reg:
         print(f"load average at start: {_load()} on {os.cpu_count()} CPUs", flush=True)
-        p50, p95, router_p50, cpu_p50 = measure_overhead(reg, args.ops)
-        print(
-            f"(a) framework overhead per op (total - router), {args.ops} ops, 0 ms router delay: "
-            f"p50 {p50:.1f} ms, p95 {p95:.1f} ms (router time p50 {router_p50:.1f} ms; "
-            f"CPU used by this process per op p50 {cpu_p50:.1f} ms)",
-            flush=True,
-        )
-        cold, warm = measure_warm_cold(reg, args.warm_adds, args.eclipse_scale)
-        ratio = warm / cold
-        print(
-            f"(b) Eclipse profile (scale {args.eclipse_scale}), add on two routers: cold {cold / 1000:.2f} s, "
-            f"warm {warm / 1000:.2f} s, warm/cold {ratio:.3f}",
-            flush=True,
-        )
-        alone, together = measure_parallel(reg, args.pairs, args.ops_per_router, args.parallel_delays.split())
-        efficiency = alone / together
-        print(
-            f"(c) {args.pairs} site pairs = {2 * args.pairs} routers x {args.ops_per_router} ops each: "
-            f"one pair alone {alone:.2f} s, all at once {together:.2f} s, efficiency {efficiency:.2f}",
-            flush=True,
-        )
+        if "a" in args.parts:
+            p50, p95, router_p50, cpu_p50 = measure_overhead(reg, args.ops)
+            print(
+                f"(a) framework overhead per op (total - router), {args.ops} ops, 0 ms router delay: "
+                f"p50 {p50:.1f} ms, p95 {p95:.1f} ms (router time p50 {router_p50:.1f} ms; "
+                f"CPU used by this process per op p50 {cpu_p50:.1f} ms)",
+                flush=True,
+            )
+        if "b" in args.parts:
+            cold, warm = measure_warm_cold(reg, args.warm_adds, args.eclipse_scale)
+            ratio = warm / cold
+            print(
+                f"(b) Eclipse profile (scale {args.eclipse_scale}), add on two routers: cold {cold / 1000:.2f} s, "
+                f"warm {warm / 1000:.2f} s, warm/cold {ratio:.3f}",
+                flush=True,
+            )
+        if "c" in args.parts:
+            alone, together = measure_parallel(reg, args.pairs, args.ops_per_router, args.parallel_delays.split())
+            efficiency = alone / together
+            print(
+                f"(c) {args.pairs} site pairs = {2 * args.pairs} routers x {args.ops_per_router} ops each: "
+                f"one pair alone {alone:.2f} s, all at once {together:.2f} s, efficiency {efficiency:.2f}",
+                flush=True,
+            )
     print(f"load average at end: {_load()}")
     print(
         f"overhead_p50_ms={p50:.1f} overhead_p95_ms={p95:.1f} warm_cold_ratio={ratio:.3f} "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import socket
 import threading
 import time
@@ -40,6 +41,7 @@ from routers.drivers.base import (
     LinkAbsent,
     LinkExists,
     LinkSpec,
+    RouterAuthError,
     RouterDriver,
     RouterError,
     RouterLink,
@@ -457,7 +459,7 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
         except RouterError as exc:
             if exc.transcript and not run.transcripts:
                 run.transcripts.append(f"--- {router.name} (error) ---\n{exc.transcript.rstrip()}")
-            if not exc.transient:
+            if not _is_transient(exc):
                 message = getattr(exc, "router_message", "") or str(exc)
                 raise StepFailed(router.name, message, permanent=True) from None
             if attempt >= conf.max_attempts:
@@ -469,6 +471,14 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
                 ) from None
             run.notes.append(f"attempt {attempt} on {router.name}: {type(exc).__name__}: {exc}; retry in {delay:.2f} s")
             time.sleep(delay)
+
+
+# A full session table is a refusal that passes: other workers' pooled sessions time out or are freed.
+_SESSION_LIMIT = re.compile(r"(?i)sessions? (are )?in use|E_BUSY|maximum number of|too many|session limit")
+
+
+def _is_transient(exc: RouterError) -> bool:
+    return exc.transient or (isinstance(exc, RouterAuthError) and bool(_SESSION_LIMIT.search(str(exc))))
 
 
 def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool) -> None:

@@ -153,3 +153,12 @@ def test_a_session_the_router_logged_out_while_idle_is_replaced_before_use(lab_f
     assert op.attempts == 2  # no failed attempt: the dead sessions were found before use
     assert pool.logins - before == 4
     assert_agreement(lab)
+
+
+@pytest.mark.django_db
+def test_a_full_session_table_is_waited_out_not_treated_as_bad_credentials(ops_lab):
+    ops_lab.remote_sim.add_fault("session_limit", count=1)
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "succeeded", op.error
+    assert op.attempts == 3
+    assert_agreement(ops_lab)
