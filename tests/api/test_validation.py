@@ -132,11 +132,25 @@ def test_hostile_registry_input_is_a_400_naming_the_field(root, cast, field, val
 
 def test_hostile_query_parameters_are_a_400_not_a_500(api_server, cast):
     session = api_server.session("bob")
-    for path in ("/api/devices/?zone=%EF%BC%91", "/api/sites/?name=a%00b", "/api/links/?state=up%0A",
-                 "/api/plan/?site=remote-site&zone=%EF%BC%91", "/api/connect/?wait=%EF%BC%91"):
+    expected = {
+        "/api/devices/?zone=%EF%BC%91": 400,
+        "/api/sites/?name=a%00b": 400,
+        "/api/links/?state=up%0A": 400,
+        "/api/plan/?site=remote-site&zone=%EF%BC%91": 400,
+        "/api/devices/?offset=99999999999999999999999": 400,
+        "/api/devices/?limit=99999999999999999999999": 200,  # capped at the maximum page size
+    }
+    for path, status in expected.items():
         response = session.get(f"{api_server.url}{path}", timeout=20)
-        assert response.status_code in (400, 405), f"{path}: {response.status_code} {response.text[:200]}"
+        assert response.status_code == status, f"{path}: {response.status_code} {response.text[:200]}"
     assert session.get(f"{api_server.url}/api/sites/abc/", timeout=20).status_code == 404
+    alice = api_server.session("alice")
+    for wait in ("%EF%BC%91", "1%0A", "-1", "1e3", "inf", "nan"):
+        response = alice.post(f"{api_server.url}/api/connect/?wait={wait}", timeout=20,
+                              json={"site": "remote-site", "device_description": "XRAID1"})
+        assert response.status_code == 400, f"wait={wait}: {response.status_code}"
+        assert response.json()["errors"][0]["field"] == "wait"
+    assert not Operation.objects.exists()
 
 
 def test_a_body_that_is_not_an_object_is_a_400(alice, cast):
