@@ -38,8 +38,8 @@ class Plan:
         return 1 << 20
 
 
-QUICK = Plan(loss_pct=(0, 4, 12), repetitions=3, rtt_ms=20, session=Session(timing_scale=0.05, op_timeout=15),
-             budget_s=150)
+QUICK = Plan(loss_pct=(0, 6, 12, 30), repetitions=2, rtt_ms=20, session=Session(timing_scale=0.05, op_timeout=10),
+             budget_s=180)
 FULL = Plan(loss_pct=(0, 2, 4, 6, 8, 10, 12, 16, 20, 25, 30), repetitions=17, rtt_ms=20,
             session=Session(timing_scale=0.2, op_timeout=30), budget_s=5400)
 

@@ -65,6 +65,12 @@ def _operation(op: str, rep: int, target: Any, spec: Any) -> dict[str, Any]:
         return {"op": op, "rep": rep, "ok": True, "seconds": time.monotonic() - started,
                 "router_seconds": router_seconds, "error": ""}
     except Exception as exc:  # noqa: BLE001 - every failure is data here (typed RouterError or not)
+        from routers.drivers.base import LinkAbsent, LinkExists
+
+        if isinstance(exc, LinkExists if op == "add" else LinkAbsent if op == "remove" else ()):
+            # The driver contract: the operations engine treats these as done (idempotent add/remove).
+            return {"op": op, "rep": rep, "ok": True, "seconds": time.monotonic() - started, "router_seconds": 0.0,
+                    "error": f"{type(exc).__name__} (counted as done)"}
         return {"op": op, "rep": rep, "ok": False, "seconds": time.monotonic() - started, "router_seconds": 0.0,
                 "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
