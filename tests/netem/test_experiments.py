@@ -189,3 +189,8 @@ def test_loss_experiment_counts_successes_and_checks_router_agreement(lab, tmp_p
     assert points[0]["success_rate"] == "1.0" and points[0]["agree"] == "True"
     assert int(points[1]["ops"]) == 3
     assert_png(outcome.plots[0])
+
+
+def test_the_data_path_follows_a_link_change_within_a_fraction_of_a_second():
+    up, down = effective.data_path_activation()
+    assert 0 < up < 1 and 0 < down < 1
