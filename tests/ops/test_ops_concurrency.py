@@ -10,6 +10,7 @@ import time
 
 import pytest
 from django.db import connection
+from psycopg.conninfo import make_conninfo
 
 from registry.models import DeviceLock, Link
 from registry.operations import DeviceBusy, execute, submit
@@ -91,8 +92,19 @@ def test_a_router_held_by_another_process_is_waited_for(ops_lab):
             f"conn.execute('SELECT pg_advisory_lock({ADVISORY_NAMESPACE}, {router_id})')\n"
             "print('held', flush=True)\n"
             "time.sleep(1.5)\n",
-            f"host={settings_dict['HOST']} port={settings_dict['PORT'] or 5432} "
-            f"user={settings_dict['USER']} dbname={settings_dict['NAME']}",
+            make_conninfo(
+                **{
+                    key: value
+                    for key, value in {
+                        "host": settings_dict["HOST"],
+                        "port": str(settings_dict["PORT"] or ""),
+                        "user": settings_dict["USER"],
+                        "password": settings_dict["PASSWORD"],
+                        "dbname": settings_dict["NAME"],
+                    }.items()
+                    if value
+                }
+            ),
         ],
         stdout=subprocess.PIPE,
         text=True,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.db import connection
@@ -30,8 +31,11 @@ WORKER_ENV = {
 
 
 def database_url() -> str:
+    """The test database as a DATABASE_URL for a child process (TCP or a unix-socket directory)."""
     db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    auth = quote(db["USER"] or "", safe="") + (":" + quote(db["PASSWORD"], safe="") if db["PASSWORD"] else "")
+    host = quote(db["HOST"] or "127.0.0.1", safe="")
+    return f"postgres://{auth}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def start_worker(secrets_dir: Path, log: Path) -> subprocess.Popen:
