@@ -24,7 +24,7 @@ from netem.testbed import DEFAULT_PREFIX, Lab
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="name prefix of the lab's namespaces")
-    parser.add_argument("--run-dir", type=Path, default=None, help="state, PID files, logs (default .lab/)")
+    parser.add_argument("--run-dir", type=Path, default=None, help="state, PID files, logs (default .lab/PREFIX/)")
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
     up = sub.add_parser("up", help="create the testbed")

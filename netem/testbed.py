@@ -15,8 +15,9 @@ every lab veth: with them on, a dropped "packet" is a 64 KB super-packet of ~15 
 Each site also carries the service addresses experiments bind to: the router's management address
 (.10), its data-path address (.11), a storage target (.20) and a host (.30).
 
-State (sites, backend, applied profiles) is kept in the run dir (`.lab/` in the repository by default,
-or $FLEXZONE_LAB_DIR) together with PID files and logs of every process the lab starts.
+State (sites, backend, applied profiles) is kept in the run dir (`.lab/<prefix>/` in the repository by
+default, or $FLEXZONE_LAB_DIR/<prefix>/, or exactly the directory given) together with PID files and logs
+of every process the lab starts.
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ class Lab:
     def __init__(self, prefix: str = DEFAULT_PREFIX, run_dir: Path | str | None = None,
                  runner: Runner | None = None) -> None:
         self.prefix = prefix
-        self.run_dir = Path(run_dir or os.environ.get("FLEXZONE_LAB_DIR") or DEFAULT_RUN_DIR)
+        # One run dir per prefix by default, so bringing up a second lab never stops the first one's processes.
+        base = Path(os.environ.get("FLEXZONE_LAB_DIR") or DEFAULT_RUN_DIR)
+        self.run_dir = Path(run_dir) if run_dir else base / prefix
         self.runner = runner or Runner()
         self.procs = ProcessTable(self.run_dir)
         self.sites: dict[str, Site] = {}

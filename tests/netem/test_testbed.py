@@ -149,3 +149,18 @@ def test_manage_py_lab_prints_plain_lines_through_django():
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["up"] is False
     assert status.stdout.endswith("}\n")
+
+
+def test_two_labs_with_different_prefixes_keep_separate_run_dirs_and_processes(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLEXZONE_LAB_DIR", str(tmp_path))
+    first, second = Lab(prefix=f"fzta{os.getpid()}"), Lab(prefix=f"fztb{os.getpid()}")
+    try:
+        assert first.run_dir == tmp_path / first.prefix and second.run_dir == tmp_path / second.prefix
+        first.up(2).impair("primary", "remote", LinkProfile.symmetric("d", Impairment(delay_ms=1)))
+        second.up(2)
+        second.down()
+        assert first.procs.pid("emu-primary-remote") is not None and first.is_up
+    finally:
+        first.down()
+        second.down()
+    assert namespaces_with_prefix(first.prefix) == namespaces_with_prefix(second.prefix) == []
