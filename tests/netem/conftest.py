@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from netem.backends import FallbackBackend
 from netem.testbed import Lab
 
 
@@ -50,5 +51,9 @@ def new_lab(lab_prefix: str, tmp_path: Path) -> Iterator[Lab]:
 
 @pytest.fixture
 def lab(new_lab: Lab) -> Lab:
-    """A two-site lab (primary, remote), up."""
-    return new_lab.up(2)
+    """A two-site lab (primary, remote), up, on the nft/NFQUEUE fallback.
+
+    The fallback is forced so these tests exercise the same backend on every kernel (it needs only
+    nft numgen and the NFQUEUE target); the tc-netem backend is tested by the commands it renders.
+    """
+    return new_lab.up(2, backend=FallbackBackend.name)
