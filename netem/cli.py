@@ -4,6 +4,7 @@
     lab down                              stop lab processes, delete lab namespaces (also after a crash)
     lab status                            what is up, where, with which profiles
     lab impair [A B] --forward SPEC [--reverse SPEC]   change the impairment at runtime
+    lab exec SITE -- COMMAND ...          run a command inside a site's namespace (`wan`: the WAN's)
     lab selfcheck [--quick]               measure delay, loss and TCP throughput against targets
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     impair.add_argument("sites", nargs="*", default=["primary", "remote"], help="two site names")
     impair.add_argument("--forward", default="none", help="e.g. delay=20ms,jitter=2ms,loss=1%%,rate=100mbit")
     impair.add_argument("--reverse", default=None, help="default: same as --forward")
+    run_in = sub.add_parser("exec", help="run a command inside a site (or `wan`), e.g. exec primary -- ping ...")
+    run_in.add_argument("site")
+    run_in.add_argument("argv", nargs=argparse.REMAINDER, help="the command (after --)")
     check = sub.add_parser("selfcheck", help="check delay, loss and throughput against the targets")
     check.add_argument("--quick", action="store_true", help="a short run (about a minute)")
     check.add_argument("--results", type=Path, default=None, help="results root (default lab-results/)")
@@ -69,6 +74,12 @@ def run(options: dict[str, Any], out: Any = None) -> int:
         reverse = forward if options["reverse"] is None else Impairment.parse(options["reverse"])
         lab.impair(*options["sites"], LinkProfile("cli", forward, reverse))
         print(json.dumps(lab.status()["profiles"], indent=1), file=out)
+    elif action == "exec":
+        argv = options["argv"][1:] if options["argv"][:1] == ["--"] else options["argv"]
+        if not argv or not lab.is_up:
+            print("exec needs an up lab and a command: lab exec SITE -- COMMAND ...", file=sys.stderr)
+            return 2
+        return subprocess.run(lab.command(options["site"], argv)).returncode
     elif action == "selfcheck":
         return selfcheck(lab, quick=options["quick"], results=options.get("results"), budget=options.get("budget"),
                          out=out)

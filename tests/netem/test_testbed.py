@@ -137,6 +137,9 @@ def test_the_command_line_brings_the_lab_up_reports_it_and_tears_it_down(lab_pre
         assert json.loads(impair.stdout) == {"primary>remote": "delay=5ms,loss=1%", "remote>primary": "delay=5ms"}
         status = json.loads(subprocess.run([*base, "status"], cwd=REPO, capture_output=True, text=True,
                                            check=True).stdout)
+        inside = subprocess.run([*base, "exec", "remote", "--", "ip", "-4", "-br", "addr", "show", "fzs2"], cwd=REPO,
+                                capture_output=True, text=True, timeout=30)
+        assert inside.returncode == 0 and "198.18.2.2/24" in inside.stdout
         assert status["sites"]["remote"]["mgmt"] == "198.18.2.10" and len(status["processes"]) == 2
     finally:
         down = subprocess.run([*base, "down"], cwd=REPO, capture_output=True, text=True, timeout=60)
