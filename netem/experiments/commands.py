@@ -18,7 +18,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -90,7 +90,7 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     print(f"results: {folder}", file=out, flush=True)
     outcomes: list[Outcome] = []
     extra: list[tuple[str, str]] = []
-    with _lab(options, where) as lab:
+    with _lab(options, where) as (lab, owned):
         data_path = any(name not in LAB_ONLY for name in names)
         with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none",
                         data_path=data_path) as bench:
@@ -99,9 +99,13 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
                 sub.mkdir(parents=True, exist_ok=True)
                 outcomes.append(_run_one(name, bench, plans[name], sub, out, command))
             environment = bench.environment()
-        # Last: the fallback backend reports "delay emulator is not running" for every later window once
-        # the self-check's lab.clear() has stopped the emulators (netem/backends.py, FallbackBackend.end_window).
+        # Last, on a fresh testbed when it is ours: once any lab.clear() has stopped the delay emulators, the
+        # fallback backend reports "delay emulator is not running" for every later window
+        # (netem/backends.py, FallbackBackend.end_window keys on the stopped emulator's stats file).
         if action == "all" and lab is not None and not options.get("no_selfcheck"):
+            if owned:
+                lab.down()
+                lab.up(2)
             extra.append(("Emulator self-check", _selfcheck(lab, folder, options.get("quick", False), out)))
     if action == "all" and where != "lab":
         extra.append(("Not run on loopback", ", ".join(LAB_ONLY) + ": they need the lab's emulated WAN "
@@ -147,10 +151,10 @@ def _run_one(name: str, bench: Bench, plan: Any, folder: Path, out: TextIO, comm
 
 
 @contextlib.contextmanager
-def _lab(options: dict[str, Any], where: str) -> Iterator[Any]:
-    """The lab to run in (brought up, and down afterwards, if it was not up), or None on loopback."""
+def _lab(options: dict[str, Any], where: str) -> Iterator[tuple[Any, bool]]:
+    """(the lab to run in, whether we brought it up and take it down afterwards), or (None, False) on loopback."""
     if where != "lab":
-        yield None
+        yield None, False
         return
     from netem.testbed import DEFAULT_PREFIX, Lab
 
@@ -159,7 +163,7 @@ def _lab(options: dict[str, Any], where: str) -> Iterator[Any]:
     if owned:
         lab.up(2)
     try:
-        yield lab
+        yield lab, owned
     finally:
         if owned:
             lab.down()
@@ -194,5 +198,5 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None, out: Callable[..., Any] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     return run_experiment(vars(build_parser().parse_args(argv)))
