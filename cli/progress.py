@@ -17,6 +17,9 @@ from cli.errors import OPERATION_FAILED, CliError
 PHASES = ("queued", "connecting", "on_router", "verifying")
 TERMINAL = ("succeeded", "failed", "rolled_back")
 POLL_START, POLL_MAX = 0.1, 0.25
+# After this long in `queued`, say so: no worker has taken the operation (none running, or it was lost).
+QUEUED_TOO_LONG = 10.0
+NO_WORKER = "no worker has picked it up yet"
 
 
 def phase_label(phase: str) -> str:
@@ -30,15 +33,22 @@ class Progress:
         self.stream, self.live, self.quiet = stream, live, quiet
         self.last_phase: str | None = None
         self.drawn = False
+        self.warned = False
 
     def update(self, operation: dict, elapsed: float) -> None:
         if self.quiet:
             return
         phase = operation.get("phase") or "queued"
+        stuck = operation.get("state") == "queued" and elapsed >= QUEUED_TOO_LONG
         if self.live:
-            self.stream.write(f"\r\x1b[K{self.strip(operation, phase)}  {elapsed:5.1f}s")
+            note = f"  ({NO_WORKER})" if stuck else ""
+            self.stream.write(f"\r\x1b[K{self.strip(operation, phase)}  {elapsed:5.1f}s{note}")
             self.stream.flush()
             self.drawn = True
+        elif stuck and not self.warned:
+            self.stream.write(f"operation {operation.get('id')}: still queued after {elapsed:.0f}s; {NO_WORKER}\n")
+            self.stream.flush()
+            self.warned = True
         elif phase != self.last_phase and phase != "done":
             attempt = f", attempt {operation['attempts']}" if (operation.get("attempts") or 0) > 1 else ""
             self.stream.write(f"operation {operation.get('id')}: {phase_label(phase)}{attempt} ({elapsed:.1f}s)\n")
@@ -79,12 +89,7 @@ def follow(client: Client, operation: dict, location: str | None, *, max_wait: f
             progress.update(operation, elapsed)
             if elapsed >= max_wait:
                 progress.finish()
-                raise CliError(
-                    f"operation {operation.get('id')} is still {operation.get('state')} "
-                    f"({phase_label(operation.get('phase') or 'queued')}) after {max_wait:.0f} s",
-                    f"it continues on the server; follow it with `flexzone --status {operation.get('id')}`",
-                    OPERATION_FAILED,
-                )
+                raise still_running(operation, max_wait)
             time.sleep(min(interval, max(0.0, max_wait - elapsed)))
             interval = min(POLL_MAX, interval * 1.5)
             try:
@@ -97,6 +102,17 @@ def follow(client: Client, operation: dict, location: str | None, *, max_wait: f
     finally:
         progress.finish()
     return operation
+
+
+def still_running(operation: dict, waited: float) -> CliError:
+    number = operation.get("id")
+    if operation.get("state") == "queued":
+        return CliError(f"operation {number} is still queued after {waited:.0f} s: {NO_WORKER}",
+                        "the service's operation workers are not running or lost it; tell its admin "
+                        f"(`flexzone --status {number}` follows it)", OPERATION_FAILED)
+    return CliError(f"operation {number} is still {operation.get('state')} "
+                    f"({phase_label(operation.get('phase') or 'queued')}) after {waited:.0f} s",
+                    f"it continues on the server; follow it with `flexzone --status {number}`", OPERATION_FAILED)
 
 
 def make_progress(json_mode: bool, stream: TextIO | None = None) -> Progress:

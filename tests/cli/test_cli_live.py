@@ -18,7 +18,7 @@ import time
 import pytest
 
 from cli.output import FIELDS
-from tests.api.conftest import ROOT
+from tests.api.conftest import ROOT, api_server  # noqa: F401 - fixture: the API tests' server runs no operations
 
 XRAID3_WWN = "20:04:00:04:53:00:02:f0"
 
@@ -323,3 +323,13 @@ def test_a_revoked_certificate_exits_3_saying_it_was_revoked(lab, config_for, ru
     result = run_cli("flexzone", "--zones", config=config)
     assert result.returncode == 3
     assert "it has been revoked" in one_error_line(result)
+
+
+def test_an_operation_no_worker_takes_ends_the_wait_with_exit_1_saying_so(api_server, cast, config_for,  # noqa: F811
+                                                                          run_cli):
+    result = run_cli("flexzone", "--add", "--device-description", "XRAID1", "--site", "remote-site", "--wait", "1",
+                     config=config_for(api_server.url))
+    assert result.returncode == 1
+    line = result.stderr.splitlines()[-1]
+    assert "is still queued after 1 s: no worker has picked it up yet" in line
+    assert "(hint: " in line and "--status" in line
