@@ -333,3 +333,27 @@ def test_an_operation_no_worker_takes_ends_the_wait_with_exit_1_saying_so(api_se
     line = result.stderr.splitlines()[-1]
     assert "is still queued after 1 s: no worker has picked it up yet" in line
     assert "(hint: " in line and "--status" in line
+
+
+def test_a_key_that_does_not_belong_to_the_certificate_exits_3_naming_both(lab, run_cli, api_pki, tmp_path):
+    from cli.config import write_config
+
+    cert, _ = api_pki.pair("alice")
+    _, other_key = api_pki.pair("bob")
+    config = write_config(tmp_path / "mixed.toml", server=lab.server.url, ca=api_pki.ca_file, cert=cert,
+                          key=other_key)
+    result = run_cli("flexzone", "--sites", config=config)
+    assert result.returncode == 3
+    assert f"the key {other_key} does not belong to the certificate {cert}" in one_error_line(result)
+
+
+def test_an_unknown_operation_exits_2(lab, config_for, run_cli):
+    result = run_cli("flexzone", "--status", "999999", config=config_for(lab.server.url))
+    assert result.returncode == 2
+    assert one_error_line(result).startswith("flexzone: not found: ")
+
+
+def test_repair_is_refused_to_an_operator_with_exit_3(lab, config_for, run_cli):
+    result = run_cli("flexzone", "--reconcile", "--repair", config=config_for(lab.server.url))
+    assert result.returncode == 3
+    assert "repair needs admin" in one_error_line(result)
