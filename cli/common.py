@@ -96,8 +96,9 @@ def run(program: str, main: Callable[[Sequence[str]], int], argv: Sequence[str] 
 
 
 def submit_operation(client: Client, path: str, body: dict, args: argparse.Namespace,
-                     describe: Callable[[dict], str]) -> tuple[int, dict]:
-    """POST an operation, follow it with a progress line, print the outcome; returns (exit code, operation)."""
+                     describe: Callable[[dict], str], details: Callable[[dict], list[str]] | None = None) -> dict:
+    """POST an operation, follow it with a progress line and print the outcome (one line, the timing line,
+    then `details`, failed or not); a failure raises CliError."""
     response = client.post(path, body)
     operation = json_body(response)
     location = response.headers.get("Location")
@@ -107,7 +108,7 @@ def submit_operation(client: Client, path: str, body: dict, args: argparse.Names
         else:
             print(f"operation {operation.get('id')} submitted ({operation.get('state')}); "
                   f"follow it with: flexzone --status {operation.get('id')}")
-        return DONE, operation
+        return operation
     operation = follow(client, operation, location, max_wait=args.wait, progress=make_progress(args.json))
     ok = operation.get("state") == "succeeded"
     if args.json:
@@ -116,10 +117,12 @@ def submit_operation(client: Client, path: str, body: dict, args: argparse.Names
         word = "done" if ok else operation.get("state", "failed").replace("_", " ")
         print(f"operation {operation.get('id')} {word}: {describe(operation)}")
         print(output.timing_line(operation))
+        for line in details(operation) if details else []:
+            print(line)
     if not ok:
         error = operation.get("error") or "no reason recorded"
         raise_failed(operation, error)
-    return DONE, operation
+    return operation
 
 
 def raise_failed(operation: dict, error: str) -> None:

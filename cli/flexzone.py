@@ -155,8 +155,8 @@ def connect(client: Client, args: argparse.Namespace, lease: int | None) -> int:
     if lease is not None:
         body["duration"] = lease
     path = "/api/connect/" if args.add else "/api/disconnect/"
-    code, _operation = submit_operation(client, path, body, args, describe_link_operation)
-    return code
+    submit_operation(client, path, body, args, describe_link_operation)
+    return DONE
 
 
 def describe_link_operation(operation: dict) -> str:
@@ -203,11 +203,8 @@ def describe_plan(result: dict) -> str:
 
 def reconcile(client: Client, args: argparse.Namespace) -> int:
     body: dict = {"repair": bool(args.repair), "policy": args.policy}
-    code, operation = submit_operation(client, "/api/reconcile/", body, args, describe_reconcile)
-    if not args.json and not args.no_wait:
-        for line in reconcile_report(operation):
-            print(line)
-    return code
+    submit_operation(client, "/api/reconcile/", body, args, describe_reconcile, reconcile_report)
+    return DONE
 
 
 def describe_reconcile(operation: dict) -> str:

@@ -79,8 +79,8 @@ def _main(argv: Sequence[str]) -> int:
         return lsifcp(client, args)
     body = {"router": choose_router(client, args.router, command), "command": command, "port": args.port,
             "zone": args.zone, "ifcpip": args.ifcpip}
-    code, _operation = submit_operation(client, "/api/invoke/", body, args, describe_session_operation)
-    return code
+    submit_operation(client, "/api/invoke/", body, args, describe_session_operation)
+    return DONE
 
 
 def choose_router(client: Client, name: str | None, command: str) -> str:
