@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from django.db import close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -180,12 +180,16 @@ def _take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
         return
     site = Site.objects.get(name=plan["site"])
     with transaction.atomic(savepoint=False):
-        devices = Device.objects.select_for_update().filter(description__in=plan["devices"]).order_by("pk")
+        # Evaluated now: the row locks must be held before the device's locks are read.
+        devices = list(Device.objects.select_for_update().filter(description__in=plan["devices"]).order_by("pk"))
         # Row ids for the worker, which then need not look them up again.
         plan["ids"] = {"site": site.pk, "devices": {}}
+        held: dict[int, list[DeviceLock]] = {}
+        for lock in DeviceLock.objects.filter(device__in=devices):
+            held.setdefault(lock.device_id, []).append(lock)
         for device in devices:
             plan["ids"]["devices"][device.description] = [device.pk, device.zone_id]
-            locks = list(device.locks.select_related("site"))
+            locks = held.get(device.pk, [])
             mine = [lock for lock in locks if lock.site_id == site.pk]
             others = [lock for lock in locks if lock.site_id != site.pk]
             if mine:
@@ -196,14 +200,17 @@ def _take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
                 raise DeviceBusy(
                     "device", f"{device.description} is locked by {others[0].site.name}; disconnect it there first."
                 )
-            DeviceLock.objects.create(
-                device=device,
-                site=site,
-                exclusive=not device.shareable,
-                expires_at=expires_at,
-                operation=op,
-                reason=f"operation {op.pk}",
-            )
+            try:
+                DeviceLock.objects.create(
+                    device=device,
+                    site=site,
+                    exclusive=not device.shareable,
+                    expires_at=expires_at,
+                    operation=op,
+                    reason=f"operation {op.pk}",
+                )
+            except IntegrityError:  # the database's own rule, should the row lock ever be bypassed
+                raise DeviceBusy("device", f"{device.description} is locked by another site.") from None
 
 
 def _enqueue(op: Operation) -> None:
@@ -580,20 +587,22 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
     op = run.op
     routers = Router.objects.in_bulk({step.router_id for step in steps})
     ids = op.plan.get("ids") or {}
+    # Zone row ids (not numbers) keep the lookup free of joins: the device's zone is the step's zone.
+    zone_ids = [(ids.get("devices", {}).get(step.device) or _device_ids(run, step.device))[1] for step in steps]
     endpoints = Q()
-    for step in steps:
-        endpoints |= _endpoint(step)
+    for step, zone_id in zip(steps, zone_ids, strict=True):
+        endpoints |= Q(router_id=step.router_id, port=step.port, zone_id=zone_id, remote_ip=step.remote_ip)
     with transaction.atomic():
         active = {
-            (link.router_id, link.port, link.zone.zone_id, link.remote_ip): link
+            (link.router_id, link.port, link.zone_id, link.remote_ip): link
             for link in Link.objects.select_for_update(of=("self",))
-            .select_related("operation", "zone")
+            .select_related("operation")
             .filter(endpoints, state__in=Link.ACTIVE_STATES)
         }
         result: list[tuple[Link, bool]] = []
         new: list[Link] = []
-        for step in steps:
-            link = active.get((step.router_id, step.port, step.zone, step.remote_ip))
+        for step, zone_id in zip(steps, zone_ids, strict=True):
+            link = active.get((step.router_id, step.port, zone_id, step.remote_ip))
             if link is not None and link.state != Link.State.UP:
                 if _busy_elsewhere(link, op):
                     raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
