@@ -20,7 +20,7 @@ _SECRET_REF = re.compile(r"^(env:[A-Z_][A-Z0-9_]{0,127}|file:[A-Za-z0-9][A-Za-z0
 def normalize_wwn(value: str) -> str:
     """Return the canonical (lower-case) WWN or raise ValidationError naming the rule."""
     text = (value or "").strip()
-    if not _WWN_ANY_CASE.match(text):
+    if not _WWN_ANY_CASE.fullmatch(text):
         raise ValidationError(
             "A WWN is eight colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17; got %(value)r.",
             code="wwn_format",
@@ -30,7 +30,7 @@ def normalize_wwn(value: str) -> str:
 
 
 def validate_short_name(value: str) -> None:
-    if not _SHORT_NAME.match(value or ""):
+    if not _SHORT_NAME.fullmatch(value or ""):
         raise ValidationError(
             "Use 1-63 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit.",
             code="short_name",
@@ -38,7 +38,7 @@ def validate_short_name(value: str) -> None:
 
 
 def validate_description(value: str) -> None:
-    if not _DESCRIPTION.match(value or ""):
+    if not _DESCRIPTION.fullmatch(value or ""):
         raise ValidationError(
             "Use ASCII letters, digits, spaces and . , : / ( ) # + @ _ - only (no control characters, quotes, "
             "or shell/CLI metacharacters).",
@@ -53,12 +53,12 @@ def validate_host(value: str) -> None:
     except ValueError:
         pass
     labels = (value or "").rstrip(".").split(".")
-    if len(value or "") > 253 or not all(_HOST_LABEL.match(label) for label in labels):
+    if len(value or "") > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
         raise ValidationError("Enter an IP address or a DNS host name.", code="host")
 
 
 def validate_secret_ref(value: str) -> None:
-    if not _SECRET_REF.match(value or ""):
+    if not _SECRET_REF.fullmatch(value or ""):
         raise ValidationError(
             'Use "env:VARIABLE_NAME" or "file:NAME" (a file in the secrets directory).', code="secret_ref"
         )
