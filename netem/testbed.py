@@ -27,6 +27,7 @@ import ipaddress
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -219,9 +220,16 @@ class Lab:
         run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], netns=netns, check=False)
 
     def down(self) -> None:
-        """Stop every lab process and delete every lab namespace, also after a crash."""
+        """Stop every lab process and delete every lab namespace, also after a crash.
+
+        Processes started through `spawn` are stopped by their PID files; anything else still running
+        inside one of this lab's namespaces (started by hand with `lab exec`, or by a crashed caller) is
+        found with `ip netns pids` and stopped by PID too, since deleting a namespace does not end them.
+        """
         self.procs.stop_all()
-        for netns in self.our_namespaces():
+        namespaces = self.our_namespaces()
+        self._stop_namespace_processes(namespaces)
+        for netns in namespaces:
             self.runner.ok(["ip", "netns", "del", netns])
         for leftover in ("state.json", "state.tmp"):
             (self.run_dir / leftover).unlink(missing_ok=True)
@@ -231,6 +239,26 @@ class Lab:
         self.profiles = {}
         self.backend_name = ""
         self._backend = None
+
+    def _stop_namespace_processes(self, namespaces: list[str], timeout: float = 5.0) -> None:
+        def pids() -> set[int]:
+            found: set[int] = set()
+            for netns in namespaces:
+                out = self.runner.run(["ip", "netns", "pids", netns], check=False).stdout
+                found |= {int(pid) for pid in out.split() if pid.isdigit()}
+            return found - {os.getpid()}
+
+        remaining = pids()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in remaining:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + timeout
+            while remaining and time.monotonic() < deadline:
+                time.sleep(0.05)
+                remaining = pids()
+            if not remaining:
+                return
 
     # -- impairments ------------------------------------------------------------------------------
     @property

@@ -108,13 +108,19 @@ def test_down_cleans_up_after_a_crashed_lab_process(lab_prefix, tmp_path):
         f"lab = Lab(prefix={lab_prefix!r}, run_dir={str(run_dir)!r}).up(2, backend='nft-nfqueue')\n"
         "lab.impair('primary', 'remote', LinkProfile.symmetric('x', Impairment(delay_ms=10)))\n"
         "lab.spawn('sleeper', 'remote', ['sleep', '300'])\n"
+        "import subprocess\n"
+        "stray = subprocess.Popen(lab.command('primary', ['sleep', '300']), stdout=subprocess.DEVNULL, "
+        "stderr=subprocess.DEVNULL, start_new_session=True)\n"
+        f"open({str(tmp_path / 'stray.pid')!r}, 'w').write(str(stray.pid))\n"
         "os._exit(3)\n"
     )
     try:
         proc = subprocess.run([sys.executable, "-c", crash], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 3, proc.stderr
         pids = [int(p.read_text().split()[0]) for p in (run_dir / "pids").glob("*.pid")]
-        assert len(pids) == 3 and all(Path(f"/proc/{pid}").exists() for pid in pids)
+        assert len(pids) == 3
+        pids.append(int((tmp_path / "stray.pid").read_text()))  # started without spawn: no PID file
+        assert all(Path(f"/proc/{pid}").exists() for pid in pids)
         assert len(namespaces_with_prefix(lab_prefix)) == 3
         Lab(prefix=lab_prefix, run_dir=run_dir).down()
         assert namespaces_with_prefix(lab_prefix) == []
