@@ -90,6 +90,7 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     print(f"results: {folder}", file=out, flush=True)
     outcomes: list[Outcome] = []
     extra: list[tuple[str, str]] = []
+    checks_passed = True
     with _lab(options, where) as (lab, owned):
         data_path = any(name not in LAB_ONLY for name in names)
         with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none",
@@ -106,7 +107,8 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
             if owned:
                 lab.down()
                 lab.up(2)
-            extra.append(("Emulator self-check", _selfcheck(lab, folder, options.get("quick", False), out)))
+            verdict, checks_passed = _selfcheck(lab, folder, options.get("quick", False), out)
+            extra.append(("Emulator self-check", verdict))
     if action == "all" and where != "lab":
         extra.append(("Not run on loopback", ", ".join(LAB_ONLY) + ": they need the lab's emulated WAN "
                       "(run as root with --where lab)."))
@@ -116,7 +118,7 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
         for note in outcome.notes:
             print(f"- {note}", file=out)
     print(f"\nreport: {report}", file=out, flush=True)
-    return 0 if all(o.valid for o in outcomes) else 1
+    return 0 if all(o.valid for o in outcomes) and checks_passed else 1
 
 
 def _plan(name: str, options: dict[str, Any]) -> Any:
@@ -169,8 +171,9 @@ def _lab(options: dict[str, Any], where: str) -> Iterator[tuple[Any, bool]]:
             lab.down()
 
 
-def _selfcheck(lab: Any, folder: Path, quick: bool, out: TextIO) -> str:
-    """Run lab-1's self-check (netem.selfcheck) into folder/selfcheck and return its verdict as Markdown."""
+def _selfcheck(lab: Any, folder: Path, quick: bool, out: TextIO) -> tuple[str, bool]:
+    """Run the emulator self-check (netem.selfcheck) into folder/selfcheck; return its verdict (Markdown) and
+    whether it passed."""
     from netem.selfcheck import FULL, QUICK, run_checks
 
     try:
@@ -178,12 +181,15 @@ def _selfcheck(lab: Any, folder: Path, quick: bool, out: TextIO) -> str:
                             budget_s=240 if quick else 1200)
     except Exception as exc:  # noqa: BLE001 - the report still gets written, saying so
         print(f"selfcheck: FAILED to run: {exc}", file=out, flush=True)
-        return f"Verdict: **did not run** ({type(exc).__name__}: {str(exc)[:300]})."
+        return f"Verdict: **did not run** ({type(exc).__name__}: {str(exc)[:300]}).", False
     report.write(folder / "selfcheck")
     verdict = "PASSED" if report.passed else "FAILED"
     print(f"selfcheck {verdict}: {report.summary_line()}", file=out, flush=True)
-    return (f"Verdict: **{verdict}** ({report.summary_line()}). Raw data: `selfcheck/selfcheck.csv`, "
-            "`selfcheck/selfcheck.json`.")
+    failed = [f"{r.profile} {r.kind}: " + ("; ".join(r.health) or "outside target") for r in report.rows
+              if not (r.within_target and r.valid)]
+    text = (f"Verdict: **{verdict}** ({report.summary_line()}). Raw data: `selfcheck/selfcheck.csv`, "
+            "`selfcheck/selfcheck.json`." + "".join(f"\n- {line}" for line in failed))
+    return text, report.passed
 
 
 def build_parser() -> argparse.ArgumentParser:
