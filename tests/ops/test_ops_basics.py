@@ -111,3 +111,25 @@ def test_list_links_reads_every_router(ops_lab):
         (8, 1, "127.0.0.22")
     }
     assert Operation.objects.filter(kind="list", state="succeeded").exists()
+
+
+@pytest.mark.parametrize("platform", ["brocade_fos", "cisco_mds"])
+@pytest.mark.django_db
+def test_add_and_remove_drive_fcip_routers_over_ssh(demo, ops_settings, sim_factory, secrets_dir, platform):
+    from tests.ops.conftest import wire
+
+    if platform == "brocade_fos":  # FCIP links live on VE ports 24-43
+        Site.objects.filter(name="primary-site").update(router_port=24)
+        Site.objects.filter(name="remote-site").update(router_port=25)
+    sims = {}
+    for router in (demo["primary_rtr"], demo["remote_rtr"]):
+        sims[router.name] = sim_factory(platform, ssh=("127.0.0.1", 0))
+        router.platform, router.transport = platform, "ssh"
+        wire(router, sims[router.name].addresses["ssh"], secrets_dir, command_timeout=5.0)
+    op = execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    assert op.state == "succeeded", op.error
+    for router in (demo["primary_rtr"], demo["remote_rtr"]):
+        assert registry_keys(router) == router_keys(sims[router.name]) != set()
+    op = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    assert op.state == "succeeded", op.error
+    assert all(router_keys(sim) == set() for sim in sims.values())
