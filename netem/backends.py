@@ -82,13 +82,15 @@ class LatenessLimits:
 
     Lateness counts from the kernel's receive timestamp, so it includes waiting in the kernel queue for
     the emulator to wake up. A small shared VM is preempted now and then (a plain SCHED_FIFO sleep loop
-    here wakes >1 ms late for ~1 % of wake-ups, up to ~5 ms; under a busy test suite several % of
-    packets leave >1 ms late), so scattered late packets are tolerated; an emulator that falls behind
-    shows up in the mean, in the share of late packets and in the maximum, and queue drops always spoil.
+    here wakes >1 ms late for ~1 % of wake-ups, up to ~5 ms; with other test suites running, 10-20 % of
+    even a light ping stream left >1 ms late, 0.5-0.6 ms late on average), so scattered lateness is
+    tolerated. An emulator that cannot keep up looks different: saturated by bulk TCP it released
+    60-70 % of packets >1 ms late and 6-8 ms late on average, and a 300 ms stall shows in the maximum.
+    Queue drops always spoil.
     """
 
-    mean_ms: float = 0.5
-    late_share: float = 0.10
+    mean_ms: float = 1.0
+    late_share: float = 0.25
     max_ms: float = 50.0
 
 

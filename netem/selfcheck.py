@@ -7,8 +7,8 @@ For each profile it measures, between the primary and the remote site,
   the Mathis prediction MSS/RTT * 1.22/sqrt(p) using the measured RTT and the configured loss.
 Targets: delay within +/-(1 ms + 2 %), loss within +/-0.5 percentage points, throughput within a factor
 of 2 of Mathis. Profiles with a rate cap and no loss check instead that bulk TCP gets 80-105 % of the rate.
-Every measurement is bracketed by the emulator's health window; a spoiled one is retried once and, if
-still spoiled, counts as a failure.
+Every measurement is bracketed by the emulator's health window; a spoiled one is repeated (three tries in
+all) and, if still spoiled, counts as a failure.
 """
 
 from __future__ import annotations
@@ -193,13 +193,13 @@ def _clock(seconds: float) -> str:
     return f"{int(seconds) // 60:02d}:{int(seconds) % 60:02d}"
 
 
-def _measure(lab: Lab, attempt: Callable[[], Any]) -> tuple[Any, list[str], dict[str, Any], int]:
-    """Run a measurement in a health window; retry once if the emulator spoiled it."""
-    for tries in (1, 2):
+def _measure(lab: Lab, attempt: Callable[[], Any], tries: int = 3) -> tuple[Any, list[str], dict[str, Any], int]:
+    """Run a measurement in a health window; repeat it (up to `tries` times) while the emulator spoils it."""
+    for n in range(1, tries + 1):
         with lab.measurement() as health:
             value = attempt()
-        if health.valid or tries == 2:
-            return value, health.reasons, health.details, tries
+        if health.valid or n == tries:
+            return value, health.reasons, health.details, n
     raise AssertionError("unreachable")
 
 
