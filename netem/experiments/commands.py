@@ -53,6 +53,11 @@ def add_subcommands(sub: Any) -> None:
         parser.add_argument("--wan", default="none", help="impairment both ways between the sites, e.g. delay=10ms")
         parser.add_argument("--results", type=Path, default=None, help="results root (default lab-results/)")
         parser.add_argument("--budget", type=float, default=None, help="time budget per experiment in seconds")
+        if name in ("transfer", "filesizes", "all"):
+            parser.add_argument("--queue-depth", type=int, default=None,
+                                help="outstanding requests per client (xdd -queuedepth; default 1)")
+        if name in ("transfer", "all"):
+            parser.add_argument("--passes", type=int, default=None, help="passes per cell (xdd -passes)")
         if name in ("effective", "all"):
             parser.add_argument("--setup-s", type=float, default=None,
                                 help="use this link setup time instead of measuring it on simulated routers")
@@ -126,6 +131,10 @@ def _plan(name: str, options: dict[str, Any]) -> Any:
     plan = module.QUICK if options.get("quick") else module.FULL
     if options.get("budget"):
         plan = replace(plan, budget_s=float(options["budget"]))
+    if name in ("transfer", "filesizes") and options.get("queue_depth"):
+        plan = replace(plan, queue_depth=options["queue_depth"])
+    if name == "transfer" and options.get("passes"):
+        plan = replace(plan, passes=options["passes"])
     if name == "effective":
         if (options.get("setup_s") is None) != (options.get("teardown_s") is None):
             raise SystemExit("give both --setup-s and --teardown-s, or neither (then they are measured)")
