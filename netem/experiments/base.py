@@ -102,7 +102,8 @@ def _read(path: str) -> str:
 
 
 def relay_argv(listen: str, target: str, *, tls: str | None = None, cert_dir: Path | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "routers.sim.datapath", "--listen", listen, "--target", target, "--link", "up"]
+    argv = [sys.executable, "-m", "routers.sim.datapath", "--listen", listen, "--target", target, "--link", "up",
+            "--exit-with-parent"]
     if tls:
         assert cert_dir is not None
         argv += [f"--tls-{tls}", "--tls-cert", str(cert_dir / "datapath-cert.pem"),

@@ -431,7 +431,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls-upstream", action="store_true", help="speak TLS to the target (the near router)")
     parser.add_argument("--tls-cert", type=Path, help="PEM certificate shared by both ends of the encrypted hop")
     parser.add_argument("--tls-key", type=Path, help="its PEM private key")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="stop when the process that started this relay goes away (like nbdkit's option)")
     return parser
+
+
+async def _watch_parent(stop: asyncio.Event, parent: int) -> None:
+    """Set `stop` once this process is re-parented (its parent died): orphans must not keep a port."""
+    while not stop.is_set():
+        if os.getppid() != parent:
+            stop.set()
+            return
+        try:
+            await asyncio.wait_for(stop.wait(), 0.5)
+        except TimeoutError:
+            pass
 
 
 async def _follow_file(relay: DataPathRelay, path: Path, stop: asyncio.Event) -> None:
@@ -450,6 +464,10 @@ async def _follow_file(relay: DataPathRelay, path: Path, stop: asyncio.Event) ->
 
 
 async def run(args: argparse.Namespace, ready: Callable[[dict[str, Any]], None] | None = None) -> int:
+    # main() reads the parent first thing; if it is already gone, getppid() names init and we stop at once.
+    parent = getattr(args, "parent_pid", None) or os.getppid()
+    if args.exit_with_parent and parent == 1:
+        return 0
     server_tls = client_tls = None
     if args.tls_listen or args.tls_upstream:
         if not (args.tls_cert and args.tls_key):
@@ -468,14 +486,16 @@ async def run(args: argparse.Namespace, ready: Callable[[dict[str, Any]], None] 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     watcher = loop.create_task(_follow_file(relay, link_file, stop)) if link_file else None
+    orphan_guard = loop.create_task(_watch_parent(stop, parent)) if args.exit_with_parent else None
     info = {"listen": list(address), "target": list(relay.target), "pid": os.getpid(),
             "tls": "listen" if server_tls else "upstream" if client_tls else "off"}
     print(json.dumps(info), flush=True)
     if ready:
         ready(info)
     await stop.wait()
-    if watcher:
-        await watcher
+    for task in (watcher, orphan_guard):
+        if task:
+            await task
     await relay.aclose()
     stats = relay.stats
     print(json.dumps({"accepted": stats.accepted, "bytes_in": stats.bytes_in, "bytes_out": stats.bytes_out,
@@ -484,7 +504,9 @@ async def run(args: argparse.Namespace, ready: Callable[[dict[str, Any]], None] 
 
 
 def main(argv: list[str] | None = None) -> int:
+    parent = os.getppid()
     args = build_parser().parse_args(argv)
+    args.parent_pid = parent
     try:
         return asyncio.run(run(args))
     except (ValueError, OSError) as exc:

@@ -243,3 +243,15 @@ def test_relay_process_refuses_a_destination_outside_the_lab():
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert proc.returncode == 2
     assert "outside loopback and the lab network" in proc.stderr
+
+
+def test_relay_process_started_with_exit_with_parent_stops_when_its_parent_dies(echo):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    # A parent shell starts the relay, prints its PID and exits a moment later: the relay is orphaned.
+    script = (f"{sys.executable} -m routers.sim.datapath --listen 127.0.0.1:0 --target "
+              f"{echo.address[0]}:{echo.address[1]} --exit-with-parent >/dev/null 2>&1 & echo $!; sleep 1")
+    pid = int(subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=env, timeout=30).stdout)
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+        assert time.monotonic() < deadline, "the orphaned relay kept running"
+        time.sleep(0.1)
