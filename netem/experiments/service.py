@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from netem.experiments.base import ROOT, python_env
+from netem.experiments.base import python_env
 
 SOCKET_DIR = "/var/run/postgresql"
 DB_ROLE = "postgres"
