@@ -1,44 +1,49 @@
-"""`latency`: add / list / remove time vs WAN round-trip time (the paper's Figures 11-13), router phase.
+"""`latency`: add / list / remove time and its registry / invocation / router split vs WAN round trip
+(the paper's Figures 11-13).
 
-For each round trip (0, 20, 40, 80, 160 ms; half of it each way), a fresh simulated router at the remote
-site is driven from the primary site through the emulated WAN, and every operation (session set-up,
-commands, save) is timed; `router_seconds` is the drivers' own account of the time spent waiting on the
-router. Session-oriented CLIs cost a number of round trips per operation (the research measured ~24 for
-a 20-command session), so the time grows linearly with the RTT; the slope is fitted and reported.
+The flexzone service runs at the primary site (netem.experiments.service: the operations engine in the
+primary namespace, its registry in PostgreSQL, an Eclipse simulator at the primary site and a Nishan
+simulator at the remote site). For each round trip (0, 20, 40, 80, 160 ms; half of it each way) the
+engine submits and executes add / list / remove operations, and the journal's own split is recorded:
+registry_ms (planning, locks, journal), router_ms (waiting on the routers; the WAN's round trips land
+here), invocation_ms (the remainder: session handling, retries, bookkeeping) and total_ms. Each point
+starts with one untimed `list` that logs the engine's session pool in (its row is kept, marked warm-up).
 
-Not yet here: the registry and invocation phases of the split, which need the REST service at the
-primary site (then: time the API request, and read the operation's phase timings from its journal).
+The router-only probe of before (the drivers from the primary site, a fresh session per operation, no
+service) still runs beside it when the plan asks for it (`router_probe_reps`), as a cross-check.
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from netem.experiments.base import Bench, Budget, Outcome, Progress, markdown_table, write_csv, write_json
-from netem.experiments.mgmt import RemoteRouter, Session, agreement, probe
-from netem.plots import Panel, Series, figure
+from netem.experiments.service import LabService, ServiceSettings
 
 OPS = ("add", "list", "remove")
+PHASES = ("registry_ms", "invocation_ms", "router_ms")
 
 
 @dataclass(frozen=True)
 class Plan:
     rtts_ms: tuple[float, ...]
     repetitions: int
-    session: Session
-    budget_s: float
+    service: ServiceSettings = field(default_factory=ServiceSettings)
+    budget_s: float = 150
+    router_probe_reps: int = 0
 
     @property
     def target_bytes(self) -> int:
         return 1 << 20
 
 
-QUICK = Plan(rtts_ms=(0, 40, 160), repetitions=2, session=Session(timing_scale=0.05), budget_s=150)
-FULL = Plan(rtts_ms=(0, 20, 40, 80, 160), repetitions=20, session=Session(timing_scale=0.2), budget_s=3600)
+QUICK = Plan(rtts_ms=(0, 40, 160), repetitions=3, service=ServiceSettings(timing_scale=0.05), budget_s=150)
+FULL = Plan(rtts_ms=(0, 20, 40, 80, 160), repetitions=20, service=ServiceSettings(timing_scale=0.2),
+            budget_s=3600, router_probe_reps=5)
 
 
 def _profile(rtt_ms: float) -> Any:
@@ -57,72 +62,154 @@ def fit_slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - b * mx, b
 
 
+def _estimate(plan: Plan, rtt: float) -> float:
+    # ~5 router round trips per router step, two routers per add/remove, plus the simulators' own timing.
+    per_op = 0.6 + 20 * plan.service.timing_scale + 12 * rtt / 1000
+    return plan.repetitions * len(OPS) * per_op + 4 + plan.router_probe_reps * 3 * (1 + 24 * rtt / 1000)
+
+
 def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, command: str = "") -> Outcome:
     out = out or sys.stderr
     lab = getattr(bench, "lab", None)
     if lab is None:
         raise RuntimeError("latency needs the lab (root, --where lab): delay is emulated between namespaces")
     budget = Budget(plan.budget_s)
-    per_op = 3 * plan.session.timing_scale * 20 + 1
-    progress = Progress([plan.repetitions * len(OPS) * (per_op + r / 1000 * 24) + 3 for r in plan.rtts_ms], out,
-                        label="latency ")
+    estimates = [_estimate(plan, rtt) for rtt in plan.rtts_ms]
+    progress = Progress(estimates, out, label="latency ")
     rows: list[dict[str, Any]] = []
+    probe_rows: list[dict[str, Any]] = []
     points: list[dict[str, Any]] = []
     skipped: list[str] = []
+    service_info: dict[str, Any] = {}
     try:
-        for i, rtt in enumerate(plan.rtts_ms):
-            estimate = progress.estimates[i]
-            if not budget.allows(estimate):
-                skipped.append(f"rtt {rtt:g} ms")
+        with LabService(lab, plan.service) as service:
+            service_info = service.describe()
+            for i, rtt in enumerate(plan.rtts_ms):
+                if not budget.allows(estimates[i]):
+                    skipped.append(f"rtt {rtt:g} ms")
+                    progress.finished()
+                    continue
+                progress.step(f"RTT {rtt:g} ms: {plan.repetitions} x add/list/remove through the service")
+                # Re-impairing (never clearing) between points: see commands.py on the fallback after clear().
+                lab.impair("primary", "remote", _profile(rtt))
+                with lab.measurement() as health:
+                    result, _ = service.run(plan.repetitions, warmup=True)
+                for row in result:
+                    rows.append({"rtt_ms": rtt, **row, "warmup": row["rep"] == 0, "valid": health.valid,
+                                 "health": "; ".join(health.reasons)})
+                if plan.router_probe_reps:
+                    probe_rows += _router_probe(lab, plan, rtt)
+                points.append({"rtt_ms": rtt, "valid": health.valid, "health": health.reasons,
+                               "emulator": health.details})
                 progress.finished()
-                continue
-            progress.step(f"RTT {rtt:g} ms: {plan.repetitions} x add/list/remove")
-            lab.impair("primary", "remote", _profile(rtt))
-            with RemoteRouter(lab, plan.session) as router, lab.measurement() as health:
-                result, final = probe(lab, router, plan.repetitions)
-            for row in result:
-                rows.append({"rtt_ms": rtt, **row, "valid": health.valid, "health": "; ".join(health.reasons)})
-            points.append({"rtt_ms": rtt, "agree": agreement(final), "final": final, "valid": health.valid})
-            progress.finished()
     finally:
         lab.clear()
-    return _write(bench, plan, folder, rows, points, skipped, command)
+    return _write(bench, plan, folder, rows, probe_rows, points, skipped, command, service_info)
 
 
-def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], points: list[dict[str, Any]],
-           skipped: list[str], command: str) -> Outcome:
+def _router_probe(lab: Any, plan: Plan, rtt: float) -> list[dict[str, Any]]:
+    """The drivers alone (no service), a fresh session per operation, against a fresh remote simulator."""
+    from netem.experiments.mgmt import RemoteRouter, Session, probe
+
+    session = Session(platform="nishan_ips3000", timing_scale=plan.service.timing_scale)
+    with RemoteRouter(lab, session, name="latency-probe-sim") as router:
+        result, _ = probe(lab, router, plan.router_probe_reps)
+    return [{"rtt_ms": rtt, **row} for row in result]
+
+
+def medians(rows: list[dict[str, Any]], key: str, value: float, op: str) -> dict[str, float] | None:
+    """Median of each phase and of the total over the successful, timed operations of one point."""
+    chosen = [r for r in rows if r[key] == value and r["kind"] == op and r["state"] == "succeeded"
+              and not r.get("warmup")]
+    if not chosen:
+        return None
+    return {p: statistics.median(r[p] for r in chosen) for p in (*PHASES, "total_ms")} | {"n": len(chosen)}
+
+
+def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], probe_rows: list[dict[str, Any]],
+           points: list[dict[str, Any]], skipped: list[str], command: str, service: dict[str, Any]) -> Outcome:
     write_csv(folder / "latency.csv", rows)
-    write_json(folder / "latency.json", {"plan": asdict(plan), "environment": bench.environment(), "rows": rows,
-                                         "points": points, "skipped": skipped})
-    series, table, notes = [], [], []
+    if probe_rows:
+        write_csv(folder / "latency-router-probe.csv", probe_rows)
+    rtts = [p["rtt_ms"] for p in points]
+    summary = []
+    table = []
+    notes = []
     for op in OPS:
-        rtts = [p["rtt_ms"] for p in points]
-        med = []
+        totals = []
         for rtt in rtts:
-            values = [r["seconds"] for r in rows if r["op"] == op and r["rtt_ms"] == rtt and r["ok"]]
-            med.append(statistics.median(values) if values else float("nan"))
-        kept = [(x, y) for x, y in zip(rtts, med, strict=True) if y == y]
-        if kept:
-            series.append(Series(f"{op} (median)", [x for x, _ in kept], [y for _, y in kept]))
-            a, b = fit_slope([x for x, _ in kept], [y for _, y in kept])
-            notes.append(f"{op}: {a:.2f} s + {b * 1000:.1f} ms per ms of RTT (= {b * 1000:.1f} round trips).")
-        for rtt, value in zip(rtts, med, strict=True):
-            router = [r["router_seconds"] for r in rows if r["op"] == op and r["rtt_ms"] == rtt and r["ok"]]
-            fails = sum(1 for r in rows if r["op"] == op and r["rtt_ms"] == rtt and not r["ok"])
-            table.append([op, f"{rtt:g}", value, statistics.median(router) if router else "-", fails])
-    plot = figure(folder / "latency.png",
-                  [Panel("operation time vs WAN round trip (router phase)", series, {}, xlabel="RTT (ms)",
-                         ylabel="seconds", logx=False, byte_ticks=False)],
-                  f"Add / list / remove vs RTT ({plan.session.platform} simulator, timing scale "
-                  f"{plan.session.timing_scale:g})", columns=1)
-    disagree = [p["rtt_ms"] for p in points if p["agree"] is False]
-    notes.append("Registry/invocation phases: not measured yet (need the REST service); times are the router "
-                 "phase as a service would see it (session set-up, commands, save).")
-    if disagree:
-        notes.append(f"Router and probe disagreed on the links held after RTT {disagree} ms.")
+            m = medians(rows, "rtt_ms", rtt, op)
+            fails = sum(1 for r in rows if r["rtt_ms"] == rtt and r["kind"] == op and r["state"] != "succeeded")
+            if m:
+                summary.append({"op": op, "rtt_ms": rtt, **m, "failures": fails})
+                totals.append((rtt, m["total_ms"]))
+                table.append([op, f"{rtt:g}", m["registry_ms"], m["invocation_ms"], m["router_ms"], m["total_ms"],
+                              m["n"], fails])
+            else:
+                table.append([op, f"{rtt:g}", "-", "-", "-", "-", 0, fails])
+        if len(totals) >= 2:
+            a, b = fit_slope([x for x, _ in totals], [y for _, y in totals])
+            notes.append(f"{op}: {a:.0f} ms + {b:.1f} ms per ms of RTT (= {b:.1f} WAN round trips per operation).")
+    write_csv(folder / "latency-summary.csv", summary)
+    write_json(folder / "latency.json", {"plan": asdict(plan), "environment": bench.environment(),
+                                         "service": service, "points": points, "summary": summary, "rows": rows,
+                                         "router_probe_rows": probe_rows, "skipped": skipped})
+    plots = [_stacked_plot(folder / "latency.png", summary, plan)]
+    if probe_rows:
+        plots.append(_probe_plot(folder / "latency-router-probe.png", probe_rows))
+    notes.append("Split from the engine's journal (registry_ms + invocation_ms + router_ms = total_ms): the WAN's "
+                 "round trips land in router_ms, since the engine counts the time it waits on a router there. "
+                 f"Sessions are pooled (logged in by each point's warm-up list); configuration saved "
+                 f"{plan.service.save_config}; simulator timing scale {plan.service.timing_scale:g}.")
     invalid = sum(1 for p in points if not p["valid"])
     if invalid:
-        notes.append(f"{invalid} points were spoiled by the emulator (marked invalid).")
-    return Outcome("latency", "Operation time vs WAN latency (Figures 11-13, router phase)", folder, command,
-                   markdown_table(["op", "RTT ms", "median s", "router s", "failures"], table), [plot], notes,
-                   skipped, valid=not invalid and bool(rows))
+        notes.append(f"{invalid} points were spoiled by the emulator (marked invalid): "
+                     + "; ".join(f"{p['rtt_ms']:g} ms: {', '.join(p['health'])}" for p in points if not p["valid"]))
+    failed = sum(1 for r in rows if r["state"] != "succeeded")
+    if failed:
+        notes.append(f"{failed} operations did not succeed (see latency.csv, column error).")
+    return Outcome("latency", "Operation time and its registry / invocation / router split vs WAN latency "
+                   "(Figures 11-13)", folder, command,
+                   markdown_table(["op", "RTT ms", "registry ms", "invocation ms", "router ms", "total ms", "n",
+                                   "failures"], table), plots, notes, skipped, valid=not invalid and bool(rows))
+
+
+def _stacked_plot(path: Path, summary: list[dict[str, Any]], plan: Plan) -> Path:
+    import matplotlib.pyplot as plt
+
+    import netem.plots  # noqa: F401 - selects matplotlib's Agg backend
+
+    colors = {"registry_ms": "#4477aa", "invocation_ms": "#ddaa33", "router_ms": "#bb5566"}
+    fig, axes = plt.subplots(1, len(OPS), figsize=(5.2 * len(OPS), 4.4), squeeze=False)
+    for ax, op in zip(axes[0], OPS, strict=True):
+        cells = [s for s in summary if s["op"] == op]
+        labels = [f"{s['rtt_ms']:g}" for s in cells]
+        bottom = [0.0] * len(cells)
+        for phase in PHASES:
+            heights = [s[phase] for s in cells]
+            ax.bar(labels, heights, bottom=bottom, color=colors[phase], label=phase.removesuffix("_ms"))
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        ax.set_title(f"{op} (median)")
+        ax.set_xlabel("WAN round trip (ms)")
+        ax.set_ylabel("ms")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Operation time split vs RTT (service at primary; Eclipse + Nishan simulators, timing scale "
+                 f"{plan.service.timing_scale:g})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _probe_plot(path: Path, probe_rows: list[dict[str, Any]]) -> Path:
+    from netem.plots import Panel, Series, figure
+
+    series = []
+    for op in OPS:
+        rtts = sorted({r["rtt_ms"] for r in probe_rows})
+        ys = [statistics.median([r["seconds"] for r in probe_rows if r["op"] == op and r["rtt_ms"] == x and r["ok"]]
+                                or [float("nan")]) for x in rtts]
+        series.append(Series(op, rtts, ys))
+    return figure(path, [Panel("router-only probe (fresh session per operation)", series, {}, xlabel="RTT (ms)",
+                               ylabel="seconds", logx=False, byte_ticks=False)], "Drivers alone vs RTT", columns=1)
