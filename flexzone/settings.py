@@ -62,6 +62,13 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}: must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
@@ -131,6 +138,10 @@ else:
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": env_path("FLEXZONE_SQLITE_PATH", BASE_DIR / ".demo" / "flexzone.sqlite3"),
     }
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # Writers queue for the lock at BEGIN instead of failing mid-transaction with "database is
+    # locked" (the SQLite demo runs operations in threads beside the web server).
+    _db.setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -199,9 +210,11 @@ SPECTACULAR_SETTINGS.update(
 # --- operations engine (registry/operations/) ----------------------------------------------------
 # Queue: "procrastinate" (PostgreSQL job queue; workers run `manage.py worker` on any machine),
 # "thread" (in-process, for the SQLite demo) or "manual" (nothing runs until execute() is called).
-FLEXZONE_OPS_QUEUE = env_str("FLEXZONE_OPS_QUEUE", "procrastinate" if "postgres" in _db["ENGINE"] else "thread")
-if FLEXZONE_OPS_QUEUE not in ("procrastinate", "thread", "manual"):
-    raise ImproperlyConfigured(f"FLEXZONE_OPS_QUEUE: must be procrastinate, thread or manual, got {FLEXZONE_OPS_QUEUE!r}")
+FLEXZONE_OPS_QUEUE = env_choice(
+    "FLEXZONE_OPS_QUEUE",
+    "procrastinate" if "postgres" in _db["ENGINE"] else "thread",
+    ("procrastinate", "thread", "manual"),
+)
 if FLEXZONE_OPS_QUEUE == "procrastinate" and "postgres" not in _db["ENGINE"]:
     raise ImproperlyConfigured("FLEXZONE_OPS_QUEUE: procrastinate needs DATABASE_URL=postgres://...")
 if "postgres" in _db["ENGINE"]:
@@ -211,9 +224,7 @@ if "postgres" in _db["ENGINE"]:
 FLEXZONE_OPS_POOL = env_bool("FLEXZONE_OPS_POOL", True)  # keep router sessions logged in between operations
 FLEXZONE_OPS_POOL_IDLE = env_float("FLEXZONE_OPS_POOL_IDLE", 300.0)  # close a session idle this long (s)
 FLEXZONE_OPS_KEEPALIVE = env_float("FLEXZONE_OPS_KEEPALIVE", 30.0, minimum=0.1)  # probe idle sessions (s)
-FLEXZONE_OPS_SAVE_CONFIG = env_str("FLEXZONE_OPS_SAVE_CONFIG", "idle")  # each | idle | never
-if FLEXZONE_OPS_SAVE_CONFIG not in ("each", "idle", "never"):
-    raise ImproperlyConfigured(f"FLEXZONE_OPS_SAVE_CONFIG: must be each, idle or never, got {FLEXZONE_OPS_SAVE_CONFIG!r}")
+FLEXZONE_OPS_SAVE_CONFIG = env_choice("FLEXZONE_OPS_SAVE_CONFIG", "idle", ("each", "idle", "never"))
 FLEXZONE_OPS_SAVE_AFTER = env_float("FLEXZONE_OPS_SAVE_AFTER", 2.0)  # idle seconds before a batched save
 FLEXZONE_OPS_TOTAL_TIMEOUT = env_float("FLEXZONE_OPS_TOTAL_TIMEOUT", 180.0, minimum=0.1)  # one operation, all steps
 FLEXZONE_OPS_MAX_ATTEMPTS = env_int("FLEXZONE_OPS_MAX_ATTEMPTS", 5, minimum=1)  # per router step

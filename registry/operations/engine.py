@@ -336,11 +336,14 @@ def execute(operation_id: int) -> Operation:
     return op
 
 
+# FOR NO KEY UPDATE is the lock the UPDATE itself takes. FOR UPDATE would also conflict with the
+# FOR KEY SHARE lock that any insert referencing the operation (a foreign key) holds until it
+# commits, and SKIP LOCKED would then skip a perfectly claimable row, leaving it queued for ever.
 _CLAIM_SQL = """
     UPDATE registry_operation AS op
        SET state = 'running', started_at = COALESCE(op.started_at, %(now)s), heartbeat_at = %(now)s,
            claimed_by = %(worker)s
-      FROM (SELECT id, state FROM registry_operation WHERE id = %(id)s FOR UPDATE SKIP LOCKED) AS before
+      FROM (SELECT id, state FROM registry_operation WHERE id = %(id)s FOR NO KEY UPDATE SKIP LOCKED) AS before
      WHERE op.id = before.id
        AND (before.state = 'queued' OR (before.state = 'running' AND op.heartbeat_at < %(stale)s))
  RETURNING op.*, before.state AS previous_state
@@ -364,7 +367,11 @@ def _claim(operation_id: int) -> tuple[Operation | None, bool]:
         return claimed[0], claimed[0].previous_state == State.RUNNING
     claimable = Q(state=State.QUEUED) | Q(state=State.RUNNING, heartbeat_at__lt=stale)
     with transaction.atomic():
-        op = Operation.objects.select_for_update(skip_locked=True).filter(claimable, pk=operation_id).first()
+        op = (
+            Operation.objects.select_for_update(skip_locked=True, no_key=True)
+            .filter(claimable, pk=operation_id)
+            .first()
+        )
         if op is None:
             return None, False
         recovering = op.state == State.RUNNING
