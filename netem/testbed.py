@@ -407,6 +407,20 @@ class Lab:
             "capabilities": self.capabilities,
         }
 
+    def _emulator_totals(self) -> dict[str, Any]:
+        """The delay emulators' counters since they started (from their last stats dump, at most 1 s old)."""
+        totals = {}
+        for path in sorted(self.run_dir.glob("emu-*.stats.json")):
+            try:
+                stats = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            total = stats["total"]
+            totals[path.name.removesuffix(".stats.json")] = {
+                key: round(total[key], 3) for key in ("seen", "released", "dropped_burst", "dropped_queue", "max_held",
+                                                      "late_ms_mean", "late_ms_max", "ingress_ms_max")}
+        return totals
+
     def status(self) -> dict[str, Any]:
         running = {name: self.procs.pid(name) for name in self.procs.names()}
         return {
@@ -418,5 +432,6 @@ class Lab:
                                "storage": s.storage_addr, "host": s.host_addr} for s in self.sites.values()},
             "profiles": {hop: Impairment.from_dict(data).describe() for hop, data in self.profiles.items()},
             "processes": {name: pid for name, pid in running.items() if pid is not None},
+            "emulators": self._emulator_totals(),
             "namespaces": self.our_namespaces(),
         }

@@ -147,6 +147,7 @@ def test_the_command_line_brings_the_lab_up_reports_it_and_tears_it_down(lab_pre
                                 capture_output=True, text=True, timeout=30)
         assert inside.returncode == 0 and "198.18.2.2/24" in inside.stdout
         assert status["sites"]["remote"]["mgmt"] == "198.18.2.10" and len(status["processes"]) == 2
+        assert set(status["emulators"]) == {"emu-primary-remote", "emu-remote-primary"}
     finally:
         down = subprocess.run([*base, "down"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert down.returncode == 0 and namespaces_with_prefix(lab_prefix) == []
