@@ -35,6 +35,9 @@ class Plan:
     service: ServiceSettings = field(default_factory=ServiceSettings)
     budget_s: float = 150
     router_probe_reps: int = 0
+    # "per-operation": every operation logs in and out (the reference system's server did so for each
+    # invocation); "pooled": flexzone's default, sessions stay logged in between operations.
+    sessions: tuple[str, ...] = ("per-operation",)
 
     @property
     def target_bytes(self) -> int:
@@ -43,7 +46,7 @@ class Plan:
 
 QUICK = Plan(rtts_ms=(0, 40, 160), repetitions=3, service=ServiceSettings(timing_scale=0.05), budget_s=150)
 FULL = Plan(rtts_ms=(0, 20, 40, 80, 160), repetitions=20, service=ServiceSettings(timing_scale=0.2),
-            budget_s=3600, router_probe_reps=5)
+            budget_s=3600, router_probe_reps=5, sessions=("per-operation", "pooled"))
 
 
 def _profile(rtt_ms: float) -> Any:
@@ -64,8 +67,9 @@ def fit_slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
 
 def _estimate(plan: Plan, rtt: float) -> float:
     # ~5 router round trips per router step, two routers per add/remove, plus the simulators' own timing.
-    per_op = 0.6 + 20 * plan.service.timing_scale + 12 * rtt / 1000
-    return plan.repetitions * len(OPS) * per_op + 4 + plan.router_probe_reps * 3 * (1 + 24 * rtt / 1000)
+    per_op = 0.6 + 30 * plan.service.timing_scale + 20 * rtt / 1000
+    return (len(plan.sessions) * plan.repetitions * len(OPS) * per_op + 4
+            + plan.router_probe_reps * 3 * (1 + 24 * rtt / 1000))
 
 
 def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, command: str = "") -> Outcome:
@@ -78,6 +82,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     progress = Progress(estimates, out, label="latency ")
     rows: list[dict[str, Any]] = []
     probe_rows: list[dict[str, Any]] = []
+    warmups: list[dict[str, Any]] = []  # each pooled point's first list, which logs the pool in
     points: list[dict[str, Any]] = []
     skipped: list[str] = []
     service_info: dict[str, Any] = {}
@@ -89,14 +94,22 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
                     skipped.append(f"rtt {rtt:g} ms")
                     progress.finished()
                     continue
-                progress.step(f"RTT {rtt:g} ms: {plan.repetitions} x add/list/remove through the service")
+                progress.step(f"RTT {rtt:g} ms: {plan.repetitions} x add/list/remove through the service "
+                              f"({', '.join(plan.sessions)} sessions)")
                 # Re-impairing (never clearing) between points: see commands.py on the fallback after clear().
                 lab.impair("primary", "remote", _profile(rtt))
                 with lab.measurement() as health:
-                    result, _ = service.run(plan.repetitions, warmup=True)
-                for row in result:
-                    rows.append({"rtt_ms": rtt, **row, "warmup": row["rep"] == 0, "valid": health.valid,
-                                 "health": "; ".join(health.reasons)})
+                    for sessions in plan.sessions:
+                        pooled = sessions == "pooled"
+                        result, _ = service.run(plan.repetitions, warmup=pooled, pool=pooled)
+                        for row in result:
+                            target = warmups if row["rep"] == 0 else rows
+                            target.append({"rtt_ms": rtt, "sessions": sessions, "op": row["kind"],
+                                           "ok": row["state"] == "succeeded", "seconds": row["total_ms"] / 1000,
+                                           **row})
+                for row in rows + warmups:
+                    if row["rtt_ms"] == rtt:
+                        row.update(valid=health.valid, health="; ".join(health.reasons))
                 if plan.router_probe_reps:
                     probe_rows += _router_probe(lab, plan, rtt)
                 points.append({"rtt_ms": rtt, "valid": health.valid, "health": health.reasons,
@@ -104,7 +117,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
                 progress.finished()
     finally:
         lab.clear()
-    return _write(bench, plan, folder, rows, probe_rows, points, skipped, command, service_info)
+    return _write(bench, plan, folder, rows, warmups, probe_rows, points, skipped, command, service_info)
 
 
 def _router_probe(lab: Any, plan: Plan, rtt: float) -> list[dict[str, Any]]:
@@ -117,39 +130,46 @@ def _router_probe(lab: Any, plan: Plan, rtt: float) -> list[dict[str, Any]]:
     return [{"rtt_ms": rtt, **row} for row in result]
 
 
-def medians(rows: list[dict[str, Any]], key: str, value: float, op: str) -> dict[str, float] | None:
-    """Median of each phase and of the total over the successful, timed operations of one point."""
+def medians(rows: list[dict[str, Any]], key: str, value: float, op: str,
+            sessions: str | None = None) -> dict[str, float] | None:
+    """Median of each phase and of the total over the successful operations of one point."""
     chosen = [r for r in rows if r[key] == value and r["kind"] == op and r["state"] == "succeeded"
-              and not r.get("warmup")]
+              and (sessions is None or r.get("sessions") == sessions)]
     if not chosen:
         return None
     return {p: statistics.median(r[p] for r in chosen) for p in (*PHASES, "total_ms")} | {"n": len(chosen)}
 
 
-def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], probe_rows: list[dict[str, Any]],
-           points: list[dict[str, Any]], skipped: list[str], command: str, service: dict[str, Any]) -> Outcome:
+def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], warmups: list[dict[str, Any]],
+           probe_rows: list[dict[str, Any]], points: list[dict[str, Any]], skipped: list[str], command: str,
+           service: dict[str, Any]) -> Outcome:
     write_csv(folder / "latency.csv", rows)
+    if warmups:
+        write_csv(folder / "latency-warmup.csv", warmups)
     if probe_rows:
         write_csv(folder / "latency-router-probe.csv", probe_rows)
     rtts = [p["rtt_ms"] for p in points]
     summary = []
     table = []
     notes = []
-    for op in OPS:
-        totals = []
-        for rtt in rtts:
-            m = medians(rows, "rtt_ms", rtt, op)
-            fails = sum(1 for r in rows if r["rtt_ms"] == rtt and r["kind"] == op and r["state"] != "succeeded")
-            if m:
-                summary.append({"op": op, "rtt_ms": rtt, **m, "failures": fails})
-                totals.append((rtt, m["total_ms"]))
-                table.append([op, f"{rtt:g}", m["registry_ms"], m["invocation_ms"], m["router_ms"], m["total_ms"],
-                              m["n"], fails])
-            else:
-                table.append([op, f"{rtt:g}", "-", "-", "-", "-", 0, fails])
-        if len(totals) >= 2:
-            a, b = fit_slope([x for x, _ in totals], [y for _, y in totals])
-            notes.append(f"{op}: {a:.0f} ms + {b:.1f} ms per ms of RTT (= {b:.1f} WAN round trips per operation).")
+    for sessions in plan.sessions:
+        for op in OPS:
+            totals = []
+            for rtt in rtts:
+                m = medians(rows, "rtt_ms", rtt, op, sessions)
+                fails = sum(1 for r in rows if r["rtt_ms"] == rtt and r["kind"] == op and r["sessions"] == sessions
+                            and r["state"] != "succeeded")
+                if m:
+                    summary.append({"sessions": sessions, "op": op, "rtt_ms": rtt, **m, "failures": fails})
+                    totals.append((rtt, m["total_ms"]))
+                    table.append([sessions, op, f"{rtt:g}", m["registry_ms"], m["invocation_ms"], m["router_ms"],
+                                  m["total_ms"], m["n"], fails])
+                else:
+                    table.append([sessions, op, f"{rtt:g}", "-", "-", "-", "-", 0, fails])
+            if len(totals) >= 2:
+                a, b = fit_slope([x for x, _ in totals], [y for _, y in totals])
+                notes.append(f"{op} ({sessions} sessions): {a:.0f} ms + {b:.1f} ms per ms of RTT "
+                             f"(= {b:.1f} WAN round trips per operation).")
     write_csv(folder / "latency-summary.csv", summary)
     write_json(folder / "latency.json", {"plan": asdict(plan), "environment": bench.environment(),
                                          "service": service, "points": points, "summary": summary, "rows": rows,
@@ -159,7 +179,9 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], p
         plots.append(_probe_plot(folder / "latency-router-probe.png", probe_rows))
     notes.append("Split from the engine's journal (registry_ms + invocation_ms + router_ms = total_ms): the WAN's "
                  "round trips land in router_ms, since the engine counts the time it waits on a router there. "
-                 f"Sessions are pooled (logged in by each point's warm-up list); configuration saved "
+                 f"Sessions: {', '.join(plan.sessions)} (per-operation: every operation logs in to each router "
+                 "and out again, as the reference system's server did per invocation; pooled: flexzone's default, "
+                 "logged in by each point's warm-up list, kept in latency-warmup.csv); configuration saved "
                  f"{plan.service.save_config}; simulator timing scale {plan.service.timing_scale:g}.")
     invalid = sum(1 for p in points if not p["valid"])
     if invalid:
@@ -170,8 +192,9 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], p
         notes.append(f"{failed} operations did not succeed (see latency.csv, column error).")
     return Outcome("latency", "Operation time and its registry / invocation / router split vs WAN latency "
                    "(Figures 11-13)", folder, command,
-                   markdown_table(["op", "RTT ms", "registry ms", "invocation ms", "router ms", "total ms", "n",
-                                   "failures"], table), plots, notes, skipped, valid=not invalid and bool(rows))
+                   markdown_table(["sessions", "op", "RTT ms", "registry ms", "invocation ms", "router ms",
+                                   "total ms", "n", "failures"], table),
+                   plots, notes, skipped, valid=not invalid and bool(rows))
 
 
 def _stacked_plot(path: Path, summary: list[dict[str, Any]], plan: Plan) -> Path:
@@ -180,20 +203,22 @@ def _stacked_plot(path: Path, summary: list[dict[str, Any]], plan: Plan) -> Path
     import netem.plots  # noqa: F401 - selects matplotlib's Agg backend
 
     colors = {"registry_ms": "#4477aa", "invocation_ms": "#ddaa33", "router_ms": "#bb5566"}
-    fig, axes = plt.subplots(1, len(OPS), figsize=(5.2 * len(OPS), 4.4), squeeze=False)
-    for ax, op in zip(axes[0], OPS, strict=True):
-        cells = [s for s in summary if s["op"] == op]
-        labels = [f"{s['rtt_ms']:g}" for s in cells]
-        bottom = [0.0] * len(cells)
-        for phase in PHASES:
-            heights = [s[phase] for s in cells]
-            ax.bar(labels, heights, bottom=bottom, color=colors[phase], label=phase.removesuffix("_ms"))
-            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-        ax.set_title(f"{op} (median)")
-        ax.set_xlabel("WAN round trip (ms)")
-        ax.set_ylabel("ms")
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
+    modes = list(plan.sessions)
+    fig, axes = plt.subplots(len(modes), len(OPS), figsize=(5.2 * len(OPS), 4.2 * len(modes)), squeeze=False)
+    for row_axes, sessions in zip(axes, modes, strict=True):
+        for ax, op in zip(row_axes, OPS, strict=True):
+            cells = [s for s in summary if s["op"] == op and s["sessions"] == sessions]
+            labels = [f"{s['rtt_ms']:g}" for s in cells]
+            bottom = [0.0] * len(cells)
+            for phase in PHASES:
+                heights = [s[phase] for s in cells]
+                ax.bar(labels, heights, bottom=bottom, color=colors[phase], label=phase.removesuffix("_ms"))
+                bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+            ax.set_title(f"{op} (median), {sessions} sessions")
+            ax.set_xlabel("WAN round trip (ms)")
+            ax.set_ylabel("ms")
+            ax.grid(axis="y", alpha=0.3)
+            ax.legend(fontsize=8)
     fig.suptitle(f"Operation time split vs RTT (service at primary; Eclipse + Nishan simulators, timing scale "
                  f"{plan.service.timing_scale:g})")
     fig.tight_layout()

@@ -121,18 +121,22 @@ class LabService:
         return {"sites": sites, "username": USERNAME, "secret_env": SECRET_ENV,
                 "timeout": self.settings.router_timeout}
 
-    def _probe(self, args: list[str], timeout: float) -> Any:
-        env = [f"{k}={v}" for k, v in self.env().items()]
+    def _probe(self, args: list[str], timeout: float, pool: bool | None = None) -> Any:
+        extra = {} if pool is None else {"FLEXZONE_OPS_POOL": "1" if pool else "0"}
+        env = [f"{k}={v}" for k, v in {**self.env(), **extra}.items()]
         argv = ["env", *env, sys.executable, "-m", "netem.experiments.service_probe", *args]
         return self.lab.run("primary", argv, check=False, timeout=timeout)
 
-    def run(self, reps: int, *, warmup: bool = True, reconcile: bool = False,
+    def run(self, reps: int, *, warmup: bool = True, reconcile: bool = False, pool: bool | None = None,
             timeout: float | None = None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """Operations through the engine at the primary site: (rows, reconcile report or None)."""
+        """Operations through the engine at the primary site: (rows, reconcile report or None).
+
+        `pool` overrides the settings' session pooling for this run (False: every operation logs in and out,
+        as the reference system's server did for each invocation)."""
         args = ["run", "--reps", str(reps)] + (["--warmup"] if warmup else []) + (["--reconcile"] if reconcile else [])
         if timeout is None:
             timeout = (3 * reps + 4) * self.settings.total_timeout + 60
-        proc = self._probe(args, timeout=timeout)
+        proc = self._probe(args, timeout=timeout, pool=pool)
         rows: list[dict[str, Any]] = []
         report = None
         for line in proc.stdout.splitlines():
