@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Debian packages the lab tests use (network namespaces, impairment, probes, block-storage data path).
-LAB_APT_PACKAGES := iproute2 nftables iptables ethtool iperf3 iputils-ping nbdkit fio
+LAB_APT_PACKAGES := iproute2 nftables iptables ethtool iperf3 iputils-ping procps nbdkit fio
 
 .PHONY: demo test venv lab-tools lint clean-demo
 

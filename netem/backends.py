@@ -284,10 +284,13 @@ class FallbackBackend(Backend):
             self.runner.run(["iptables", "-A", *self._nfqueue_rule(hop)], netns=self.wan)
 
     def _stop_emulator(self, hop: Hop) -> None:
-        tag, _config, _stats = self._paths(hop)
+        tag, _config, stats = self._paths(hop)
         while self.runner.ok(["iptables", "-D", *self._nfqueue_rule(hop)], netns=self.wan):
             pass
         self.procs.stop(tag)
+        # A stopped emulator's last stats would otherwise be read as a dead emulator's by the next
+        # health window, spoiling every measurement taken after a clear().
+        stats.unlink(missing_ok=True)
 
     def emulator_hops(self) -> list[Hop]:
         return [hop for hop in self.loss if self.procs.pid(self._paths(hop)[0]) is not None]
