@@ -127,13 +127,16 @@ class LabService:
         argv = ["env", *env, sys.executable, "-m", "netem.experiments.service_probe", *args]
         return self.lab.run("primary", argv, check=False, timeout=timeout)
 
-    def run(self, reps: int, *, warmup: bool = True, reconcile: bool = False, pool: bool | None = None,
-            timeout: float | None = None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    def run(self, reps: int, *, warmup: bool = True, reconcile: bool = False, repair: bool = False,
+            pool: bool | None = None, timeout: float | None = None,
+            ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """Operations through the engine at the primary site: (rows, reconcile report or None).
 
         `pool` overrides the settings' session pooling for this run (False: every operation logs in and out,
         as the reference system's server did for each invocation)."""
-        args = ["run", "--reps", str(reps)] + (["--warmup"] if warmup else []) + (["--reconcile"] if reconcile else [])
+        args = ["run", "--reps", str(reps)]
+        args += (["--warmup"] if warmup else []) + (["--reconcile"] if reconcile else [])
+        args += ["--repair"] if repair else []
         if timeout is None:
             timeout = (3 * reps + 4) * self.settings.total_timeout + 60
         proc = self._probe(args, timeout=timeout, pool=pool)
@@ -148,7 +151,7 @@ class LabService:
                 report = record["reconcile"]
             else:
                 rows.append(record)
-        if not rows:
+        if not rows and report is None:
             raise RuntimeError(f"the service probe produced nothing (rc {proc.returncode}): {proc.stderr[-800:]}")
         return rows, report
 

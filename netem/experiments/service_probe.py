@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--ops", default="add,list,remove")
     run.add_argument("--warmup", action="store_true", help="one list first (logs the pool in), reported as rep 0")
     run.add_argument("--reconcile", action="store_true", help="report registry/router agreement at the end")
+    run.add_argument("--repair", action="store_true", help="after a disagreeing report, repair and report again")
     args = parser.parse_args(argv)
     _django()
     if args.action == "setup":
@@ -143,7 +144,14 @@ def main(argv: list[str] | None = None) -> int:
             for kind in args.ops.split(","):
                 print(json.dumps(operation(kind, rep)), flush=True)
         if args.reconcile:
-            print(json.dumps({"reconcile": agreement()}, default=str), flush=True)
+            report = agreement()
+            if args.repair and not report["agree"]:
+                from registry.operations import reconcile
+
+                op = reconcile(repair=True)
+                report["repair"] = {"state": op.state, "error": op.error[:300], "result": op.result}
+                report["after_repair"] = agreement()
+            print(json.dumps({"reconcile": report}, default=str), flush=True)
     finally:
         from registry.operations.pool import pool
 
