@@ -66,9 +66,11 @@ def test_bursty_loss_comes_from_the_emulator_and_matches_its_model(lab):
     burst = GilbertElliott(p=0.02, r=0.25)
     lab.impair("primary", "remote", LinkProfile("ge", Impairment(delay_ms=1, burst=burst), Impairment()))
     with lab.measurement() as health:
-        result = ping(lab, "primary", lab.site("remote").addr, count=3000, interval=0.001, expected_rtt_ms=2)
+        result = ping(lab, "primary", lab.site("remote").addr, count=6000, interval=0.001, expected_rtt_ms=2)
     assert health.valid, health.reasons
     details = health.details["primary>remote"]
     assert details["dropped_burst"] == result.sent - result.received
-    # mean loss 7.4 %; with mean bursts of 4 the effective sample is ~750, so allow +/- 3 points.
-    assert result.loss == pytest.approx(burst.mean_loss, abs=0.03)
+    # Mean loss 7.4 %. Loss comes in renewal cycles (good runs of mean 50, bursts of mean 4), so over
+    # 6,000 packets the loss fraction has a standard deviation of about 0.9 points: +/- 3.5 points
+    # is ~4 standard deviations, tight enough to catch a wrong model, loose enough not to flake.
+    assert result.loss == pytest.approx(burst.mean_loss, abs=0.035)
