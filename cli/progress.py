@@ -50,8 +50,9 @@ class Progress:
             self.stream.flush()
             self.warned = True
         elif phase != self.last_phase and phase != "done":
-            attempt = f", attempt {operation['attempts']}" if (operation.get("attempts") or 0) > 1 else ""
-            self.stream.write(f"operation {operation.get('id')}: {phase_label(phase)}{attempt} ({elapsed:.1f}s)\n")
+            retries = retries_so_far(operation)
+            note = f", {retries} retr{'y' if retries == 1 else 'ies'}" if retries > 0 else ""
+            self.stream.write(f"operation {operation.get('id')}: {phase_label(phase)}{note} ({elapsed:.1f}s)\n")
             self.stream.flush()
         self.last_phase = phase
 
@@ -120,3 +121,10 @@ def make_progress(json_mode: bool, stream: TextIO | None = None) -> Progress:
     live = stream.isatty()
     # Scripts asking for JSON get no chatter, unless a person is watching the terminal.
     return Progress(stream, live=live, quiet=json_mode and not live)
+
+
+def retries_so_far(operation: dict) -> int:
+    """Router sessions beyond one per plan step. The journal counts every session an operation opened
+    (one per step when nothing goes wrong), so only the excess is a retry."""
+    steps = len((operation.get("plan") or {}).get("steps") or []) or 1
+    return max(0, (operation.get("attempts") or 0) - steps)

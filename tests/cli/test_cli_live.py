@@ -52,7 +52,7 @@ def test_add_by_description_shows_progress_then_lsifcp_shows_the_link_and_remove
     assert added.returncode == 0, added.stderr
     # Plain progress (no terminal): one line per phase seen; which ones depends on the router's speed.
     progress = added.stderr.splitlines()
-    assert progress and all(re.fullmatch(r"operation \d+: (queued|connecting|on router|verifying)(, attempt \d+)? "
+    assert progress and all(re.fullmatch(r"operation \d+: (queued|connecting|on router|verifying)(, \d+ retr(y|ies))? "
                                          r"\(\d+\.\ds\)", line) for line in progress), progress
     done, timing = added.stdout.splitlines()
     assert done.endswith("done: connected remote-site to XRAID1 (zone 1) via primary-rtr, remote-rtr")
