@@ -171,6 +171,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("FLEXZONE_LOG_LEVEL", "INFO")},
+    # procrastinate announces every task registration at INFO on each start-up
+    "loggers": {"procrastinate": {"level": env_str("FLEXZONE_QUEUE_LOG_LEVEL", "WARNING")}},
 }
 
 # --- REST API over mutual TLS (api/) -------------------------------------------------------------
