@@ -107,17 +107,28 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
                             target.append({"rtt_ms": rtt, "sessions": sessions, "op": row["kind"],
                                            "ok": row["state"] == "succeeded", "seconds": row["total_ms"] / 1000,
                                            **row})
+                valid, reasons = point_health(health, rtt)
                 for row in rows + warmups:
                     if row["rtt_ms"] == rtt:
-                        row.update(valid=health.valid, health="; ".join(health.reasons))
+                        row.update(valid=valid, health="; ".join(reasons))
                 if plan.router_probe_reps:
                     probe_rows += _router_probe(lab, plan, rtt)
-                points.append({"rtt_ms": rtt, "valid": health.valid, "health": health.reasons,
+                points.append({"rtt_ms": rtt, "valid": valid, "health": reasons,
                                "emulator": health.details})
                 progress.finished()
     finally:
         lab.clear()
     return _write(bench, plan, folder, rows, warmups, probe_rows, points, skipped, command, service_info)
+
+
+def point_health(health: Any, rtt_ms: float) -> tuple[bool, list[str]]:
+    """The emulator's verdict on a point. At RTT 0 no delay emulator is needed, and the fallback backend
+    says "not running" for a hop whose emulator an earlier profile started and a zero delay stopped
+    (netem/backends.py, FallbackBackend.end_window); that alone does not spoil a zero-delay point."""
+    if rtt_ms != 0:
+        return bool(health.valid), list(health.reasons)
+    reasons = [r for r in health.reasons if not r.endswith("delay emulator is not running")]
+    return bool(health.valid) or not reasons, reasons
 
 
 def _router_probe(lab: Any, plan: Plan, rtt: float) -> list[dict[str, Any]]:

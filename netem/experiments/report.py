@@ -18,7 +18,10 @@ RAM with no cache in front (nbdkit `memory`), the local-disk baseline uses O_DIR
 written before it is read (reads lag writes). `target direct` is fio next to nbdkit (no WAN, no routers): the
 raw speed of the target. The raw link rate is one iperf3 TCP stream between the sites with the default
 congestion control, sampled at the start of each experiment. A measurement during which the delay emulator
-fell behind is marked invalid in the raw data."""
+fell behind is marked invalid in the raw data.
+`latency` and `loss` time real flexzone operations: the operations engine runs in the primary site's
+namespace (registry in PostgreSQL over its UNIX socket) and drives simulated routers at both sites across
+the emulated WAN; each operation's registry / invocation / router split comes from the engine's journal."""
 
 
 def write_report(folder: Path, outcomes: Sequence[Outcome], environment: dict[str, Any], *, command: str = "",
