@@ -45,7 +45,7 @@ class Plan:
 
 
 QUICK = Plan(rtts_ms=(0, 40, 160), repetitions=3, service=ServiceSettings(timing_scale=0.05), budget_s=150)
-FULL = Plan(rtts_ms=(0, 20, 40, 80, 160), repetitions=20, service=ServiceSettings(timing_scale=0.2),
+FULL = Plan(rtts_ms=(0, 20, 40, 80, 160), repetitions=10, service=ServiceSettings(timing_scale=0.2),
             budget_s=3600, router_probe_reps=5, sessions=("per-operation", "pooled"))
 
 
