@@ -171,8 +171,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("FLEXZONE_LOG_LEVEL", "INFO")},
-    # procrastinate announces every task registration at INFO on each start-up
-    "loggers": {"procrastinate": {"level": env_str("FLEXZONE_QUEUE_LOG_LEVEL", "WARNING")}},
+    # procrastinate announces every task registration at INFO on each start-up; the SSH/telnet
+    # libraries log every connection of the simulators at INFO.
+    "loggers": {
+        "procrastinate": {"level": env_str("FLEXZONE_QUEUE_LOG_LEVEL", "WARNING")},
+        **{name: {"level": "WARNING"} for name in ("asyncssh", "paramiko", "telnetlib3", "netmiko")},
+    },
 }
 
 # --- REST API over mutual TLS (api/) -------------------------------------------------------------
