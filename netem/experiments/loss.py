@@ -121,6 +121,9 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], p
                                       "rows": rows, "points": points, "skipped": skipped})
     losses = [p["loss_pct"] for p in points]
     success = Series("success rate (%)", losses, [100 * p["success_rate"] for p in points])
+    drifted = [p for p in points if p["agree"] is not True]
+    marks = [Series("registry/routers disagreed after the point", [p["loss_pct"] for p in drifted],
+                    [100 * p["success_rate"] for p in drifted], style="rx")] if drifted else []
     time_series = []
     for op in OPS:
         med = []
@@ -143,7 +146,7 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], p
                       {True: "yes", False: "NO", None: "unread"}[p["agree"]]
                       + ("" if p["valid"] else " (invalid)")])
     plot = figure(folder / "loss.png", [
-        Panel("success rate vs loss (both directions)", [success], {}, xlabel="loss per direction (%)",
+        Panel("success rate vs loss (both directions)", [success, *marks], {}, xlabel="loss per direction (%)",
               ylabel="% of operations", logx=False, byte_ticks=False),
         Panel("operation time vs loss", time_series, {}, xlabel="loss per direction (%)", ylabel="seconds",
               logx=False, byte_ticks=False),
