@@ -165,7 +165,8 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], p
              "disagreement is repaired before the next point (loss-points.csv: repaired, agree_after_repair)."]
     invalid = sum(1 for p in points if not p["valid"])
     if invalid:
-        notes.append(f"{invalid} points were spoiled by the emulator (marked invalid).")
+        notes.append(f"{invalid} points were spoiled by the emulator (marked invalid): "
+                     + "; ".join(f"{p['loss_pct']:g} %: {p['health']}" for p in points if not p["valid"]))
     return Outcome("loss", "Operation success and time vs packet loss (Figure 14)", folder, command,
                    markdown_table(["loss %", "ops", "success", "median s", "max s", "registry ms", "invocation ms",
                                    "router ms", "retried", "registry/routers agree"], table),
