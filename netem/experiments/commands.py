@@ -32,8 +32,10 @@ EXPERIMENTS: dict[str, str] = {
     "filesizes": "1 MB .. 2 GB whole-file rates: SAN link vs local disk, with and without TLS",
     "effective": "effective rate vs file size with link setup and teardown counted (Figure 15)",
     "clients": "aggregate block throughput vs 1..N concurrent clients",
-    "latency": "add/list/remove time vs WAN RTT 0..160 ms, router phase (Figures 11-13)",
-    "loss": "add/list/remove success and time vs packet loss 0..30 %, router phase (Figure 14)",
+    "latency": "add/list/remove time vs WAN RTT 0..160 ms through the service, registry/invocation/router split"
+    " (Figures 11-13)",
+    "loss": "add/list/remove success and time vs packet loss 0..30 percent through the service, agreement checked"
+    " (Figure 14)",
 }
 LAB_ONLY = ("latency", "loss")  # their impairments exist only between the lab's namespaces
 ACTIONS = (*EXPERIMENTS, "all")
