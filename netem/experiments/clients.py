@@ -6,8 +6,9 @@ the common runtime). Each client writes its extent, then reads it back (reads la
 is measured against the target directly (no WAN, no routers) as the raw speed of the target at that
 concurrency.
 
-Not yet here: the registry/API operation rate vs concurrent clients, which needs the REST service; the
-lead adds it beside this (same Outcome, same report).
+Beside it, the registry/API operation rate vs concurrent clients (netem/experiments/api_clients.py): the real
+REST service over mutual TLS on loopback, 1 .. N client threads with their own keep-alive sessions; its table and
+plot join this experiment's in the report, its raw data sits beside clients.csv as api_clients.{csv,json}.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from netem.experiments import api_clients
 from netem.experiments.base import (
     Bench,
     Budget,
@@ -43,14 +45,16 @@ class Plan:
     paths: tuple[str, ...] = ("san", "target")
     time_limit_s: float = 10.0
     budget_s: float = 120.0
+    api: api_clients.ApiPlan | None = None  # the registry/API half; QUICK and FULL have it
 
     @property
     def target_bytes(self) -> int:
         return max(self.clients) * self.size_per_client
 
 
-QUICK = Plan(clients=(1, 2, 4), size_per_client=16 * MIB, time_limit_s=5, budget_s=90)
-FULL = Plan(clients=(1, 2, 4, 8, 16), size_per_client=128 * MIB, repetitions=3, time_limit_s=30, budget_s=1800)
+QUICK = Plan(clients=(1, 2, 4), size_per_client=16 * MIB, time_limit_s=5, budget_s=90, api=api_clients.QUICK)
+FULL = Plan(clients=(1, 2, 4, 8, 16), size_per_client=128 * MIB, repetitions=3, time_limit_s=30, budget_s=1800,
+            api=api_clients.FULL)
 LABELS = {"san": "SAN link (aggregate)", "target": "target direct (no WAN)", "san-tls": "SAN link, TLS"}
 
 
@@ -104,10 +108,23 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
              for op in ("write", "read") for n in plan.clients]
     invalid = sum(1 for r in rows if not r["valid"])
     notes = [f"Each client: {size_label(plan.size_per_client)} in {size_label(plan.record)} records, its own NBD "
-             f"connection; time limit {plan.time_limit_s:g} s per pass; MB/s = 10^6 bytes/s.",
-             "Registry/API operation rate vs concurrent clients: not measured yet (needs the REST service)."]
+             f"connection; time limit {plan.time_limit_s:g} s per pass; MB/s = 10^6 bytes/s."]
     if invalid:
         notes.append(f"{invalid} passes were spoiled by the emulator (marked invalid in the CSV).")
-    return Outcome("clients", "Aggregate throughput vs concurrent clients", folder, command,
-                   markdown_table(["op", "clients", *[LABELS.get(p, p) for p in plan.paths], "raw link"], table),
-                   [plot], notes, skipped, valid=not invalid and bool(rows))
+    tables = [markdown_table(["op", "clients", *[LABELS.get(p, p) for p in plan.paths], "raw link"], table)]
+    plots, api_ok = [plot], True
+    if plan.api is not None:
+        print(f"clients: registry/API operations, {', '.join(map(str, plan.api.clients))} clients", file=out,
+              flush=True)
+        try:
+            api = api_clients.run(plan.api, folder)
+        except Exception as exc:  # noqa: BLE001 - the block half stands on its own; the report says what failed
+            api_ok = False
+            notes.append(f"Registry/API operation rate: FAILED ({type(exc).__name__}: {str(exc)[:300]}).")
+        else:
+            api_ok = api.errors == 0
+            tables.append("Registry/API operations over mutual TLS:\n\n" + api.table)
+            plots.append(api.plot)
+            notes += api.notes + ([f"API: {api.errors} requests failed (see api_clients.csv)."] if api.errors else [])
+    return Outcome("clients", "Aggregate throughput vs concurrent clients", folder, command, "\n\n".join(tables),
+                   plots, notes, skipped, valid=not invalid and bool(rows) and api_ok)
