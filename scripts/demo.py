@@ -188,8 +188,7 @@ def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
             str(state),
             "--username",
             router["username"],
-            "--password",
-            password,
+            f"--password={password}",  # one token: a random password may start with "-"
             "--hostname",
             router["name"],
         ]

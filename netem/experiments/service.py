@@ -99,7 +99,7 @@ class LabService:
                 self.lab.start_router_sim(site, platform, name=name, telnet_port=SIM_PORT,
                                           state_dir=self.scratch / name, args=[
                                               "--timing-scale", f"{self.settings.timing_scale:g}", "--username",
-                                              USERNAME, "--password", self.password, "--seed", "7"])
+                                              USERNAME, f"--password={self.password}", "--seed", "7"])
                 self.sims.append(name)
             self.lab.wait_listening("remote", SIM_PORT, timeout=20)
             proc = self._probe(["setup", "--spec", json.dumps(self.spec())], timeout=180)
