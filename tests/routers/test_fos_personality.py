@@ -10,48 +10,7 @@ import pytest
 
 from routers.sim.fos import FosPersonality
 from routers.sim.personality import Session, SimState
-
-
-class RecordingConsole:
-    """Collects output; answers confirmations from a script; pages like the framework (Q stops)."""
-
-    def __init__(self, answers=(), pager_answers=(), page_lines=24, pager_prompt="--More--"):
-        self.out = []
-        self.answers = list(answers)
-        self.pager_answers = list(pager_answers)
-        self.page_lines = page_lines
-        self.pager_prompt = pager_prompt
-        self.questions = []
-        self.applied_count = 0
-
-    def write(self, text):
-        self.out.append(text)
-
-    async def ask(self, question):
-        self.questions.append(question)
-        self.out.append(question)
-        return self.answers.pop(0)
-
-    async def page(self, text):
-        lines = text.splitlines(keepends=True)
-        size = self.page_lines - 1
-        for start in range(0, len(lines), size):
-            self.out.append("".join(lines[start : start + size]))
-            if start + size >= len(lines):
-                break
-            self.out.append(self.pager_prompt)
-            if self.pager_answers.pop(0).lower().startswith("q"):
-                break
-
-    async def applied(self):
-        self.applied_count += 1
-
-    async def delay(self, seconds):
-        return None
-
-    @property
-    def text(self):
-        return "".join(self.out)
+from tests.routers.recording_console import RecordingConsole
 
 
 @pytest.fixture
