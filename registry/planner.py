@@ -64,6 +64,9 @@ class Plan:
     zone: int
     devices: list[str]
     steps: list[PlanStep]
+    # Row ids of what the names above resolved to, so that executing the plan need not look them up
+    # again: {"site": pk, "devices": {description: [pk, zone pk]}}.
+    ids: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -221,6 +224,7 @@ def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
         zone=zone.zone_id,
         devices=[d.description for d in devices],
         steps=plan_steps,
+        ids={"site": requester.pk, "devices": {d.description: [d.pk, d.zone_id] for d in devices}},
     )
 
 

@@ -11,6 +11,7 @@ change), so it finishes or rolls back from whatever the routers actually hold.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -22,8 +23,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
-from typing import Any, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple, TypeVar
 
 from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F, Q
@@ -97,13 +98,13 @@ def submit(
     elif kind == Kind.INVOKE:
         plan = _plan_invoke(request)
     with transaction.atomic():
+        # Devices are row-locked and checked first, so that the operation row is written once.
+        to_lock = _lockable_devices(plan) if kind == Kind.ADD else []
         op = Operation.objects.create(kind=kind, principal=principal, request=request, plan=plan)
-        if kind == Kind.ADD:
-            _take_locks(op, plan)
+        _lock_devices(op, plan, to_lock)
         op.registry_ms = (time.perf_counter() - started) * 1000
-        op.save(update_fields=["registry_ms", "plan"])
-        if enqueue:
-            _enqueue(op)
+        job_id = _enqueue(op) if enqueue else None
+        _record_submit(op, job_id)
     return op
 
 
@@ -174,58 +175,124 @@ def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
     return {**plan.as_dict(), "raw": True}
 
 
+class _Device(NamedTuple):
+    pk: int
+    description: str
+    shareable: bool
+
+
+def _lockable_devices(plan: dict[str, Any], expires_at=None) -> list[_Device]:
+    """Row-lock the plan's devices and return those the requesting site must still lock.
+
+    Raises DeviceBusy if another site holds one exclusively (or any lock on a device that is not
+    shareable). A lock the site already holds is kept, its expiry moved to `expires_at` if given.
+    """
+    if plan.get("raw"):
+        return []
+    ids = _plan_ids(plan)
+    site_id = ids["site"]
+    device_ids = sorted(pk for pk, _zone_id in ids["devices"].values())
+    in_list = ", ".join(["%s"] * len(device_ids))
+    # Two statements, in this order: the device rows must be locked before their locks are read (a
+    # statement sees the rows committed when it started). Plain SQL because both run on every add.
+    for_update = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, description, shareable FROM registry_device WHERE id IN ({in_list}) ORDER BY id{for_update}",
+            device_ids,
+        )
+        devices = [_Device(*row) for row in cursor.fetchall()]
+        cursor.execute(
+            "SELECT held.id, held.device_id, held.site_id, held.exclusive, site.name"
+            " FROM registry_devicelock AS held JOIN registry_site AS site ON site.id = held.site_id"
+            f" WHERE held.device_id IN ({in_list}) ORDER BY held.id",
+            device_ids,
+        )
+        held: dict[int, list[tuple]] = {}
+        for lock in cursor.fetchall():
+            held.setdefault(lock[1], []).append(lock)
+    wanted = []
+    for device in devices:
+        locks = held.get(device.pk, [])
+        mine = [lock_id for lock_id, _device, holder, _exclusive, _name in locks if holder == site_id]
+        others = [(name, exclusive) for _id, _device, holder, exclusive, name in locks if holder != site_id]
+        if mine:
+            if expires_at is not None:
+                DeviceLock.objects.filter(pk=mine[0]).update(expires_at=expires_at)
+            continue
+        if others and (not device.shareable or any(exclusive for _name, exclusive in others)):
+            raise DeviceBusy("device", f"{device.description} is locked by {others[0][0]}; disconnect it there first.")
+        wanted.append(device)
+    return wanted
+
+
+def _plan_ids(plan: dict[str, Any]) -> dict[str, Any]:
+    """The row ids the planner resolved; plans journaled before it recorded them are resolved by name."""
+    if plan.get("ids"):
+        return plan["ids"]
+    devices = Device.objects.filter(description__in=plan["devices"])
+    plan["ids"] = {
+        "site": Site.objects.get(name=plan["site"]).pk,
+        "devices": {device.description: [device.pk, device.zone_id] for device in devices},
+    }
+    return plan["ids"]
+
+
+def _lock_devices(op: Operation, plan: dict[str, Any], devices: list[_Device], expires_at=None) -> None:
+    """Write the requesting site's locks on `devices` (already row-locked by `_lockable_devices`)."""
+    if not devices:
+        return
+    locks = [
+        DeviceLock(
+            device_id=device.pk,
+            site_id=_plan_ids(plan)["site"],
+            exclusive=not device.shareable,
+            expires_at=expires_at,
+            operation=op,
+            reason=f"operation {op.pk}",
+        )
+        for device in devices
+    ]
+    try:
+        DeviceLock.objects.bulk_create(locks)
+    except IntegrityError:  # the database's own rule, should the row lock ever be bypassed
+        raise DeviceBusy("device", f"{devices[0].description} is locked by another site.") from None
+
+
 def _take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
     """Lock each planned device for the requesting site; refuse if another site holds it exclusively."""
-    if plan.get("raw"):
-        return
-    site = Site.objects.get(name=plan["site"])
-    with transaction.atomic(savepoint=False):
-        # Evaluated now: the row locks must be held before the device's locks are read.
-        devices = list(Device.objects.select_for_update().filter(description__in=plan["devices"]).order_by("pk"))
-        # Row ids for the worker, which then need not look them up again.
-        plan["ids"] = {"site": site.pk, "devices": {}}
-        held: dict[int, list[DeviceLock]] = {}
-        for lock in DeviceLock.objects.filter(device__in=devices):
-            held.setdefault(lock.device_id, []).append(lock)
-        for device in devices:
-            plan["ids"]["devices"][device.description] = [device.pk, device.zone_id]
-            locks = held.get(device.pk, [])
-            mine = [lock for lock in locks if lock.site_id == site.pk]
-            others = [lock for lock in locks if lock.site_id != site.pk]
-            if mine:
-                if expires_at is not None:
-                    DeviceLock.objects.filter(pk=mine[0].pk).update(expires_at=expires_at)
-                continue
-            if others and (not device.shareable or any(lock.exclusive for lock in others)):
-                raise DeviceBusy(
-                    "device", f"{device.description} is locked by {others[0].site.name}; disconnect it there first."
-                )
-            try:
-                DeviceLock.objects.create(
-                    device=device,
-                    site=site,
-                    exclusive=not device.shareable,
-                    expires_at=expires_at,
-                    operation=op,
-                    reason=f"operation {op.pk}",
-                )
-            except IntegrityError:  # the database's own rule, should the row lock ever be bypassed
-                raise DeviceBusy("device", f"{device.description} is locked by another site.") from None
+    with transaction.atomic():
+        _lock_devices(op, plan, _lockable_devices(plan, expires_at), expires_at)
 
 
-def _enqueue(op: Operation) -> None:
+def _record_submit(op: Operation, job_id: int | None) -> None:
+    """Store the submit's own time (and the queue's job id) on the row just written.
+
+    Plain SQL: this statement sits on every operation's path and an ORM update costs several times
+    the round trip on small machines (see `manage.py bench ops`).
+    """
+    op.job_id = job_id
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE registry_operation SET registry_ms = %s, job_id = %s WHERE id = %s",
+            [op.registry_ms, job_id, op.pk],
+        )
+
+
+def _enqueue(op: Operation) -> int | None:
+    """Queue the operation inside the caller's transaction; returns the queue's job id, if it has one."""
     queue = ops_settings().queue
     if queue == "procrastinate":
         from registry.operations.tasks import defer_operation
 
         # Deferred inside our transaction: the job exists if and only if the operation row does.
-        job_id = defer_operation(op.pk)
-        Operation.objects.filter(pk=op.pk).update(job_id=job_id)
-    elif queue == "thread":
+        return defer_operation(op.pk)
+    if queue == "thread":
         from registry.operations.maintenance import start_chores_thread
 
         start_chores_thread()
         transaction.on_commit(lambda: _thread_executor().submit(run_in_thread, op.pk))
+    return None
 
 
 _executor: ThreadPoolExecutor | None = None
@@ -265,8 +332,12 @@ class Run:
     transcripts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _rows: dict[tuple[str, Any], Any] = field(default_factory=dict)
-    # Registry writes that must commit together with the operation's success (links up/down, locks).
-    final_writes: list[Callable[[], Any]] = field(default_factory=list)
+    # What success commits together with the journal row: links up (with their lease) or down, and
+    # the requesting site's locks released (site id, device ids).
+    links_up: list[int] = field(default_factory=list)
+    lease_expires_at: datetime | None = None
+    links_down: list[int] = field(default_factory=list)
+    release_locks: tuple[int, list[int]] | None = None
 
     def row(self, model: type[T], **lookup: Any) -> T:
         """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
@@ -355,13 +426,10 @@ def _claim(operation_id: int) -> tuple[Operation | None, bool]:
     now = timezone.now()
     stale = now - timedelta(seconds=ops_settings().stale_after)
     if connection.vendor == "postgresql":
-        # One round trip: the claim sits on every operation's path.
+        # One statement, so one round trip (its own transaction outside an atomic block): the claim
+        # sits on every operation's path.
         params = {"now": now, "worker": WORKER_ID, "id": operation_id, "stale": stale}
-        with transaction.atomic():
-            # A lost claim (database crash) only means the operation is claimed again: no fsync wait.
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-            claimed = list(Operation.objects.raw(_CLAIM_SQL, params))
+        claimed = list(Operation.objects.raw(_CLAIM_SQL, params))
         if not claimed:
             return None, False
         return claimed[0], claimed[0].previous_state == State.RUNNING
@@ -383,15 +451,7 @@ def _claim(operation_id: int) -> tuple[Operation | None, bool]:
 
 
 def _finish(run: Run, started: float) -> None:
-    with transaction.atomic():
-        if run.op.state == State.SUCCEEDED:
-            with run.registry():
-                for write in run.final_writes:
-                    write()
-        _save_journal(run, started)
-
-
-def _save_journal(run: Run, started: float) -> None:
+    """Write the journal row and, on success, the registry changes it vouches for: one commit."""
     op = run.op
     execute_s = time.perf_counter() - started
     submit_ms = op.registry_ms  # planning at submit; a crashed run's time is lost with its worker
@@ -403,21 +463,69 @@ def _save_journal(run: Run, started: float) -> None:
     op.finished_at = timezone.now()
     text = "\n".join([*(f"# {note}" for note in run.notes), *run.transcripts])
     op.transcript = "\n".join(part for part in (op.transcript, text) if part)
-    op.save(
-        update_fields=[
-            "state",
-            "phase",
-            "error",
-            "result",
-            "transcript",
-            "router_ms",
-            "registry_ms",
-            "invocation_ms",
-            "total_ms",
-            "finished_at",
-            "attempts",
-        ]
+    if op.state != State.SUCCEEDED:
+        run.links_up, run.links_down, run.release_locks = [], [], None
+    if connection.vendor == "postgresql":
+        _finish_in_one_statement(run)
+        return
+    with transaction.atomic():
+        now = op.finished_at
+        Link.objects.filter(pk__in=run.links_up).update(
+            state=Link.State.UP, up_at=now, lease_expires_at=run.lease_expires_at, updated_at=now
+        )
+        _mark_down(run.links_down, now)
+        if run.release_locks:
+            site_id, device_ids = run.release_locks
+            DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).exclude(
+                operation__created_at__gt=op.created_at
+            ).delete()
+        op.save(update_fields=_JOURNAL_FIELDS)
+
+
+_JOURNAL_FIELDS = [
+    "state", "phase", "error", "result", "transcript", "router_ms", "registry_ms", "invocation_ms", "total_ms",
+    "finished_at", "attempts",
+]  # fmt: skip
+
+# The end of every operation, in one statement and so one round trip and one commit (this runs on
+# every operation's path; the ORM's four statements cost ~4 ms on small machines, `bench ops`).
+# Locks taken by an operation submitted after this one (a new add racing this remove) are kept.
+_FINISH_SQL = """
+    WITH up AS (
+        UPDATE registry_link
+           SET state = %(up)s, up_at = %(now)s, lease_expires_at = %(lease)s, updated_at = %(now)s
+         WHERE id = ANY(%(links_up)s)
+    ), down AS (
+        UPDATE registry_link SET state = %(down)s, down_at = %(now)s, updated_at = %(now)s
+         WHERE id = ANY(%(links_down)s)
+    ), released AS (
+        DELETE FROM registry_devicelock AS held
+         WHERE held.site_id = %(site)s AND held.device_id = ANY(%(devices)s)
+           AND NOT EXISTS (SELECT 1 FROM registry_operation AS newer
+                            WHERE newer.id = held.operation_id AND newer.created_at > %(created)s)
     )
+    UPDATE registry_operation
+       SET state = %(state)s, phase = %(phase)s, error = %(error)s, result = %(result)s::jsonb,
+           transcript = %(transcript)s, router_ms = %(router_ms)s, registry_ms = %(registry_ms)s,
+           invocation_ms = %(invocation_ms)s, total_ms = %(total_ms)s, finished_at = %(now)s,
+           attempts = %(attempts)s
+     WHERE id = %(id)s
+"""
+
+
+def _finish_in_one_statement(run: Run) -> None:
+    op = run.op
+    site_id, device_ids = run.release_locks or (None, [])
+    params = {
+        "up": Link.State.UP, "down": Link.State.DOWN, "now": op.finished_at, "lease": run.lease_expires_at,
+        "links_up": run.links_up, "links_down": run.links_down, "site": site_id, "devices": device_ids,
+        "created": op.created_at, "state": op.state, "phase": op.phase, "error": op.error,
+        "result": json.dumps(op.result), "transcript": op.transcript, "router_ms": op.router_ms,
+        "registry_ms": op.registry_ms, "invocation_ms": op.invocation_ms, "total_ms": op.total_ms,
+        "attempts": op.attempts, "id": op.pk,
+    }  # fmt: skip
+    with connection.cursor() as cursor:  # a transaction of its own outside an atomic block
+        cursor.execute(_FINISH_SQL, params)
 
 
 # --- driving one router ------------------------------------------------------------------------
@@ -529,8 +637,17 @@ def _steps(plan: dict[str, Any]) -> list[PlanStep]:
     return [PlanStep(**step) for step in plan["steps"]]
 
 
-def _endpoint(step: PlanStep) -> Q:
-    return Q(router_id=step.router_id, port=step.port, zone__zone_id=step.zone, remote_ip=step.remote_ip)
+def _step_rows(run: Run, steps: list[PlanStep]) -> list[list[int]]:
+    """[device pk, zone pk] per step. Zone row ids (not numbers) keep link lookups free of joins."""
+    ids = run.op.plan.get("ids") or {}
+    return [ids.get("devices", {}).get(step.device) or _device_ids(run, step.device) for step in steps]
+
+
+def _endpoints(steps: list[PlanStep], rows: list[list[int]]) -> Q:
+    endpoints = Q()
+    for step, (_device_id, zone_id) in zip(steps, rows, strict=True):
+        endpoints |= Q(router_id=step.router_id, port=step.port, zone_id=zone_id, remote_ip=step.remote_ip)
+    return endpoints
 
 
 def _busy_elsewhere(link: Link, op: Operation) -> bool:
@@ -568,13 +685,9 @@ def _execute_add(run: Run) -> None:
                 Link.objects.filter(pk__in=untouched).update(state=Link.State.FAILED, down_at=timezone.now())
                 _roll_back(run, done, exc)
         done.append((step, link, ours))
-    now = timezone.now()
     # Every step is verified on its router: the records say `up` in the commit that says `succeeded`.
-    run.final_writes.append(
-        lambda: Link.objects.filter(pk__in=[link.pk for _, link, ours in done if ours]).update(
-            state=Link.State.UP, up_at=now, lease_expires_at=expires_at, updated_at=now
-        )
-    )
+    run.links_up = [link.pk for _, link, ours in done if ours]
+    run.lease_expires_at = expires_at
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat()}
 
 
@@ -593,22 +706,41 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
     """
     op = run.op
     routers = Router.objects.in_bulk({step.router_id for step in steps})
-    ids = op.plan.get("ids") or {}
-    # Zone row ids (not numbers) keep the lookup free of joins: the device's zone is the step's zone.
-    zone_ids = [(ids.get("devices", {}).get(step.device) or _device_ids(run, step.device))[1] for step in steps]
-    endpoints = Q()
-    for step, zone_id in zip(steps, zone_ids, strict=True):
-        endpoints |= Q(router_id=step.router_id, port=step.port, zone_id=zone_id, remote_ip=step.remote_ip)
+    site_id = (op.plan.get("ids") or {}).get("site") or run.row(Site, name=op.plan["site"]).pk
+    rows = _step_rows(run, steps)
+
+    def new_link(step: PlanStep, device_id: int, zone_id: int) -> Link:
+        return Link(
+            site_id=site_id,
+            device_id=device_id,
+            router=routers[step.router_id],
+            port=step.port,
+            zone_id=zone_id,
+            remote_ip=step.remote_ip,
+            state=Link.State.CONFIGURING,
+            operation=op,
+        )
+
+    if not run.recovering:
+        # Usually no endpoint has an active link yet: then inserting is all there is to do, and the
+        # database's one-active-link-per-endpoint rule tells us when it is not.
+        fresh = [new_link(step, device_id, zone_id) for step, (device_id, zone_id) in zip(steps, rows, strict=True)]
+        try:
+            with transaction.atomic():
+                Link.objects.bulk_create(fresh)
+            return [(link, True) for link in fresh]
+        except IntegrityError:
+            pass  # shared with another device of the zone, or left by an earlier operation: look
     with transaction.atomic():
         active = {
             (link.router_id, link.port, link.zone_id, link.remote_ip): link
             for link in Link.objects.select_for_update(of=("self",))
             .select_related("operation")
-            .filter(endpoints, state__in=Link.ACTIVE_STATES)
+            .filter(_endpoints(steps, rows), state__in=Link.ACTIVE_STATES)
         }
         result: list[tuple[Link, bool]] = []
         new: list[Link] = []
-        for step, zone_id in zip(steps, zone_ids, strict=True):
+        for step, (device_id, zone_id) in zip(steps, rows, strict=True):
             link = active.get((step.router_id, step.port, zone_id, step.remote_ip))
             if link is not None and link.state != Link.State.UP:
                 if _busy_elsewhere(link, op):
@@ -616,17 +748,7 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
                 link.state, link.operation = Link.State.CONFIGURING, op
                 link.save(update_fields=["state", "operation", "updated_at"])
             elif link is None:
-                device_id, zone_id = ids.get("devices", {}).get(step.device) or _device_ids(run, step.device)
-                link = Link(
-                    site_id=ids.get("site") or run.row(Site, name=op.plan["site"]).pk,
-                    device_id=device_id,
-                    router=routers[step.router_id],
-                    port=step.port,
-                    zone_id=zone_id,
-                    remote_ip=step.remote_ip,
-                    state=Link.State.CONFIGURING,
-                    operation=op,
-                )
+                link = new_link(step, device_id, zone_id)
                 new.append(link)
             link.router = routers[step.router_id]
             result.append((link, link.state != Link.State.UP))
@@ -681,45 +803,43 @@ def _execute_remove(run: Run) -> None:
             raise OperationFailed(str(exc)) from None
         if link is not None:
             removed.append(link.pk)
-    run.final_writes.append(lambda: _mark_down(removed))
+    run.links_down = removed
     if not plan.get("raw"):
-        # Not a lock that an add submitted after this remove has just taken.
-        locks = DeviceLock.objects.filter(site__name=plan["site"], device__description__in=plan["devices"])
-        run.final_writes.append(lambda: locks.exclude(operation__created_at__gt=op.created_at).delete())
+        ids = _plan_ids(plan)
+        run.release_locks = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()])
     op.result = {"links": removed}
 
 
 def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None], dict[int, str]]:
     """Each step's active link (if any), marked `removing` before any router is touched (one transaction)."""
     op = run.op
-    routers = Router.objects.in_bulk({step.router_id for step in steps})
-    endpoints = Q()
-    for step in steps:
-        endpoints |= _endpoint(step)
+    rows = _step_rows(run, steps)
     with transaction.atomic():
         active = {
-            (link.router_id, link.port, link.zone.zone_id, link.remote_ip): link
+            (link.router_id, link.port, link.zone_id, link.remote_ip): link
             for link in Link.objects.select_for_update(of=("self",))
-            .select_related("operation", "zone")
-            .filter(endpoints, state__in=Link.ACTIVE_STATES)
+            .select_related("operation", "router")
+            .filter(_endpoints(steps, rows), state__in=Link.ACTIVE_STATES)
         }
-        links = [active.get((step.router_id, step.port, step.zone, step.remote_ip)) for step in steps]
+        links = [
+            active.get((step.router_id, step.port, zone_id, step.remote_ip))
+            for step, (_device_id, zone_id) in zip(steps, rows, strict=True)
+        ]
         previous = {}
-        for link, step in zip(links, steps, strict=True):
+        for link in links:
             if link is None:
                 continue
             if _busy_elsewhere(link, op):
                 raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
             previous[link.pk] = link.state
-            link.router = routers[step.router_id]
         Link.objects.filter(pk__in=list(previous)).update(
             state=Link.State.REMOVING, operation=op, updated_at=timezone.now()
         )
     return links, previous
 
 
-def _mark_down(link_ids: list[int]) -> None:
-    now = timezone.now()
+def _mark_down(link_ids: list[int], now: datetime | None = None) -> None:
+    now = now or timezone.now()
     Link.objects.filter(pk__in=link_ids).update(state=Link.State.DOWN, down_at=now, updated_at=now)
 
 

@@ -59,7 +59,7 @@ def _retry_procrastinate_job(operation_id: int) -> None:
         except ProcrastinateException:
             log.info("job %s of operation %s is not retryable; deferring a new one", op.job_id, operation_id)
     with transaction.atomic():
-        _enqueue(op)
+        Operation.objects.filter(pk=op.pk).update(job_id=_enqueue(op))
 
 
 def expire_leases() -> list[int]:

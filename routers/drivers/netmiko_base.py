@@ -187,7 +187,6 @@ class NetmikoDriver(RouterDriver):
         super().__init__(target)
         self._conn: BaseConnection | None = None
         self._log = io.BytesIO()
-        self._log_taken = 0
         self._router_seconds = 0.0
         self._notes: list[str] = []
 
@@ -322,7 +321,9 @@ class NetmikoDriver(RouterDriver):
     # --- journal support -----------------------------------------------------------------------
     def take_transcript(self) -> str:
         text = self._peek_transcript()
-        self._log_taken = len(self._log.getvalue())
+        # Start the session log afresh: a pooled session lives for days and must not keep them all.
+        self._log.seek(0)
+        self._log.truncate()
         self._notes.clear()
         return text
 
@@ -341,7 +342,7 @@ class NetmikoDriver(RouterDriver):
                 conn.session_log.flush()
             except Exception:  # noqa: BLE001 - a closed log still has what was written
                 pass
-        raw = self._log.getvalue()[self._log_taken :].decode("utf-8", errors="replace")
+        raw = self._log.getvalue().decode("utf-8", errors="replace")
         return self.mask(raw.replace("\r\n", "\n").replace("\r", "\n"))
 
     def mask(self, text: str) -> str:

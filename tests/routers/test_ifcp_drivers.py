@@ -24,6 +24,7 @@ from .conftest import PASSWORD
 
 IFCP = ["mcdata_eclipse", "nishan_ips3000"]
 SPEC = LinkSpec(port=3, zone=17, remote_ip="10.0.8.50")
+LIST_COMMANDS = {"mcdata_eclipse": "show ifcp session", "nishan_ips3000": "ifcp list"}
 
 
 @pytest.fixture(params=IFCP)
@@ -113,6 +114,20 @@ def test_the_transcript_is_masked_and_router_seconds_are_counted(sim_factory, dr
     assert driver.take_router_seconds() > 0.05
     assert driver.take_router_seconds() == 0.0
     assert driver.take_transcript() == ""
+
+
+def test_a_long_lived_session_keeps_only_the_transcript_not_yet_taken(sim_factory, driver_for, platform):
+    driver = driver_for(sim_factory(platform))
+    listing = LIST_COMMANDS[platform]
+    left_over = []
+    for _ in range(20):
+        driver.list_links()
+        assert driver.take_transcript().count(listing) == 1  # this call's command, once
+        left_over.append(driver._log.getbuffer().nbytes)  # the session log netmiko writes into
+    assert left_over == [0] * 20
+    driver.add_link(SPEC)
+    transcript = driver.take_transcript()
+    assert driver.render_add(SPEC)[0] in transcript and listing not in transcript
 
 
 def test_wrong_credentials_raise_router_auth_error(sim_factory, sim_target, platform):
