@@ -69,7 +69,10 @@ class Plan:
     ids: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The plan as users see it (API, CLI, `manage.py plan`): without the row ids."""
+        public = asdict(self)
+        del public["ids"]
+        return public
 
     def describe(self) -> str:
         lines = [f"Plan: {self.action} site {self.site} -> zone {self.zone} ({', '.join(self.devices)})"]

@@ -85,7 +85,8 @@ def submit(
     request = dict(request or {})
     plan: dict[str, Any] = {}
     if kind in (Kind.ADD, Kind.REMOVE, Kind.EXPIRE):
-        plan = _plan_for(kind, request).as_dict()
+        planned = _plan_for(kind, request)
+        plan = {**planned.as_dict(), "ids": planned.ids}
     elif kind == Kind.LIST:
         if request.get("router"):
             _router_named(request["router"])
@@ -572,7 +573,7 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
         try:
             with router_lock(router.pk, max(0.0, min(conf.router_wait, run.remaining()))):
                 run.phase(Phase.CONNECTING)
-                with pool.session(router.pk, target, run.absorb) as lease:
+                with pool.session(router.pk, target, run.absorb, deadline=run.deadline) as lease:
                     reused = lease.reused
                     run.phase(Phase.ON_ROUTER)
                     return work(lease, run.recovering or attempt > 1)
@@ -762,12 +763,17 @@ def _device_ids(run: Run, description: str) -> list[int]:
 
 
 def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
-    """Undo this add's router steps in reverse; raise OperationFailed with the original reason."""
-    run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
+    """Undo this add's router steps in reverse; raise OperationFailed with the original reason.
+
+    Each undo gets a time budget of its own (the operation's limit, at most 60 s): the add may have
+    spent all of its time, and a router that stays silent must not take the others' undo with it.
+    """
+    budget = min(60.0, ops_settings().total_timeout)
     leftovers = []
     for step, link, ours in reversed(done):
         if not ours:
             continue
+        run.deadline = max(run.deadline, time.monotonic() + budget)
         try:
             _drive(run, link.router, step.spec, "remove")
         except StepFailed as exc:

@@ -86,15 +86,23 @@ class SessionPool:
 
     # --- lending -------------------------------------------------------------------------------
     @contextmanager
-    def session(self, router_id: int, target: RouterTarget, absorb: Callable[[RouterDriver], None]) -> Iterator[Lease]:
+    def session(
+        self,
+        router_id: int,
+        target: RouterTarget,
+        absorb: Callable[[RouterDriver], None],
+        deadline: float | None = None,
+    ) -> Iterator[Lease]:
         """A logged-in session to the router; the caller must hold the router's lock.
 
         `absorb(driver)` is called at the end, success or not, to collect transcript and router time.
+        `deadline` (time.monotonic()) caps every wait on the router while the caller holds the session.
         """
         conf = ops_settings()
         lease = self._checkout(router_id, target, conf.keepalive) if conf.pool else None
         if lease is None:
             lease = Lease(self._factory(target), reused=False)
+        lease.driver.deadline = deadline
         keep = False
         try:
             if not lease.reused:
@@ -109,6 +117,7 @@ class SessionPool:
             try:
                 self._settle(router_id, target, lease, keep=keep and conf.pool, save_mode=conf.save_config)
             finally:
+                lease.driver.deadline = None  # back in the pool, the session answers to nobody's clock
                 absorb(lease.driver)
 
     def _checkout(self, router_id: int, target: RouterTarget, keepalive: float) -> Lease | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
@@ -157,6 +158,10 @@ class RouterDriver:
     session, then ``close()``. Every wait is bounded by the target's timeouts. ``render_add`` and
     ``render_remove`` are pure: they return the exact command lines without connecting, for dry runs.
 
+    Deadline: ``deadline`` (a ``time.monotonic()`` instant, or None) caps every wait on top of the
+    target's timeouts, so that the caller's own time limit holds while a router is silent; a call
+    made after it has passed raises RouterTimeout without sending anything.
+
     Timing: ``router_seconds`` accumulates the wall time spent waiting on the router (login
     included) since the last ``take_router_seconds()``; ``take_transcript()`` returns and clears
     the masked session text. The operations engine uses both for its journal.
@@ -166,6 +171,16 @@ class RouterDriver:
 
     def __init__(self, target: RouterTarget) -> None:
         self.target = target
+        self.deadline: float | None = None
+
+    def wait_limit(self, timeout: float) -> float:
+        """`timeout` shortened to what is left before the deadline; RouterTimeout if nothing is."""
+        if self.deadline is None:
+            return timeout
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise RouterTimeout(f"{self.target.name or self.target.host}: the operation's time limit was reached")
+        return min(timeout, left)
 
     # --- pure rendering (no connection) -------------------------------------------------------
     @classmethod

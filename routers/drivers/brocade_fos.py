@@ -224,7 +224,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
         either = rf"(?:{PAGER}$)|(?:{prompt})"
         with self._router_call(command), closed_session_is_eof(self):
             output = str(conn.send_command(
-                command, expect_string=either, read_timeout=self.target.command_timeout,
+                command, expect_string=either, read_timeout=self.wait_limit(self.target.command_timeout),
                 strip_prompt=False, strip_command=True,
             ))
             pages = 0
@@ -234,7 +234,8 @@ class BrocadeFosDriver(SessionGuardedDriver):
                     conn.write_channel("q" + conn.RETURN)  # leave the pager so the session stays usable
                     raise GarbledOutput(f"{command!r}: more than {max_pages} pages", transcript=self._peek_transcript())
                 conn.write_channel(conn.RETURN)
-                output += str(conn.read_until_pattern(pattern=either, read_timeout=self.target.command_timeout))
+                wait = self.wait_limit(self.target.command_timeout)
+                output += str(conn.read_until_pattern(pattern=either, read_timeout=wait))
         lines = [re.sub(PAGER, "", line) for line in output.splitlines() if not re.fullmatch(PAGER, line)]
         if lines and re.search(prompt, lines[-1]):
             lines.pop()

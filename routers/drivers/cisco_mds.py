@@ -223,7 +223,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
         with self._router_call(lines[1]), closed_session_is_eof(self):
             try:
                 return str(conn.send_config_set(
-                    lines[1:-1], read_timeout=self.target.command_timeout, error_pattern=CONFIG_ERRORS,
+                    lines[1:-1], read_timeout=self.wait_limit(self.target.command_timeout), error_pattern=CONFIG_ERRORS,
                     exit_config_mode=True,
                 ))
             except ConfigInvalidException as exc:

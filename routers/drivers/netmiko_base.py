@@ -204,10 +204,10 @@ class NetmikoDriver(RouterDriver):
             "port": target.port,
             "username": target.username,
             "password": target.password,
-            "conn_timeout": min(target.connect_timeout, 10.0),
-            "auth_timeout": target.connect_timeout,
-            "banner_timeout": target.connect_timeout,
-            "blocking_timeout": target.command_timeout,
+            "conn_timeout": self.wait_limit(min(target.connect_timeout, 10.0)),
+            "auth_timeout": self.wait_limit(target.connect_timeout),
+            "banner_timeout": self.wait_limit(target.connect_timeout),
+            "blocking_timeout": self.wait_limit(target.command_timeout),
             "session_log": self._log,
             "fast_cli": True,
             "allow_agent": False,
@@ -215,7 +215,7 @@ class NetmikoDriver(RouterDriver):
             "ssh_config_file": None,
         }
         if device_type in NETMIKO_CLASSES:
-            args["login_patience"] = target.connect_timeout
+            args["login_patience"] = self.wait_limit(target.connect_timeout)
         if target.transport == Transport.SSH:
             args["system_host_keys"] = False
             args["alt_host_keys"] = False
@@ -282,7 +282,7 @@ class NetmikoDriver(RouterDriver):
                 conn.send_command(
                     command,
                     expect_string=expect or self.prompt_pattern(),
-                    read_timeout=timeout or self.target.command_timeout,
+                    read_timeout=self.wait_limit(timeout or self.target.command_timeout),
                     strip_prompt=True,
                     strip_command=True,
                 )
@@ -426,7 +426,7 @@ class SessionGuardedDriver(NetmikoDriver):
 
     def connection_args(self) -> dict[str, Any]:
         args = super().connection_args()
-        args["read_timeout_override"] = self.target.connect_timeout
+        args["read_timeout_override"] = self.wait_limit(self.target.connect_timeout)
         return args
 
     def connect(self) -> None:
@@ -453,7 +453,7 @@ class SessionGuardedDriver(NetmikoDriver):
                 conn.send_command(
                     command,
                     expect_string=expect or self.prompt_pattern(),
-                    read_timeout=timeout or self.target.command_timeout,
+                    read_timeout=self.wait_limit(timeout or self.target.command_timeout),
                     strip_prompt=True,
                     strip_command=True,
                     cmd_verify=self.verify_echo(command),

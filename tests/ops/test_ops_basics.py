@@ -133,3 +133,32 @@ def test_add_and_remove_drive_fcip_routers_over_ssh(demo, ops_settings, sim_fact
     op = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID1"}).pk)
     assert op.state == "succeeded", op.error
     assert all(router_keys(sim) == set() for sim in sims.values())
+
+
+@pytest.mark.django_db
+def test_a_second_device_behind_the_same_link_shares_it_without_touching_the_routers(ops_lab):
+    xraid1 = Device.objects.get(description="XRAID1")
+    Device.objects.create(
+        device_id="xraid4", description="XRAID4", wwn="20:00:00:04:53:00:01:a4", zone=xraid1.zone,
+        owner_site=xraid1.owner_site,
+    )  # fmt: skip
+    first = execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    second = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk)
+    assert second.state == "succeeded", second.error
+    assert second.result["links"] == first.result["links"]  # the links already up, not new rows
+    assert Link.objects.count() == 2
+    assert not any(command in second.transcript for step in second.plan["steps"] for command in step["commands"])
+    assert DeviceLock.objects.filter(site__name="remote-site").count() == 2
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_operations_journaled_before_plans_carried_row_ids_still_run(ops_lab):
+    for kind in ("add", "remove"):
+        op = submit(kind, {"site": "remote-site", "device_description": "XRAID1"}, enqueue=False)
+        plan = {key: value for key, value in op.plan.items() if key != "ids"}
+        Operation.objects.filter(pk=op.pk).update(plan=plan)
+        assert execute(op.pk).state == "succeeded"
+        assert_agreement(ops_lab)
+    assert not DeviceLock.objects.exists()
+    assert set(Link.objects.values_list("state", flat=True)) == {"down"}

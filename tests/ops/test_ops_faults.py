@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from registry.models import DeviceLock, Link, Operation
+from registry.models import DeviceLock, Link, Operation, Router
 from registry.operations import execute, reconcile, submit
 from registry.operations.pool import pool
 from tests.ops.test_ops_basics import assert_agreement, router_keys
@@ -65,6 +65,21 @@ def test_a_router_that_stops_answering_fails_the_add_in_bounded_time_and_reconci
     assert report.result["routers"]["remote-rtr"]["mismatched"][0]["registry"] == "configuring"
     assert not Link.objects.filter(state__in=Link.ACTIVE_STATES).exists()
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_the_total_time_limit_cuts_a_silent_routers_wait_short(ops_lab, settings):
+    # Each command may take 20 s, but the operation only 2 s (and each undo of a step as much again).
+    settings.FLEXZONE_OPS_TOTAL_TIMEOUT = 2.0
+    Router.objects.filter(pk=ops_lab.remote_rtr.pk).update(command_timeout=20.0)
+    ops_lab.remote_sim.add_fault("stall_command")
+    started = time.monotonic()
+    op = execute(submit("add", ADD_XRAID1).pk)
+    elapsed = time.monotonic() - started
+    assert op.state == "failed" and "time limit" in op.error, (op.state, op.error)
+    assert elapsed < 8, elapsed  # add 2 s + undo on the silent router 2 s + undo on the other
+    assert router_keys(ops_lab.primary_sim) == set(), op.error  # the step that had succeeded is undone
+    assert pool.size() == 0 or all(entry.driver.deadline is None for entry in pool._entries.values())
 
 
 @pytest.mark.django_db

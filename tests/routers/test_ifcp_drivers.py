@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from routers.drivers import DRIVERS, get_driver
@@ -15,6 +17,7 @@ from routers.drivers.base import (
     RouterConnectError,
     RouterLink,
     RouterTarget,
+    RouterTimeout,
     Transport,
 )
 from routers.drivers.mcdata_eclipse import EclipseDriver
@@ -128,6 +131,22 @@ def test_a_long_lived_session_keeps_only_the_transcript_not_yet_taken(sim_factor
     driver.add_link(SPEC)
     transcript = driver.take_transcript()
     assert driver.render_add(SPEC)[0] in transcript and listing not in transcript
+
+
+def test_a_deadline_shortens_every_wait_and_a_passed_one_sends_nothing(sim_factory, driver_for, platform):
+    sim = sim_factory(platform)
+    driver = driver_for(sim, command_timeout=20.0)
+    driver.take_transcript()
+    driver.deadline = time.monotonic() - 1
+    with pytest.raises(RouterTimeout):
+        driver.add_link(SPEC)
+    assert driver.render_add(SPEC)[0] not in driver.take_transcript() and sim.links() == []
+    sim.add_fault("stall_command")
+    driver.deadline = time.monotonic() + 0.5
+    started = time.monotonic()
+    with pytest.raises(RouterTimeout):
+        driver.list_links()
+    assert time.monotonic() - started < 3  # not the 20 s command timeout
 
 
 def test_wrong_credentials_raise_router_auth_error(sim_factory, sim_target, platform):
