@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
@@ -38,7 +39,27 @@ def zone_field(**kwargs) -> NaturalKeyField:
     return NaturalKeyField(key, slug_field="zone_id", **kwargs)
 
 
-class RegistrySerializer(serializers.ModelSerializer):
+class KnownFieldsOnly:
+    """Refuse fields the request does not take: a misspelt `duraton` must not silently mean no lease.
+
+    Read-only fields (an `id` sent back from a GET) are accepted and ignored, as DRF does.
+    """
+
+    # Query parameters DRF itself reads (`?format=json`).
+    tolerated: frozenset[str] = frozenset({"format"})
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields) - self.tolerated)
+            if unknown:
+                taken = ", ".join(sorted(name for name, field in self.fields.items() if not field.read_only))
+                raise serializers.ValidationError(
+                    {name: [f"Unknown field; this request takes {taken}."] for name in unknown}, code="unknown_field"
+                )
+        return super().to_internal_value(data)
+
+
+class RegistrySerializer(KnownFieldsOnly, serializers.ModelSerializer):
     """Base of every model serializer.
 
     DRF does not call `full_clean()`; this does, so the admin, the API and the jobs share one set of
@@ -196,7 +217,7 @@ class AuditEventSerializer(RegistrySerializer):
 # --- requests that are not models ----------------------------------------------------------------
 
 
-class TargetSerializer(serializers.Serializer):
+class TargetSerializer(KnownFieldsOnly, serializers.Serializer):
     """What to connect (or disconnect, or plan): a site and exactly one of device, WWN or zone."""
 
     site = StrictCharField(max_length=100, validators=[validate_description],
@@ -230,14 +251,14 @@ class ConnectSerializer(TargetSerializer):
     )
 
 
-class ReconcileSerializer(serializers.Serializer):
+class ReconcileSerializer(KnownFieldsOnly, serializers.Serializer):
     repair = serializers.BooleanField(default=False, help_text="converge registry and routers (admin only)")
     policy = serializers.ChoiceField(
         choices=["registry", "router"], default="registry", help_text="which side is the truth when repairing"
     )
 
 
-class InvokeSerializer(serializers.Serializer):
+class InvokeSerializer(KnownFieldsOnly, serializers.Serializer):
     """The V1 low-level commands, against a named router."""
 
     router = StrictCharField(max_length=63, validators=[validate_short_name])

@@ -155,3 +155,25 @@ def test_hostile_query_parameters_are_a_400_not_a_500(api_server, cast):
 
 def test_a_body_that_is_not_an_object_is_a_400(alice, cast):
     assert alice("/api/connect/", ["remote-site", "XRAID1"]).status_code == 400
+
+
+@pytest.mark.parametrize(
+    "user, path, body, misspelt, meant",
+    [
+        ("alice", "/api/connect/", {"site": "remote-site", "device_description": "XRAID1", "duraton": 60},
+         "duraton", "duration"),
+        ("alice", "/api/invoke/", {"router": "primary-rtr", "command": "lsifcp", "ifcp_ip": "127.0.0.22"},
+         "ifcp_ip", "ifcpip"),
+        ("root", "/api/sites/", {"name": "third-site", "display_name": "THIRD", "msan_id": 3,
+                                 "management_ip": "127.0.0.13", "data_ip": "127.0.0.23", "router_prot": 2},
+         "router_prot", "router_port"),
+    ],
+)  # fmt: skip
+def test_a_field_the_request_does_not_take_is_a_400_naming_it(api_server, cast, user, path, body, misspelt, meant):
+    response = api_server.session(user).post(f"{api_server.url}{path}", json=body, timeout=20)
+    assert refused_fields(response) == {misspelt}
+    assert "this request takes" in response.text and meant in response.text
+    assert not Operation.objects.exists() and not Site.objects.filter(msan_id=3).exists()
+    body[meant] = body.pop(misspelt)  # spelt right, the same request is accepted
+    accepted = api_server.session(user).post(f"{api_server.url}{path}", json=body, timeout=20)
+    assert accepted.status_code in (200, 201, 202), accepted.text
