@@ -1,8 +1,8 @@
 """`python manage.py bench ops`: what the operations engine costs on top of the routers.
 
-(a) framework overhead per operation (the wall time of submit + execute, final commit included,
-    minus the router time the journal records: planning, locks, journal, verification bookkeeping)
-    over add/remove pairs against simulators with no delay: p50 and p95;
+(a) framework overhead per operation (total_ms - router_ms from the journal: planning, locks,
+    journal, verification bookkeeping) over add/remove pairs against simulators with no delay, p50
+    and p95; also as the caller sees it (wall time of submit + execute, every commit included);
 (b) warm/cold ratio: an add on pooled sessions vs the first add, which logs in, on two simulators
     with the McData Eclipse profile (~12 s from connect to prompt, 2.8 s per configuration command);
 (c) parallel efficiency: 10 site pairs (20 simulated Nishan routers, 0.1 s per command, 0.3 s per
@@ -136,7 +136,9 @@ class BenchRegistry:
 
 
 def measure_overhead(reg: BenchRegistry, ops: int) -> dict[str, float]:
-    """Overhead = wall time of submit + execute (the caller's view, final commit included) - router time."""
+    """Overhead per op as the journal records it (total_ms - router_ms, the issue's definition; the
+    journal's clock necessarily stops before the statement that writes it) and as the caller sees it
+    (wall time of submit + execute, every commit included, - router_ms)."""
     pair = reg.pair("nishan_ips3000", ["--timing-scale", "0"])
     reg.run("add", pair)  # logs in; not counted
     reg.run("remove", pair)
@@ -153,6 +155,7 @@ def measure_overhead(reg: BenchRegistry, ops: int) -> dict[str, float]:
         "p50": statistics.median(overheads),
         "p95": _percentile(overheads, 0.95),
         "journal_p50": statistics.median(journal),
+        "journal_p95": _percentile(journal, 0.95),
         "router_p50": statistics.median(routers),
         "cpu_p50": statistics.median(cpu),
     }
@@ -225,12 +228,13 @@ def main(argv: list[str]) -> int:
         print(f"load average at start: {_load()} on {os.cpu_count()} CPUs", flush=True)
         if "a" in args.parts:
             overhead = measure_overhead(reg, args.ops)
-            p50, p95 = overhead["p50"], overhead["p95"]
+            p50, p95 = overhead["journal_p50"], overhead["journal_p95"]
             print(
-                f"(a) framework overhead per op (wall time of submit + execute - router time), {args.ops} ops, "
-                f"0 ms router delay: p50 {p50:.1f} ms, p95 {p95:.1f} ms (journal's total_ms - router_ms p50 "
-                f"{overhead['journal_p50']:.1f} ms; router time p50 {overhead['router_p50']:.1f} ms; "
-                f"CPU used by this thread per op p50 {overhead['cpu_p50']:.1f} ms)",
+                f"(a) framework overhead per op (the journal's total_ms - router_ms), {args.ops} ops, 0 ms router "
+                f"delay: p50 {p50:.1f} ms, p95 {p95:.1f} ms; seen by the caller (wall time of submit + execute, "
+                f"both commits included, - router_ms): p50 {overhead['p50']:.1f} ms, p95 {overhead['p95']:.1f} ms "
+                f"(router time p50 {overhead['router_p50']:.1f} ms; CPU used by this thread per op p50 "
+                f"{overhead['cpu_p50']:.1f} ms)",
                 flush=True,
             )
         if "b" in args.parts:
