@@ -174,7 +174,6 @@ def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
     for router in routers:
         state = DEMO / "routers" / router["name"]
         state.mkdir(parents=True, exist_ok=True)
-        password = (Path(env["FLEXZONE_SECRETS_DIR"]) / router["name"]).read_text().strip()
         listen = f"{router['host']}:0"
         argv = [
             PY,
@@ -188,7 +187,8 @@ def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
             str(state),
             "--username",
             router["username"],
-            f"--password={password}",  # one token: a random password may start with "-"
+            "--password-file",  # the router's secret file: the password stays out of `ps`
+            str(Path(env["FLEXZONE_SECRETS_DIR"]) / router["name"]),
             "--hostname",
             router["name"],
         ]

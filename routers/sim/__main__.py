@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 from routers.sim import PLATFORM_MODULES, personality_class
 from routers.sim.faults import KINDS, parse_fault
@@ -28,7 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ssh", metavar="HOST:PORT", help="serve SSH here (port 0: any free port)")
     parser.add_argument("--state", metavar="DIR", help="keep configuration, transcript, host key and faults here")
     parser.add_argument("--username", default="admin")
-    parser.add_argument("--password", default="password")
+    secret = parser.add_mutually_exclusive_group()
+    secret.add_argument("--password", default="password", help="the login password (visible in `ps`; see below)")
+    secret.add_argument(
+        "--password-file", type=Path, metavar="FILE", help="read the login password from FILE (keeps it out of `ps`)"
+    )
     parser.add_argument("--hostname", help="device name shown in prompts (platform default otherwise)")
     parser.add_argument("--max-sessions", type=int, help="concurrent CLI sessions accepted (platform default)")
     parser.add_argument("--idle-timeout", type=float, help="log an idle session out after this many seconds")
@@ -63,6 +68,10 @@ async def run(args: argparse.Namespace) -> int:
         args.telnet = "127.0.0.1:0" if "telnet" in transports else None
         args.ssh = "127.0.0.1:0" if "telnet" not in transports else None
     faults = [parse_fault(text) for text in args.fault] if args.fault else None
+    if args.password_file is not None:
+        args.password = args.password_file.read_text().strip()
+        if not args.password:
+            raise ValueError(f"--password-file: {args.password_file} is empty")
     router = SimRouter(
         args.platform, telnet=args.telnet, ssh=args.ssh, state_dir=args.state, username=args.username,
         password=args.password, hostname=args.hostname, timing=timing_from_args(args.platform, args),

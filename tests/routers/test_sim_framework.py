@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from netmiko._telnetlib import telnetlib
 
+from routers.drivers import get_driver
 from routers.drivers.base import RouterLink
 from routers.sim import PERSONALITIES, available_platforms
 from routers.sim.faults import Fault, parse_fault, read_faults, write_faults
+from routers.sim.process import SimProcess
 from routers.sim.server import SimRouter, check_bind_host
 
 from .conftest import PASSWORD, USERNAME
@@ -207,3 +212,23 @@ def test_the_faults_command_arms_shows_and_clears_faults_in_a_state_dir(tmp_path
     assert '"drop_after_apply"' in capsys.readouterr().out
     assert main([str(tmp_path)]) == 0
     assert read_faults(tmp_path) == []
+
+
+def test_the_simulator_reads_its_password_from_a_file_and_keeps_it_off_the_command_line(tmp_path, sim_target):
+    secret = tmp_path / "secret"
+    secret.write_text("-dash-first-Pa55\n")
+    options = ["--username", USERNAME, "--password-file", str(secret), "--timing-scale", "0"]
+    process = SimProcess("nishan_ips3000", telnet="127.0.0.1:0", args=options)
+    try:
+        process.start()
+        assert "dash-first" not in Path(f"/proc/{process.process.pid}/cmdline").read_text()
+        driver = get_driver(sim_target(process, password="-dash-first-Pa55"))
+        driver.connect()
+        assert driver.list_links() == []
+        driver.close()
+    finally:
+        process.stop()
+    secret.write_text("")
+    empty = subprocess.run([sys.executable, "-m", "routers.sim", "--platform", "nishan_ips3000", "--password-file",
+                            str(secret)], capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert empty.returncode == 2 and "is empty" in empty.stderr
