@@ -90,13 +90,28 @@ class Plan:
 
 def find_site(value: str | int) -> Site:
     """A site named by short name, display name or MSAN id (in that order of preference)."""
+    text = _site_text(value)
+    return _pick_site(text, _sites_matching(text))
+
+
+def _site_text(value: str | int) -> str:
     text = str(value).strip()
     if not text:
         raise PlanError("site", "a site is required (short name, display name or MSAN id).")
+    return text
+
+
+def _sites_matching(text: str, also: set[int] | frozenset[int] = frozenset()) -> list[Site]:
+    """The sites `text` may name (at most one per way of naming one), and the sites whose ids are in `also`."""
     match = Q(name=text) | Q(lower_display_name=text.lower())
     if text.isdigit():
         match |= Q(msan_id=int(text))
-    candidates = list(Site.objects.annotate(lower_display_name=Lower("display_name")).filter(match)[:3])
+    if also:
+        match |= Q(pk__in=also)
+    return list(Site.objects.annotate(lower_display_name=Lower("display_name")).filter(match)[: 3 + len(also)])
+
+
+def _pick_site(text: str, candidates: list[Site]) -> Site:
     for matches in (
         lambda s: s.name == text,
         lambda s: text.isdigit() and s.msan_id == int(text),
@@ -109,10 +124,14 @@ def find_site(value: str | int) -> Site:
     raise PlanError("site", f"no site is named {text!r}.", _close(text, names))
 
 
-def find_device(*, description: str | None = None, wwn: str | None = None) -> Device:
+def find_device(
+    *, description: str | None = None, wwn: str | None = None, related: tuple[str, ...] = ("zone", "owner_site")
+) -> Device:
+    """A device by description (any letter case) or WWN (any notation), with `related` rows joined in."""
+    devices = Device.objects.select_related(*related)
     if description is not None:
         text = description.strip()
-        device = _devices().annotate(lower=Lower("description")).filter(lower=text.lower()).first()
+        device = devices.annotate(lower=Lower("description")).filter(lower=text.lower()).first()
         if device is None:
             names = list(Device.objects.values_list("description", flat=True))
             raise PlanError("device_description", f"no device is described as {text!r}.", _close(text, names))
@@ -122,7 +141,7 @@ def find_device(*, description: str | None = None, wwn: str | None = None) -> De
             canonical = normalize_wwn(wwn)
         except ValidationError as exc:
             raise PlanError("wwn", exc.messages[0]) from None
-        device = _devices().filter(wwn=canonical).first()
+        device = devices.filter(wwn=canonical).first()
         if device is None:
             wwns = list(Device.objects.values_list("wwn", flat=True))
             raise PlanError("wwn", f"no device has WWN {canonical}.", _close(canonical, wwns))
@@ -146,10 +165,6 @@ def find_zone(value: str | int) -> Zone:
     return zone
 
 
-def _devices():
-    return Device.objects.select_related("zone", "owner_site")
-
-
 def _close(text: str, candidates: list[str]) -> list[str]:
     lowered = {candidate.lower(): candidate for candidate in candidates}
     return [lowered[match] for match in difflib.get_close_matches(text.lower(), list(lowered), n=3, cutoff=0.5)]
@@ -158,7 +173,7 @@ def _close(text: str, candidates: list[str]) -> list[str]:
 def site_routers(sites: list[Site]) -> dict[int, Router]:
     """Each site's router (the first by name when a site has several), in one query."""
     routers: dict[int, Router] = {}
-    for router in Router.objects.filter(site__in=sites).order_by("-name"):
+    for router in Router.objects.filter(site_id__in=[site.pk for site in sites]).order_by("-name"):
         routers[router.site_id] = router
     for site in sites:
         if site.pk not in routers:
@@ -187,15 +202,29 @@ def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
     given = [name for name, value in (("device_description", description), ("wwn", wwn), ("zone", zone_ref)) if value]
     if len(given) != 1:
         raise PlanError("device", "give exactly one of device description, WWN or zone.")
-    requester = find_site(site_ref)
+    text = _site_text(site_ref)
+    try:
+        if zone_ref is not None and zone_ref != "":
+            found = list(
+                Device.objects.select_related("zone").filter(zone__zone_id=_zone_number(zone_ref)).order_by("description")
+            )
+        else:
+            found = [find_device(description=description, wwn=wwn, related=("zone",))]
+    except PlanError:
+        find_site(text)  # both wrong: report the site, the first thing asked
+        raise
+    # Three queries per question: the device(s), then the requesting site together with the owners,
+    # then their routers.
+    sites = _sites_matching(text, {device.owner_site_id for device in found})
+    requester = _pick_site(text, sites)
+    site_by_id = {site.pk: site for site in sites}
     if zone_ref is not None and zone_ref != "":
-        zone_devices = list(_devices().filter(zone__zone_id=_zone_number(zone_ref)).order_by("description"))
-        zone = zone_devices[0].zone if zone_devices else find_zone(zone_ref)
-        devices = [d for d in zone_devices if d.owner_site_id != requester.pk]
+        zone = found[0].zone if found else find_zone(zone_ref)
+        devices = [d for d in found if d.owner_site_id != requester.pk]
         if not devices:
             raise PlanError("zone", f"zone {zone.zone_id} has no device owned by a site other than {requester.name}.")
     else:
-        device = find_device(description=description, wwn=wwn)
+        device = found[0]
         if device.owner_site_id == requester.pk:
             raise PlanError(
                 given[0], f"{device.description} belongs to {requester.name} itself; no SAN extension is needed."
@@ -203,11 +232,11 @@ def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
         zone, devices = device.zone, [device]
 
     steps: list[tuple] = []
-    routers = site_routers([requester, *{d.owner_site_id: d.owner_site for d in devices}.values()])
+    routers = site_routers([requester, *{d.owner_site_id: site_by_id[d.owner_site_id] for d in devices}.values()])
     requester_router = routers[requester.pk]
     seen_owners: set[int] = set()
     for device in devices:
-        owner = device.owner_site
+        owner = site_by_id[device.owner_site_id]
         if owner.pk in seen_owners:
             continue
         seen_owners.add(owner.pk)
