@@ -334,12 +334,21 @@ class Budget:
 
     seconds: float
     start: float = field(default_factory=time.monotonic)
+    skipped: list[str] = field(default_factory=list)
 
     def left(self) -> float:
         return self.seconds - (time.monotonic() - self.start)
 
     def allows(self, estimate: float) -> bool:
         return estimate <= self.left()
+
+    def admit(self, estimate: float, name: str, progress: Progress) -> bool:
+        """Whether a cell estimated at `estimate` s fits; one that does not is recorded as skipped."""
+        if self.allows(estimate):
+            return True
+        self.skipped.append(name)
+        progress.finished()
+        return False
 
 
 @dataclass
@@ -355,6 +364,24 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     valid: bool = True
+
+
+def json_lines(text: str, summary_key: str) -> tuple[list[dict[str, Any]], Any]:
+    """A probe's output: one JSON record per line, the one holding `summary_key` being its summary.
+
+    Lines that are not JSON (a library's warning) are ignored. Returns (records, summary or None).
+    """
+    records, summary = [], None
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if summary_key in record:
+            summary = record[summary_key]
+        else:
+            records.append(record)
+    return records, summary
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -66,13 +66,11 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
                         label="clients ")
     link = bench.raw_link_mb_s()
     rows: list[dict[str, Any]] = []
-    skipped: list[str] = []
+    skipped = budget.skipped
     for n, path, rep in steps:
         estimate = 2 * plan.time_limit_s + 1
         name = f"{path} {n} clients rep {rep}"
-        if not budget.allows(estimate):
-            skipped.append(name)
-            progress.finished()
+        if not budget.admit(estimate, name, progress):
             continue
         progress.step(name)
         for op in ("write", "read"):

@@ -239,13 +239,11 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     steps = [(size, rep) for size in plan.sizes for rep in range(1, plan.repetitions + 1)]
     progress = Progress([2 * s / 1e8 + 0.6 for s, _ in steps], out, label="effective ")
     rows: list[dict[str, Any]] = []
-    skipped: list[str] = []
+    skipped = budget.skipped
     guess = 100.0
     for size, rep in steps:
         estimate = 2 * size / 1e6 / guess + 0.6
-        if not budget.allows(estimate):
-            skipped.append(f"{size_label(size)} rep {rep}")
-            progress.finished()
+        if not budget.admit(estimate, f"{size_label(size)} rep {rep}", progress):
             continue
         progress.step(f"san {size_label(size)} rep {rep}")
         rates = []

@@ -70,13 +70,11 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     link = bench.raw_link_mb_s()
     print(f"filesizes: raw TCP rate of the link {link:.1f} MB/s", file=out, flush=True)
     rows: list[dict[str, Any]] = []
-    skipped: list[str] = []
+    skipped = budget.skipped
     for size, path, rep in steps:
         estimate = 2 * size / 1e6 / max(rate_guess[path], 0.05) + 0.6
         name = f"{path} {size_label(size)} rep {rep}"
-        if not budget.allows(estimate):
-            skipped.append(name)
-            progress.finished()
+        if not budget.admit(estimate, name, progress):
             continue
         progress.step(name)
         rates = []

@@ -86,15 +86,13 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     probe_rows: list[dict[str, Any]] = []
     warmups: list[dict[str, Any]] = []  # each pooled point's first list, which logs the pool in
     points: list[dict[str, Any]] = []
-    skipped: list[str] = []
+    skipped = budget.skipped
     service_info: dict[str, Any] = {}
     try:
         with LabService(lab, plan.service) as service:
             service_info = service.describe()
             for i, rtt in enumerate(plan.rtts_ms):
-                if not budget.allows(estimates[i]):
-                    skipped.append(f"rtt {rtt:g} ms")
-                    progress.finished()
+                if not budget.admit(estimates[i], f"rtt {rtt:g} ms", progress):
                     continue
                 progress.step(f"RTT {rtt:g} ms: {plan.repetitions} x add/list/remove through the service "
                               f"({', '.join(plan.sessions)} sessions)")

@@ -74,16 +74,14 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     progress = Progress(estimates, out, label="loss ")
     rows: list[dict[str, Any]] = []
     points: list[dict[str, Any]] = []
-    skipped: list[str] = []
+    skipped = budget.skipped
     service_info: dict[str, Any] = {}
     pooled = plan.sessions == "pooled"
     try:
         with LabService(lab, plan.service) as service:
             service_info = service.describe()
             for i, loss in enumerate(plan.loss_pct):
-                if not budget.allows(estimates[i]):
-                    skipped.append(f"loss {loss:g} %")
-                    progress.finished()
+                if not budget.admit(estimates[i], f"loss {loss:g} %", progress):
                     continue
                 progress.step(f"loss {loss:g} % both ways, RTT {plan.rtt_ms:g} ms: "
                               f"{plan.repetitions * len(OPS)} operations through the service")

@@ -9,12 +9,11 @@ REST service in front (see latency.py).
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from typing import Any
 
-from netem.experiments.base import ROOT, python_env, wait_listening
+from netem.experiments.base import ROOT, json_lines, python_env, wait_listening
 from netem.xdd import SitePlace
 
 SIM_PORT = 2323
@@ -65,16 +64,8 @@ def probe(lab: Any, router: RemoteRouter, reps: int, *, zone_base: int = 100,
     timeout = reps * len(ops.split(",")) * 3 * session.op_timeout + 5 * 2 * session.op_timeout + 30
     proc = lab.run("primary", ["env", f"PYTHONPATH={python_env()['PYTHONPATH']}", *argv], check=False,
                    timeout=timeout)
-    rows, final = [], {}
-    for line in proc.stdout.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if "final" in record:
-            final = record["final"]
-        else:
-            rows.append(record)
+    rows, final = json_lines(proc.stdout, "final")
+    final = final or {}
     if not rows:
         raise RuntimeError(f"the probe produced nothing (rc {proc.returncode}): {proc.stderr[-600:]}")
     return rows, final

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from netem.experiments.base import python_env
+from netem.experiments.base import json_lines, python_env
 
 SOCKET_DIR = "/var/run/postgresql"
 DB_ROLE = "postgres"
@@ -140,17 +140,7 @@ class LabService:
         if timeout is None:
             timeout = (3 * reps + 4) * self.settings.total_timeout + 60
         proc = self._probe(args, timeout=timeout, pool=pool)
-        rows: list[dict[str, Any]] = []
-        report = None
-        for line in proc.stdout.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if "reconcile" in record:
-                report = record["reconcile"]
-            else:
-                rows.append(record)
+        rows, report = json_lines(proc.stdout, "reconcile")
         if not rows and report is None:
             raise RuntimeError(f"the service probe produced nothing (rc {proc.returncode}): {proc.stderr[-800:]}")
         return rows, report

@@ -107,14 +107,12 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     # follows the write pass of the same extent).
     prefill(bench.place("target"), bench.uri("target"), plan.target_bytes)
     rows: list[dict[str, Any]] = []
-    skipped: list[str] = []
+    skipped = budget.skipped
     for cell in todo:
         est = estimate(cell, plan)
         name = (f"{cell.path} {size_label(cell.file_size)} {cell.pattern} {cell.op} "
                 f"record {size_label(cell.record)} pass {cell.pass_no}")
-        if not budget.allows(est):
-            skipped.append(name)
-            progress.finished()
+        if not budget.admit(est, name, progress):
             continue
         progress.step(name)
         result, valid, reasons = measured(

@@ -243,10 +243,11 @@ def _lock_devices(op: Operation, plan: dict[str, Any], devices: list[_Device], e
     """Write the requesting site's locks on `devices` (already row-locked by `_lockable_devices`)."""
     if not devices:
         return
+    site_id = _plan_ids(plan)["site"]
     locks = [
         DeviceLock(
             device_id=device.pk,
-            site_id=_plan_ids(plan)["site"],
+            site_id=site_id,
             exclusive=not device.shareable,
             expires_at=expires_at,
             operation=op,
@@ -640,8 +641,8 @@ def _steps(plan: dict[str, Any]) -> list[PlanStep]:
 
 def _step_rows(run: Run, steps: list[PlanStep]) -> list[list[int]]:
     """[device pk, zone pk] per step. Zone row ids (not numbers) keep link lookups free of joins."""
-    ids = run.op.plan.get("ids") or {}
-    return [ids.get("devices", {}).get(step.device) or _device_ids(run, step.device) for step in steps]
+    devices = _plan_ids(run.op.plan)["devices"]
+    return [devices[step.device] for step in steps]
 
 
 def _endpoints(steps: list[PlanStep], rows: list[list[int]]) -> Q:
@@ -707,7 +708,7 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
     """
     op = run.op
     routers = Router.objects.in_bulk({step.router_id for step in steps})
-    site_id = (op.plan.get("ids") or {}).get("site") or run.row(Site, name=op.plan["site"]).pk
+    site_id = _plan_ids(op.plan)["site"]
     rows = _step_rows(run, steps)
 
     def new_link(step: PlanStep, device_id: int, zone_id: int) -> Link:
@@ -755,11 +756,6 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
             result.append((link, link.state != Link.State.UP))
         Link.objects.bulk_create(new)
     return result
-
-
-def _device_ids(run: Run, description: str) -> list[int]:
-    device = run.row(Device, description=description)
-    return [device.pk, device.zone_id]
 
 
 def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
