@@ -1,14 +1,16 @@
 """Roles and scope.
 
-viewer: read everything except principals and the audit log. operator: also connect, disconnect and
-V1 invoke, but only for the sites and zones in its scope. admin: everything, in every scope.
-A view names the role it needs for reading (`read_role`) and for writing (`write_role`).
+viewer: read everything except principals and the audit log, and a site's hosts only for the sites in
+its scope. operator: also connect, disconnect and V1 invoke, but only for the sites and zones in its
+scope. admin: everything, in every scope. A view names the role it needs for reading (`read_role`)
+and for writing (`write_role`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db.models import QuerySet
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
@@ -52,3 +54,13 @@ def require_scope(principal: Principal, *, sites: Iterable[Site] = (), zones: It
         for zone in zones:
             if zone.pk not in allowed:
                 raise exceptions.PermissionDenied(f"Principal {principal.name} is not scoped to zone {zone.zone_id}.")
+
+
+def within_site_scope(queryset: QuerySet, principal: Principal | None, site_lookup: str) -> QuerySet:
+    """The rows whose site (reached by `site_lookup`) is in the principal's scope; all of them for an
+    admin or an `all_sites` principal. Rows out of scope do not exist for the principal (404, not 403)."""
+    if principal is None:
+        return queryset.none()
+    if principal.role == Role.ADMIN or principal.all_sites:
+        return queryset
+    return queryset.filter(**{f"{site_lookup}__in": principal.sites.all()})

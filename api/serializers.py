@@ -6,9 +6,10 @@ import copy
 from collections.abc import Mapping
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import models
+from django.db import models, transaction
 from django.urls import reverse
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
@@ -17,6 +18,8 @@ from registry.models import (
     ZONE_MIN,
     AuditEvent,
     Device,
+    Host,
+    Initiator,
     Link,
     Operation,
     Principal,
@@ -28,6 +31,7 @@ from registry.models import (
 from registry.validators import normalize_wwn, validate_description, validate_short_name
 
 LEASE_MAX = 90 * 24 * 3600
+INITIATORS_MAX = 64
 
 
 def site_field(**kwargs) -> NaturalKeyField:
@@ -37,6 +41,45 @@ def site_field(**kwargs) -> NaturalKeyField:
 def zone_field(**kwargs) -> NaturalKeyField:
     key = StrictIntegerField(min_value=ZONE_MIN, max_value=ZONE_MAX)
     return NaturalKeyField(key, slug_field="zone_id", **kwargs)
+
+
+class WWNField(StrictCharField):
+    """A WWN as typed (printable ASCII, no padding), in any letter case; its value is the lower-case form."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("max_length", 23)
+        super().__init__(**kwargs)
+
+    def run_validation(self, data=serializers.empty):
+        value = super().run_validation(data)
+        try:
+            return normalize_wwn(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages[0], code="wwn_format") from None
+
+
+class ItemsField(serializers.ListField):
+    """A list whose entries are checked one by one: an entry at fault is reported by its position
+    (`initiators[2]`), and an entry given twice (as the child reads it: WWNs in any case) is refused."""
+
+    def run_child_validation(self, data):
+        values, errors, seen = [], [], {}
+        for index, item in enumerate(data):
+            try:
+                value = self.child.run_validation(item)
+            except serializers.ValidationError as exc:
+                values.append(None)
+                errors.append(exc.detail)
+                continue
+            if value in seen:
+                errors.append([ErrorDetail(f"Given twice (also {self.field_name}[{seen[value]}]).", code="duplicate")])
+            else:
+                seen[value] = index
+                errors.append([])
+            values.append(value)
+        if any(errors):
+            raise serializers.ValidationError(errors)
+        return values
 
 
 class KnownFieldsOnly:
@@ -115,6 +158,79 @@ class SiteSerializer(RegistrySerializer):
         ]
 
 
+class InitiatorsField(ItemsField):
+    """A host's initiator port WWNs: written as a list of strings (any case), read lower-case."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(child=WWNField(), max_length=INITIATORS_MAX, **kwargs)
+
+    def to_representation(self, initiators):
+        return [initiator.wwn for initiator in initiators.all()]
+
+
+class HostSerializer(RegistrySerializer):
+    """A host and its initiator WWNs, written together: the list given replaces the host's initiators."""
+
+    site = site_field(queryset=Site.objects.all())
+    initiators = InitiatorsField(
+        required=False, help_text="the host's initiator port WWNs; given, they replace its initiators"
+    )
+
+    class Meta:
+        model = Host
+        fields = ["id", "name", "site", "description", "initiators", "created_at", "updated_at"]
+
+    def validate(self, attrs):
+        wwns = attrs.pop("initiators", None)
+        attrs = super().validate(attrs)
+        if wwns is not None:
+            self._check_initiators(wwns)
+            attrs["initiators"] = wwns
+        return attrs
+
+    @staticmethod
+    def _check_initiators(wwns: list[str]) -> None:
+        """Each initiator by the model's own rules (a WWN that is a device's is refused), by position."""
+        errors = []
+        for wwn in wwns:
+            try:
+                Initiator(wwn=wwn).full_clean(exclude=["host"], validate_unique=False, validate_constraints=False)
+                errors.append([])
+            except DjangoValidationError as exc:
+                errors.append([detail for details in serializers.as_serializer_error(exc).values()
+                               for detail in details])
+        if any(errors):
+            raise serializers.ValidationError({"initiators": errors})
+
+    def create(self, validated_data):
+        wwns = validated_data.pop("initiators", [])
+        with transaction.atomic():
+            host = super().create(validated_data)
+            self._replace_initiators(host, wwns)
+        return host
+
+    def update(self, instance, validated_data):
+        wwns = validated_data.pop("initiators", None)
+        with transaction.atomic():
+            host = super().update(instance, validated_data)
+            if wwns is not None:
+                self._replace_initiators(host, wwns)
+        return host
+
+    @staticmethod
+    def _replace_initiators(host: Host, wwns: list[str]) -> None:
+        """Keep the initiators still listed (and their descriptions), delete the others, add the new ones.
+
+        A WWN another host already has is refused by the database (registry_initiator_unique_wwn).
+        """
+        host.initiators.exclude(wwn__in=wwns).delete()
+        kept = set(host.initiators.values_list("wwn", flat=True))
+        for wwn in wwns:
+            if wwn not in kept:
+                Initiator.objects.create(host=host, wwn=wwn)
+        getattr(host, "_prefetched_objects_cache", {}).pop("initiators", None)
+
+
 class ZoneSerializer(RegistrySerializer):
     class Meta:
         model = Zone
@@ -129,7 +245,7 @@ class RouterSerializer(RegistrySerializer):
     class Meta:
         model = Router
         fields = [
-            "id", "name", "site", "platform", "transport", "host", "port", "username", "secret_ref",
+            "id", "name", "site", "platform", "transport", "host", "port", "vsan", "username", "secret_ref",
             "connect_timeout", "command_timeout", "created_at", "updated_at",
         ]
         extra_kwargs = {"secret_ref": {"write_only": True}}
@@ -150,11 +266,13 @@ class LinkSerializer(RegistrySerializer):
     device = serializers.SlugRelatedField(slug_field="description", read_only=True)
     router = serializers.SlugRelatedField(slug_field="name", read_only=True)
     zone = serializers.SlugRelatedField(slug_field="zone_id", read_only=True)
+    initiators = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                       help_text=Link._meta.get_field("initiators").help_text)
 
     class Meta:
         model = Link
-        fields = ["id", "site", "device", "router", "port", "zone", "remote_ip", "state", "lease_expires_at",
-                  "created_at", "updated_at", "up_at", "down_at"]
+        fields = ["id", "site", "device", "router", "port", "zone", "remote_ip", "state", "initiators",
+                  "lease_expires_at", "created_at", "updated_at", "up_at", "down_at"]
         read_only_fields = fields
 
 
@@ -241,14 +359,34 @@ class TargetSerializer(KnownFieldsOnly, serializers.Serializer):
         return attrs
 
 
+def hosts_field() -> ItemsField:
+    return ItemsField(
+        child=StrictCharField(max_length=63, validators=[validate_short_name]),
+        required=False,
+        allow_empty=False,
+        help_text="FCIP: zone only these hosts (names) of the requesting site; default all of its hosts",
+    )
+
+
 class PlanQuerySerializer(TargetSerializer):
     action = serializers.ChoiceField(choices=["connect", "disconnect"], default="connect")
+    hosts = hosts_field()
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if attrs["action"] == "disconnect" and "hosts" in attrs:
+            raise serializers.ValidationError(
+                {"hosts": "A disconnect removes the whole link, for every host; hosts goes with connect."},
+                code="connect_only",
+            )
+        return attrs
 
 
 class ConnectSerializer(TargetSerializer):
     duration = StrictIntegerField(
         required=False, min_value=1, max_value=LEASE_MAX, help_text="lease in seconds: remove the link after this long"
     )
+    hosts = hosts_field()
 
 
 class ReconcileSerializer(KnownFieldsOnly, serializers.Serializer):

@@ -9,6 +9,7 @@ from api import views
 router = DefaultRouter()
 router.register("sites", views.SiteViewSet, basename="site")
 router.register("zones", views.ZoneViewSet, basename="zone")
+router.register("hosts", views.HostViewSet, basename="host")
 router.register("devices", views.DeviceViewSet, basename="device")
 router.register("routers", views.RouterViewSet, basename="router")
 router.register("links", views.LinkViewSet, basename="link")

@@ -22,11 +22,12 @@ from api import audit, engine
 from api import serializers as s
 from api.authentication import crl_cache
 from api.fields import validate_printable_ascii
-from api.permissions import require_scope
+from api.permissions import require_scope, within_site_scope
 from registry import planner
 from registry.models import (
     AuditEvent,
     Device,
+    Host,
     Link,
     Operation,
     OperationKind,
@@ -83,15 +84,19 @@ class AuditedView:
 
 class RegistryViewSet(AuditedView, viewsets.ModelViewSet):
     """Base of every registry endpoint: reads for viewers, writes for `write_role`, each write in one
-    transaction with its before/after recorded; `filters` maps query parameters to lookups."""
+    transaction with its before/after recorded; `filters` maps query parameters to lookups.
+    `site_scope` (a lookup to the row's site) limits reads to the principal's sites."""
 
     filters: dict[str, str] = {}
     integer_filters: frozenset[str] = frozenset()
+    site_scope: str | None = None
     lookup_value_regex = "[0-9]+"
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
         queryset = super().get_queryset()
+        if self.site_scope is not None:
+            queryset = within_site_scope(queryset, getattr(self.request.user, "principal", None), self.site_scope)
         for param, lookup in self.filters.items():
             value = self.request.query_params.get(param)
             if value is None:
@@ -164,6 +169,14 @@ class DeviceViewSet(RegistryViewSet):
     integer_filters = frozenset({"zone"})
 
 
+class HostViewSet(RegistryViewSet):
+    queryset = Host.objects.select_related("site").prefetch_related("initiators")
+    serializer_class = s.HostSerializer
+    audit_noun = "host"
+    filters = {"site": "site__name", "name": "name"}
+    site_scope = "site"
+
+
 class LinkViewSet(ReadOnlyRegistryViewSet):
     queryset = Link.objects.select_related("site", "device", "router", "zone")
     serializer_class = s.LinkSerializer
@@ -210,6 +223,13 @@ class PlanStepSerializer(serializers.Serializer):
     wwn = serializers.CharField(allow_null=True)
     device = serializers.CharField()
     commands = serializers.ListField(child=serializers.CharField())
+    initiators = serializers.ListField(
+        child=serializers.CharField(), help_text="FCIP: the requesting site's initiator WWNs zoned with wwn; [] on iFCP"
+    )
+    vsan = serializers.IntegerField(allow_null=True, help_text="Cisco MDS: the VSAN zoned; null on other platforms")
+    notes = serializers.ListField(
+        child=serializers.CharField(), help_text='settled at run time, e.g. "<effective cfg>" is read from the switch'
+    )
 
 
 class PlanSerializer(serializers.Serializer):
@@ -222,8 +242,9 @@ class PlanSerializer(serializers.Serializer):
 
 def _plan(action: str, target: dict) -> planner.Plan:
     selectors = {key: target.get(key) for key in ("device_description", "wwn", "zone")}
-    plan_function = planner.plan_connect if action in ("connect", "add") else planner.plan_disconnect
-    return plan_function(site=target["site"], **selectors)
+    if action in ("connect", "add"):
+        return planner.plan_connect(site=target["site"], hosts=target.get("hosts"), **selectors)
+    return planner.plan_disconnect(site=target["site"], **selectors)
 
 
 def _plan_scope(plan: planner.Plan) -> dict:
@@ -365,7 +386,10 @@ class PlanView(AuditedView, APIView):
 
     @extend_schema(parameters=[s.PlanQuerySerializer], responses={200: PlanSerializer, **ERRORS})
     def get(self, request):
-        query = s.PlanQuerySerializer(data=request.query_params.dict())
+        params = request.query_params.dict()
+        if "hosts" in request.query_params:  # the one repeatable parameter: ?hosts=a&hosts=b
+            params["hosts"] = request.query_params.getlist("hosts")
+        query = s.PlanQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
         plan = _plan(query.validated_data["action"], query.validated_data)
         return Response(plan.as_dict())

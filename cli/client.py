@@ -192,6 +192,16 @@ def unreachable(exc: BaseException, config: Config) -> CliError:
                     f"is the flexzone service running? check server in {config.source}", UNREACHABLE)
 
 
+# API fields given by a flag of another name; the others are --<field with dashes>.
+FLAGS = {"hosts": "--host", "duration": "--for"}
+
+
+def flag_for(field: str) -> str:
+    """The flag that gave an API field: `hosts[1]` (the second --host) -> `--host`."""
+    name = field.split("[", 1)[0]
+    return FLAGS.get(name, f"--{name.replace('_', '-')}")
+
+
 def http_error(response: requests.Response) -> CliError:
     """The API's JSON error ({detail, code, errors: [{field, rule, message, suggestions?}]}) as a CliError."""
     try:
@@ -217,7 +227,7 @@ def http_error(response: requests.Response) -> CliError:
             choices = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
             hint = f"did you mean {choices}?"
         elif field:
-            hint = f"check --{str(field).replace('_', '-')}"
+            hint = f"check {flag_for(str(field))}"
     if "Did you mean" in message and hint:
         message = message.split(" Did you mean")[0]
     if status in (401, 403):

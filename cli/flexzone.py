@@ -1,10 +1,10 @@
 """`flexzone`: the registry-aware client. Name a device (or WWN, or zone) and a site; flexzone does the rest.
 
     flexzone --lsifcp                                          links, with state and lease
-    flexzone --add --device-description XRAID1 --site remote-site [--for 2h]
+    flexzone --add --device-description XRAID1 --site remote-site [--for 2h] [--host NAME ...]
     flexzone --remove --wwn 20:04:00:04:53:00:02:f0 --site primary-site
     flexzone --plan [--remove] --zone 2 --site primary-site    dry run: the exact router commands
-    flexzone --sites | --zones | --devices | --routers
+    flexzone --sites | --zones | --devices | --routers | --hosts [--site S]
     flexzone --status 12 | --journal [12] | --reconcile [--repair [--policy router]] | --health
 
 Each flag also works as a word: `flexzone add --device-description XRAID1 --site remote-site`.
@@ -31,8 +31,10 @@ from cli.errors import DONE, USAGE, CliError
 
 PROGRAM = "flexzone"
 RECENT = -1
-ACTIONS = ("lsifcp", "add", "remove", "sites", "zones", "devices", "routers", "status", "journal", "reconcile",
-           "health")
+ACTIONS = ("lsifcp", "add", "remove", "sites", "zones", "devices", "routers", "hosts", "status", "journal",
+           "reconcile", "health")
+# Where an action's flag is stored when not under its own name (`--host NAME` fills `hosts`).
+ACTION_DESTS = {"hosts": "list_hosts"}
 # Subcommand words and the flag each stands for.
 WORDS = {
     **{action: f"--{action}" for action in ACTIONS},
@@ -58,6 +60,8 @@ def build_parser() -> Parser:
     exclusive.add_argument("--zones", action="store_true", help="list zones")
     exclusive.add_argument("--devices", action="store_true", help="list shared devices")
     exclusive.add_argument("--routers", action="store_true", help="list storage routers")
+    exclusive.add_argument("--hosts", dest="list_hosts", action="store_true",
+                           help="list hosts and their initiator WWNs (--site: of one site)")
     exclusive.add_argument("--status", type=int, metavar="ID", help="state, phase and timings of an operation")
     exclusive.add_argument("--journal", nargs="?", type=int, const=RECENT, metavar="ID",
                            help="recent operations; with ID, one operation in full (plan, result, transcript)")
@@ -73,6 +77,8 @@ def build_parser() -> Parser:
     selector.add_argument("--zone", type=int, metavar="N", help="a whole zone")
     target.add_argument("--site", metavar="SITE", help="the requesting site: short name, display name or MSAN id")
     target.add_argument("--for", dest="lease", metavar="DURATION", help="lease for --add: 90s, 30m, 2h, 1d, 1h30m")
+    target.add_argument("--host", dest="hosts", action="append", metavar="NAME",
+                        help="--add, --plan: zone only this host of --site (FCIP; repeat for several)")
     target.add_argument("--router", metavar="NAME", help="--lsifcp: one router only")
     target.add_argument("--repair", action="store_true", help="--reconcile: converge registry and routers (admin)")
     target.add_argument("--policy", choices=("registry", "router"), default="registry",
@@ -97,12 +103,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(translate_words(list(argv)))
-    action = next((name for name in ACTIONS if getattr(args, name) not in (None, False)), None)
+    action = next((name for name in ACTIONS if getattr(args, ACTION_DESTS.get(name, name)) not in (None, False)),
+                  None)
     if args.plan and action not in (None, "add", "remove"):
         parser.error("--plan goes with --add (the default) or --remove")
     if action is None and not args.plan and not args.show_config:
         parser.error("choose an action: --lsifcp, --add, --remove, --plan, --sites, --zones, --devices, "
-                     "--routers, --status ID, --journal, --reconcile or --health")
+                     "--routers, --hosts, --status ID, --journal, --reconcile or --health")
+    if args.hosts and (args.remove or not (args.add or args.plan)):
+        parser.error("--host goes with --add or --plan (a disconnect removes the link for every host)")
     lease = _lease(parser, args)
     config = config_from(args)
     if args.show_config:
@@ -111,7 +120,7 @@ def _main(argv: Sequence[str]) -> int:
     if args.plan:
         return plan(client, args)
     handlers = {
-        "lsifcp": lsifcp, "sites": sites, "zones": zones, "devices": devices, "routers": routers,
+        "lsifcp": lsifcp, "sites": sites, "zones": zones, "devices": devices, "routers": routers, "hosts": hosts,
         "status": status, "journal": journal, "reconcile": reconcile, "health": health,
     }
     if action in ("add", "remove"):
@@ -135,6 +144,8 @@ def _target(args: argparse.Namespace) -> dict:
     if not args.site:
         raise CliError("--site is required", "name the requesting site, e.g. --site remote-site", USAGE)
     body: dict = {"site": args.site}
+    if args.hosts:
+        body["hosts"] = args.hosts
     if args.device_description is not None:
         body["device_description"] = args.device_description
     elif args.wwn is not None:
@@ -195,7 +206,10 @@ def describe_plan(result: dict) -> str:
         lines.append(f"  {step.get('order')}. {step.get('action')} on router {step.get('router')} "
                      f"({step.get('platform')}, site {step.get('site')}): port {step.get('port')}, "
                      f"zone {step.get('zone')}, remote gateway {step.get('remote_ip')}")
+        if step.get("initiators"):
+            lines.append(f"       zone members: initiators {', '.join(step['initiators'])}; target {step.get('wwn')}")
         lines.extend(f"       {command}" for command in step.get("commands") or [])
+        lines.extend(f"       note: {note}" for note in step.get("notes") or [])
     if not result.get("steps"):
         lines.append("  nothing to do")
     return "\n".join(lines)
@@ -285,6 +299,17 @@ def routers(client: Client, args: argparse.Namespace) -> int:
     return _listing(client, args, "router", "/api/routers/",
                     ["NAME", "SITE", "PLATFORM", "TRANSPORT", "HOST", "PORT"],
                     ["name", "site", "platform", "transport", "host", "port"])
+
+
+def hosts(client: Client, args: argparse.Namespace) -> int:
+    items = client.get_all("/api/hosts/", site=args.site)
+    if args.json:
+        output.print_json([output.project("host", item) for item in items])
+        return DONE
+    output.table(["NAME", "SITE", "INITIATORS", "DESCRIPTION"],
+                 [[item.get("name"), item.get("site"), ",".join(item.get("initiators") or []), item.get("description")]
+                  for item in items])
+    return DONE
 
 
 def health(client: Client, args: argparse.Namespace) -> int:

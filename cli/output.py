@@ -18,6 +18,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "zone": ("id", "zone_id", "description"),
     "device": ("id", "device_id", "description", "wwn", "zone", "owner_site", "shareable"),
     "router": ("id", "name", "site", "platform", "transport", "host", "port"),
+    "host": ("id", "name", "site", "initiators", "description"),
     "operation": ("id", "url", "kind", "state", "phase", "principal", "request", "plan", "result", "error", "attempts",
                   "registry_ms", "invocation_ms", "router_ms", "total_ms", "created_at", "started_at",
                   "finished_at"),

@@ -1,9 +1,9 @@
 """Django admin for every registry model, with search and filters. Router secrets are referenced,
-never shown; operation transcripts are read-only."""
+never shown; operation transcripts and a link's initiator snapshot are read-only."""
 
 from django.contrib import admin
 
-from registry.models import Device, DeviceLock, Link, Operation, Principal, Router, Site, Zone
+from registry.models import Device, DeviceLock, Host, Initiator, Link, Operation, Principal, Router, Site, Zone
 
 
 class RouterInline(admin.TabularInline):
@@ -11,6 +11,26 @@ class RouterInline(admin.TabularInline):
     extra = 0
     fields = ("name", "platform", "transport", "host", "port")
     show_change_link = True
+
+
+class HostInline(admin.TabularInline):
+    """A site's hosts, read here and edited on their own page (with their initiators)."""
+
+    model = Host
+    extra = 0
+    fields = ("name", "description")
+    readonly_fields = fields
+    show_change_link = True
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class InitiatorInline(admin.TabularInline):
+    model = Initiator
+    extra = 1
+    fields = ("wwn", "description")
 
 
 class DeviceLockInline(admin.TabularInline):
@@ -24,7 +44,31 @@ class SiteAdmin(admin.ModelAdmin):
     list_display = ("name", "display_name", "msan_id", "management_ip", "data_ip", "router_port")
     search_fields = ("name", "display_name", "description", "management_ip", "data_ip")
     list_filter = ("router_port",)
-    inlines = [RouterInline]
+    inlines = [RouterInline, HostInline]
+
+
+@admin.register(Host)
+class HostAdmin(admin.ModelAdmin):
+    list_display = ("name", "site", "description", "initiator_wwns")
+    search_fields = ("name", "description", "site__name", "site__display_name", "initiators__wwn")
+    list_filter = ("site",)
+    list_select_related = ("site",)
+    inlines = [InitiatorInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("initiators")
+
+    @admin.display(description="initiators")
+    def initiator_wwns(self, host: Host) -> str:
+        return ", ".join(initiator.wwn for initiator in host.initiators.all())
+
+
+@admin.register(Initiator)
+class InitiatorAdmin(admin.ModelAdmin):
+    list_display = ("wwn", "host", "description")
+    search_fields = ("wwn", "description", "host__name")
+    list_filter = ("host__site",)
+    list_select_related = ("host__site",)
 
 
 @admin.register(Zone)
@@ -35,7 +79,7 @@ class ZoneAdmin(admin.ModelAdmin):
 
 @admin.register(Router)
 class RouterAdmin(admin.ModelAdmin):
-    list_display = ("name", "site", "platform", "transport", "host", "port", "username")
+    list_display = ("name", "site", "platform", "transport", "host", "port", "vsan", "username")
     search_fields = ("name", "host", "site__name", "site__display_name")
     list_filter = ("platform", "transport", "site")
 
@@ -61,6 +105,7 @@ class LinkAdmin(admin.ModelAdmin):
     search_fields = ("router__name", "remote_ip", "site__name", "device__description", "device__wwn")
     list_filter = ("state", "router", "site", "zone")
     date_hierarchy = "created_at"
+    readonly_fields = ("initiators",)
 
 
 @admin.register(Principal)

@@ -1,7 +1,11 @@
-"""The DICE testbed as a registry: two sites, one router each, zones 1-3, shared Xserve RAIDs.
+"""The DICE testbed as a registry: two sites, one router each, zones 1-3, shared Xserve RAIDs, and
+the hosts whose initiator ports an FCIP link zones (the Segment Server and the Management Server).
 
-Every address is on loopback so the demo and the tests never leave the machine; the routers'
-ports are placeholders until `make demo` starts the simulators and writes their real ports.
+`load_demo(fcip=True)` (`manage.py loaddemo`, hence `make demo`) adds two FCIP sites, east-site on a
+Brocade 7840 and west-site on a Cisco MDS 9250i, with an array and hosts of their own; the tests'
+fixed cast is the two-site testbed (`fcip=False`). Every address is on loopback so the demo and the
+tests never leave the machine; the routers' ports are placeholders until `make demo` starts the
+simulators and writes their real ports.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from registry.models import Device, Router, Site, Zone
+from registry.models import Device, Host, Initiator, Router, Site, Zone
 
 SITES = [
     {
@@ -66,6 +70,52 @@ DEVICES = [
         "owner": "remote-site",
     },
 ]
+HOSTS = [
+    {"name": "segment-server", "site": "primary-site", "description": "DICE Segment Server",
+     "initiators": ["21:00:00:e0:8b:10:5e:01", "21:01:00:e0:8b:30:5e:01"]},
+    {"name": "management-server", "site": "remote-site", "description": "DICE Management Server",
+     "initiators": ["21:00:00:e0:8b:10:3a:02"]},
+]
+# The FCIP pair: router_port is the FOS VE port / MDS fcip interface facing the site's SAN.
+FCIP_SITES = [
+    {
+        "name": "east-site",
+        "display_name": "DICE-EAST",
+        "msan_id": 3,
+        "management_ip": "127.0.0.13",
+        "data_ip": "127.0.0.23",
+        "description": "FCIP site on a Brocade 7840",
+        "router_port": 24,
+    },
+    {
+        "name": "west-site",
+        "display_name": "DICE-WEST",
+        "msan_id": 4,
+        "management_ip": "127.0.0.14",
+        "data_ip": "127.0.0.24",
+        "description": "FCIP site on a Cisco MDS 9250i",
+        "router_port": 25,
+    },
+]
+FCIP_ROUTERS = [
+    {"name": "east-rtr", "site": "east-site", "platform": "brocade_fos", "transport": "ssh", "port": 2325},
+    {"name": "west-rtr", "site": "west-site", "platform": "cisco_mds", "transport": "ssh", "port": 2326, "vsan": 1},
+]
+FCIP_ZONES = [{"zone_id": 4, "description": "East FCIP storage"}]
+FCIP_DEVICES = [
+    {
+        "device_id": "east-array1",
+        "description": "EAST-ARRAY1",
+        "wwn": "50:00:09:72:08:1a:f1:04",
+        "zone": 4,
+        "owner": "east-site",
+    },
+]
+FCIP_HOSTS = [
+    {"name": "east-backup", "site": "east-site", "description": "", "initiators": ["10:00:00:10:9b:5e:a0:01"]},
+    {"name": "west-analysis", "site": "west-site", "description": "",
+     "initiators": ["10:00:00:10:9b:5e:b0:01", "10:00:00:10:9b:5e:b0:02"]},
+]
 DEMO_USERNAME = "admin"
 
 
@@ -81,38 +131,54 @@ def ensure_secret(name: str) -> str:
 
 
 @transaction.atomic
-def load_demo() -> dict[str, int]:
-    """Create or update the demo registry; idempotent."""
-    for zone in ZONES:
+def load_demo(fcip: bool = True) -> dict[str, int]:
+    """Create or update the demo registry; idempotent. `fcip` adds east-site and west-site."""
+    zones, sites, routers, devices, hosts = ZONES, SITES, ROUTERS, DEVICES, HOSTS
+    if fcip:
+        zones, sites, routers = zones + FCIP_ZONES, sites + FCIP_SITES, routers + FCIP_ROUTERS
+        devices, hosts = devices + FCIP_DEVICES, hosts + FCIP_HOSTS
+    for zone in zones:
         Zone.objects.update_or_create(zone_id=zone["zone_id"], defaults={"description": zone["description"]})
-    sites = {}
-    for site in SITES:
-        sites[site["name"]], _ = Site.objects.update_or_create(
+    by_name = {}
+    for site in sites:
+        by_name[site["name"]], _ = Site.objects.update_or_create(
             name=site["name"], defaults={k: v for k, v in site.items() if k != "name"}
         )
-    for router in ROUTERS:
-        ensure_secret(router["name"])
-        site = sites[router["site"]]
-        Router.objects.update_or_create(
-            name=router["name"],
-            defaults={
-                "site": site,
-                "platform": router["platform"],
-                "transport": router["transport"],
-                "host": site.management_ip,
-                "port": router["port"],
-                "username": DEMO_USERNAME,
-                "secret_ref": f"file:{router['name']}",
-            },
-        )
-    for device in DEVICES:
+    for router in routers:
+        _load_router(router, by_name[router["site"]])
+    for device in devices:
         Device.objects.update_or_create(
             device_id=device["device_id"],
             defaults={
                 "description": device["description"],
                 "wwn": device["wwn"],
                 "zone": Zone.objects.get(zone_id=device["zone"]),
-                "owner_site": sites[device["owner"]],
+                "owner_site": by_name[device["owner"]],
             },
         )
-    return {"sites": len(SITES), "routers": len(ROUTERS), "zones": len(ZONES), "devices": len(DEVICES)}
+    for host in hosts:
+        _load_host(host, by_name[host["site"]])
+    return {"sites": len(sites), "routers": len(routers), "zones": len(zones), "devices": len(devices),
+            "hosts": len(hosts)}
+
+
+def _load_router(router: dict, site: Site) -> None:
+    ensure_secret(router["name"])
+    defaults = {
+        "site": site,
+        "platform": router["platform"],
+        "transport": router["transport"],
+        "host": site.management_ip,
+        "port": router["port"],
+        "username": DEMO_USERNAME,
+        "secret_ref": f"file:{router['name']}",
+    }
+    if "vsan" in router:
+        defaults["vsan"] = router["vsan"]
+    Router.objects.update_or_create(name=router["name"], defaults=defaults)
+
+
+def _load_host(host: dict, site: Site) -> None:
+    row, _ = Host.objects.update_or_create(site=site, name=host["name"], defaults={"description": host["description"]})
+    for wwn in host["initiators"]:
+        Initiator.objects.update_or_create(wwn=wwn, defaults={"host": row})

@@ -1,4 +1,4 @@
-"""The registry: sites, zones, shared devices, routers, links, principals and the operation journal.
+"""The registry: sites and their hosts, zones, shared devices, routers, links, principals and the operation journal.
 
 Invariants live in the database first (named constraints with messages a human understands);
 `clean()` is kept for rules that cross objects. `registry.errors.explain_integrity_error` turns a
@@ -25,6 +25,15 @@ from registry.validators import (
 ZONE_MIN, ZONE_MAX = 1, 4094
 WWN_MESSAGE = "A WWN is eight lower-case colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17."
 PORT_MAX = 4095
+# Cisco MDS VSANs 1-4093 are usable; 4079 is reserved for the switch's own (EVFP isolated) use.
+VSAN_MIN, VSAN_MAX, VSAN_RESERVED = 1, 4093, 4079
+VSAN_MESSAGE = f"The VSAN must be between {VSAN_MIN} and {VSAN_MAX} and not the reserved {VSAN_RESERVED}."
+PORT_ROLE_MESSAGE = "a port is either a target or an initiator here."
+
+
+def validate_vsan(value: int) -> None:
+    if not VSAN_MIN <= value <= VSAN_MAX or value == VSAN_RESERVED:
+        raise ValidationError(VSAN_MESSAGE, code="vsan_range")
 
 
 class Site(models.Model):
@@ -77,6 +86,78 @@ class Site(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.display_name})"
+
+
+class Host(models.Model):
+    """A server at a site whose HBA ports (initiators) reach shared storage through the site's SAN.
+
+    An FCIP link zones the requesting site's initiators with the device's target port, so the hosts
+    registered here are who a link grants access to.
+    """
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="hosts")
+    name = models.CharField(max_length=63, validators=[validate_short_name], help_text="e.g. segment-server")
+    description = models.CharField(max_length=200, blank=True, validators=[validate_description])
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["site", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["site", "name"],
+                name="registry_host_unique_name_per_site",
+                violation_error_message="This site already has a host with this name.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.site.name}"
+
+
+class Initiator(models.Model):
+    """One initiator port of a host: the port WWN of an HBA that an FCIP link zones with a device's target.
+
+    Its WWN is stored lower-case and is unique across the registry; a WWN is never both a device's
+    (target) and an initiator's.
+    """
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="initiators")
+    wwn = models.CharField(max_length=23, validators=[RegexValidator(WWN_PATTERN, WWN_MESSAGE)])
+    description = models.CharField(max_length=100, blank=True, validators=[validate_description],
+                                   help_text="e.g. HBA slot 2 port 1")
+
+    class Meta:
+        ordering = ["wwn"]
+        constraints = [
+            models.UniqueConstraint(
+                Lower("wwn"),
+                name="registry_initiator_unique_wwn",
+                violation_error_message="An initiator with this WWN already exists "
+                "(WWNs compare without regard to case).",
+            ),
+            models.CheckConstraint(
+                condition=Q(wwn__regex=WWN_PATTERN),
+                name="registry_initiator_wwn_format",
+                violation_error_message=WWN_MESSAGE,
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.wwn
+
+    def save(self, *args, **kwargs) -> None:
+        self.wwn = self.wwn.strip().lower()
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        super().clean()
+        if self.wwn:
+            self.wwn = self.wwn.strip().lower()
+            device = Device.objects.filter(wwn=self.wwn).first()
+            if device is not None:
+                message = f"{self.wwn} is the WWN of device {device.description}; {PORT_ROLE_MESSAGE}"
+                raise ValidationError({"wwn": ValidationError(message, code="target_wwn")})
 
 
 class Zone(models.Model):
@@ -137,6 +218,11 @@ class Router(models.Model):
     )
     connect_timeout = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
     command_timeout = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
+    vsan = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[validate_vsan],
+        help_text="Cisco MDS: the VSAN whose active zoneset flexzone edits (1-4093, not 4079)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -172,6 +258,11 @@ class Router(models.Model):
                 condition=Q(connect_timeout__gt=0, command_timeout__gt=0),
                 name="registry_router_timeouts_positive",
                 violation_error_message="Timeouts must be positive.",
+            ),
+            models.CheckConstraint(
+                condition=Q(vsan__gte=VSAN_MIN, vsan__lte=VSAN_MAX) & ~Q(vsan=VSAN_RESERVED),
+                name="registry_router_vsan_range",
+                violation_error_message=VSAN_MESSAGE,
             ),
         ]
 
@@ -234,6 +325,12 @@ class Device(models.Model):
         super().clean()
         if self.wwn:
             self.wwn = self.wwn.strip().lower()
+            initiator = Initiator.objects.select_related("host__site").filter(wwn=self.wwn).first()
+            if initiator is not None:
+                host = initiator.host
+                message = (f"{self.wwn} is the WWN of an initiator of host {host.name} at {host.site.name}; "
+                           f"{PORT_ROLE_MESSAGE}")
+                raise ValidationError({"wwn": ValidationError(message, code="initiator_wwn")})
 
 
 class DeviceLock(models.Model):
@@ -302,6 +399,12 @@ class Link(models.Model):
     remote_ip = models.GenericIPAddressField(help_text="data-path IP of the gateway at the other end")
     state = models.CharField(max_length=16, choices=State.choices, default=State.REQUESTED)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    initiators = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="FCIP: the initiator WWNs this link zones with the device (a snapshot taken at connect); "
+        "empty for iFCP",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     up_at = models.DateTimeField(null=True, blank=True)

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.db.models.functions import Lower
 
-from registry.models import Device, Router, Site, Zone
+from registry.models import Device, Host, Link, Router, Site, Zone
 from registry.validators import normalize_wwn
 from routers.drivers.base import LinkSpec
 
@@ -51,10 +51,16 @@ class PlanStep:
     wwn: str | None
     device: str
     commands: list[str] = field(default_factory=list)
+    # FCIP steps: the requesting site's initiators zoned with the device `wwn` (empty on iFCP steps,
+    # whose gateway zones by itself); Cisco MDS steps: the router's VSAN.
+    initiators: list[str] = field(default_factory=list)
+    vsan: int | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def spec(self) -> LinkSpec:
-        return LinkSpec(port=self.port, zone=self.zone, remote_ip=self.remote_ip, local_ip=self.local_ip, wwn=self.wwn)
+        return LinkSpec(port=self.port, zone=self.zone, remote_ip=self.remote_ip, local_ip=self.local_ip, wwn=self.wwn,
+                        initiators=tuple(self.initiators), vsan=self.vsan or 1)
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,10 @@ class Plan:
                 f"  {step.order}. {step.action} on router {step.router} ({step.platform}, site {step.site}): "
                 f"port {step.port}, zone {step.zone}, remote gateway {step.remote_ip}"
             )
+            if step.initiators:
+                lines.append(f"       zone members: initiators {', '.join(step.initiators)}; target {step.wwn}")
             lines.extend(f"       {command}" for command in step.commands)
+            lines.extend(f"       note: {note}" for note in step.notes)
         return "\n".join(lines)
 
 
@@ -185,20 +194,28 @@ def site_routers(sites: list[Site]) -> dict[int, Router]:
 
 
 def plan_connect(
-    *, site: str | int, device_description: str | None = None, wwn: str | None = None, zone: str | int | None = None
+    *,
+    site: str | int,
+    device_description: str | None = None,
+    wwn: str | None = None,
+    zone: str | int | None = None,
+    hosts: list[str] | None = None,
 ) -> Plan:
-    """Plan the links that let `site` reach a device (by description or WWN) or a whole zone."""
-    return _plan("add", site, device_description, wwn, zone)
+    """Plan the links that let `site` reach a device (by description or WWN) or a whole zone.
+
+    FCIP steps zone the site's initiators (of the named `hosts` only, when given) with the device.
+    """
+    return _plan("add", site, device_description, wwn, zone, hosts)
 
 
 def plan_disconnect(
     *, site: str | int, device_description: str | None = None, wwn: str | None = None, zone: str | int | None = None
 ) -> Plan:
-    """The steps of `plan_connect`, reversed, as removals."""
-    return _plan("remove", site, device_description, wwn, zone)
+    """The steps of `plan_connect`, reversed, as removals (of whole links: all their zones)."""
+    return _plan("remove", site, device_description, wwn, zone, None)
 
 
-def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
+def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | None) -> Plan:
     given = [name for name, value in (("device_description", description), ("wwn", wwn), ("zone", zone_ref)) if value]
     if len(given) != 1:
         raise PlanError("device", "give exactly one of device description, WWN or zone.")
@@ -214,7 +231,7 @@ def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
         find_site(text)  # both wrong: report the site, the first thing asked
         raise
     # Three queries per question: the device(s), then the requesting site together with the owners,
-    # then their routers.
+    # then their routers; a fourth for the initiators when a router zones them (FCIP).
     sites = _sites_matching(text, {device.owner_site_id for device in found})
     requester = _pick_site(text, sites)
     site_by_id = {site.pk: site for site in sites}
@@ -246,10 +263,26 @@ def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
         steps.append((requester_router, requester, owner, device))
     if action == "remove":
         steps.reverse()
-    plan_steps = [
-        _step(order, action, router, local, remote, zone.zone_id, device)
-        for order, (router, local, remote, device) in enumerate(_dedupe(steps), start=1)
-    ]
+    steps = _dedupe(steps)
+    zoning = [router for router, *_ in steps if _zones_initiators(router.platform)]
+    initiators: list[str] = []
+    if hosts is not None or (zoning and action == "add"):
+        initiators = site_initiators(requester, hosts)
+    if zoning and action == "add" and not initiators:
+        chosen = f"hosts {', '.join(hosts)} of " if hosts else ""
+        raise PlanError(
+            "hosts",
+            f"{chosen}site {requester.name} have no initiators registered; an FCIP link zones the requesting site's "
+            f"initiator ports with the device, and router {zoning[0].name} ({zoning[0].platform}) is FCIP. Register "
+            f"the site's hosts and their initiator WWNs (/api/hosts/) first.",
+        )
+    configured = _configured_initiators(steps, zone) if zoning and action == "remove" else {}
+    plan_steps = []
+    for order, (router, local, remote, device) in enumerate(steps, start=1):
+        members = []
+        if _zones_initiators(router.platform):
+            members = configured.get((router.pk, local.router_port, remote.data_ip), initiators)
+        plan_steps.append(_step(order, action, router, local, remote, zone.zone_id, device, members))
     return Plan(
         action=action,
         site=requester.name,
@@ -258,6 +291,35 @@ def _plan(action: str, site_ref, description, wwn, zone_ref) -> Plan:
         steps=plan_steps,
         ids={"site": requester.pk, "devices": {d.description: [d.pk, d.zone_id] for d in devices}},
     )
+
+
+def _zones_initiators(platform: str) -> bool:
+    from routers.drivers import DRIVERS
+
+    return DRIVERS[platform].zones_initiators
+
+
+def site_initiators(site: Site, hosts: list[str] | None) -> list[str]:
+    """The site's initiator WWNs, of the named hosts only when `hosts` is given (one query)."""
+    rows = list(Host.objects.filter(site_id=site.pk).values_list("name", "initiators__wwn"))  # a LEFT JOIN
+    if hosts is not None:
+        known = sorted({name for name, _wwn in rows})
+        for name in hosts:
+            if name not in known:
+                raise PlanError("hosts", f"site {site.name} has no host named {name!r}.", _close(name, known))
+        rows = [(name, wwn) for name, wwn in rows if name in hosts]
+    return sorted({wwn for _name, wwn in rows if wwn})
+
+
+def _configured_initiators(steps: list[tuple], zone: Zone) -> dict[tuple[int, int, str], list[str]]:
+    """For a disconnect: the initiators each active link was configured with (its snapshot)."""
+    endpoints = Q()
+    for router, local, remote, _device in steps:
+        endpoints |= Q(router_id=router.pk, port=local.router_port, remote_ip=remote.data_ip)
+    rows = Link.objects.filter(endpoints, zone_id=zone.pk, state__in=Link.ACTIVE_STATES).values_list(
+        "router_id", "port", "remote_ip", "initiators"
+    )
+    return {(router_id, port, remote_ip): list(initiators) for router_id, port, remote_ip, initiators in rows}
 
 
 def _dedupe(steps: list[tuple]) -> list[tuple]:
@@ -270,7 +332,8 @@ def _dedupe(steps: list[tuple]) -> list[tuple]:
     return unique
 
 
-def _step(order: int, action: str, router: Router, local: Site, remote: Site, zone_id: int, device: Device) -> PlanStep:
+def _step(order: int, action: str, router: Router, local: Site, remote: Site, zone_id: int, device: Device,
+          initiators: list[str]) -> PlanStep:
     step = PlanStep(
         order=order,
         action=action,
@@ -284,14 +347,22 @@ def _step(order: int, action: str, router: Router, local: Site, remote: Site, zo
         local_ip=local.data_ip,
         wwn=device.wwn,
         device=device.description,
+        initiators=initiators,
+        vsan=router_vsan(router),
     )
     try:
         commands = render_commands(router.platform, action, step.spec)
+        notes = render_notes(router.platform, action, step.spec)
     except ValueError as exc:
         # The link parameters come from the registry; a platform rule they break (a VE port range,
         # say) is a registry entry to fix, reported against the router that cannot take it.
         raise PlanError("router", f"router {router.name} ({router.platform}) cannot take this link: {exc}") from None
-    return PlanStep(**{**asdict(step), "commands": commands})
+    return PlanStep(**{**asdict(step), "commands": commands, "notes": notes})
+
+
+def router_vsan(router: Router) -> int | None:
+    """The VSAN a step's zoning goes to: Cisco MDS routers have one; the other platforms none."""
+    return router.vsan if router.platform == Router.Platform.CISCO_MDS else None
 
 
 def render_commands(platform: str, action: str, spec: LinkSpec) -> list[str]:
@@ -300,3 +371,9 @@ def render_commands(platform: str, action: str, spec: LinkSpec) -> list[str]:
 
     driver = DRIVERS[platform]
     return driver.render_add(spec) if action == "add" else driver.render_remove(spec)
+
+
+def render_notes(platform: str, action: str, spec: LinkSpec) -> list[str]:
+    from routers.drivers import DRIVERS
+
+    return DRIVERS[platform].render_notes(action, spec)

@@ -31,8 +31,10 @@ def bench_specs(platform: str) -> tuple[LinkSpec, LinkSpec]:
     if platform in ("brocade_fos", "cisco_mds"):
         port = 24 if platform == "brocade_fos" else 10
         return (
-            LinkSpec(port, 1, "192.0.2.20", local_ip="192.0.2.10", wwn="50:00:00:00:00:00:00:01"),
-            LinkSpec(port + 1, 2, "192.0.2.21", local_ip="192.0.2.11", wwn="50:00:00:00:00:00:00:02"),
+            LinkSpec(port, 1, "192.0.2.20", local_ip="192.0.2.10", wwn="50:00:00:00:00:00:00:01",
+                     initiators=("10:00:00:00:00:00:00:01",)),
+            LinkSpec(port + 1, 2, "192.0.2.21", local_ip="192.0.2.11", wwn="50:00:00:00:00:00:00:02",
+                     initiators=("10:00:00:00:00:00:00:02",)),
         )
     return LinkSpec(3, 17, "192.0.2.20"), LinkSpec(4, 18, "192.0.2.21")
 

@@ -27,6 +27,7 @@ PY = sys.executable
 ADMIN_BIND = os.environ.get("FLEXZONE_DEMO_ADMIN_BIND", "127.0.0.1:8000")
 API_BIND = os.environ.get("FLEXZONE_DEMO_API_BIND", "127.0.0.1:8443")
 PG_PORT = int(os.environ.get("FLEXZONE_DEMO_PG_PORT", "55432"))
+FCIP_PLATFORMS = ("brocade_fos", "cisco_mds")
 
 
 class Supervisor:
@@ -192,6 +193,9 @@ def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
             "--hostname",
             router["name"],
         ]
+        if router["platform"] in FCIP_PLATFORMS:
+            # A fabric as flexzone meets it in production: other hosts' zoning already in force.
+            argv.append("--production-zoning")
         process = supervisor.start(f"sim-{router['name']}", argv, env, stdout=subprocess.PIPE, text=True)
         line = process.stdout.readline()
         if not line:
@@ -274,6 +278,9 @@ def main() -> int:
         print("    .venv/bin/flexzone --add --device-description XRAID1 --site remote-site")
         print("    .venv/bin/flexzone --lsifcp")
         print("    .venv/bin/flexzone --remove --device-description XRAID1 --site remote-site")
+        print("    .venv/bin/flexzone --hosts                 # the sites' hosts and their initiator WWNs")
+        print("    .venv/bin/flexzone --plan --device-description EAST-ARRAY1 --site west-site   # FCIP, zoning")
+        print("    .venv/bin/flexzone --add --device-description EAST-ARRAY1 --site west-site")
         print(f"  admin: http://{ADMIN_BIND}/admin/  user admin, password in .demo/admin-password ({password})")
         sys.stdout.flush()
         return supervisor.watch()

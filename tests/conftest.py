@@ -13,10 +13,11 @@ def secrets_dir(tmp_path, settings):
 
 @pytest.fixture
 def demo(db, secrets_dir):
-    """The demo registry: primary-site (GSFC-DICEL1), remote-site, zones 1-3, XRAID1-3."""
+    """The demo registry's two-site cast: primary-site (GSFC-DICEL1) with the Segment Server, remote-site with
+    the Management Server, zones 1-3, XRAID1-3 (not the FCIP pair that `manage.py loaddemo` adds)."""
     from registry.demo import load_demo
 
-    load_demo()
+    load_demo(fcip=False)
     from registry.models import Device, Router, Site, Zone
 
     return {

@@ -5,12 +5,17 @@ queued or running (with a live heartbeat) are left alone: they are in flight, no
 
 - missing: the registry says `up`, the router does not have it;
 - extra: the router has it, no active registry record;
-- mismatched: both have it but the router reports it not up, or the record is stuck in
+- mismatched: both have it but the router reports it not up, or (FCIP) its zones hold other
+  initiators or targets than the registry configured, or the record is stuck in
   `configuring`/`removing` with no live operation behind it.
 
-Repair with policy "registry" (the default) makes the router match the registry: re-add missing
-links, remove extras, finish stuck records by rolling back (`configuring` -> removed, `failed`) or
-completing (`removing` -> removed, `down`). Policy "router" makes the registry match the router.
+The routers' side is what their drivers list: flexzone's own links and zones only. Zoning that
+flexzone did not create is never reported, changed or removed here, by a check or a repair.
+
+Repair with policy "registry" (the default) makes the router match the registry: re-add missing and
+mismatched links (the drivers converge a link's zones), remove extras, finish stuck records by
+rolling back (`configuring` -> removed, `failed`) or completing (`removing` -> removed, `down`).
+Policy "router" makes the registry match the router.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from django.utils import timezone
 
 from registry.models import Device, Link, Operation, Router, Site, Zone
 from registry.operations.conf import ops_settings
-from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec
+from registry.planner import router_vsan
+from routers.drivers import DRIVERS
+from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec, RouterLink
 
 if TYPE_CHECKING:
     from registry.operations.engine import Run
@@ -46,7 +53,21 @@ def _in_flight(link: Link) -> bool:
 def _spec(router: Router, key: tuple[int, int, str], link: Link | None) -> LinkSpec:
     port, zone, remote_ip = key
     wwn = link.device.wwn if link is not None else None
-    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=router.site.data_ip, wwn=wwn)
+    initiators = tuple(link.initiators) if link is not None and wwn else ()
+    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=router.site.data_ip, wwn=wwn,
+                    initiators=initiators, vsan=router_vsan(router) or 1)
+
+
+def _members(row: Link, found: RouterLink, zoning: bool) -> dict[str, Any]:
+    if not zoning:
+        return {}
+    return {"registry_initiators": sorted(row.initiators), "router_initiators": list(found.initiators),
+            "router_targets": list(found.targets)}
+
+
+def _members_differ(row: Link, found: RouterLink) -> bool:
+    """FCIP: whether the switch zones other initiators or targets with this link than it should."""
+    return (tuple(sorted(row.initiators)), (row.device.wwn,)) != (found.initiators, found.targets)
 
 
 def _describe(key: tuple[int, int, str], **extra: Any) -> dict[str, Any]:
@@ -67,11 +88,13 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
 
     missing = [key for key in up if key not in actual]
     extra = [key for key in actual if key not in recorded]
-    mismatched = [
-        _describe(key, registry="up", router=actual[key].state)
-        for key in up
-        if key in actual and actual[key].state != "up"
+    zoning = DRIVERS[router.platform].zones_initiators
+    differ = [
+        key for key in up
+        if key in actual and (actual[key].state != "up" or (zoning and _members_differ(up[key], actual[key])))
     ]
+    mismatched = [_describe(key, registry="up", router=actual[key].state, **_members(up[key], actual[key], zoning))
+                  for key in differ]
     mismatched += [
         _describe(_key(row), registry=row.state, router="present" if _key(row) in actual else "absent") for row in stuck
     ]
@@ -87,12 +110,16 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         return report
     now = timezone.now()
 
-    def router_add(key, link=None):
+    def router_add(key, link, action):
         try:
             driver.add_link(_spec(router, key, link))
         except LinkExists:
             pass
+        except ValueError as exc:  # the record lacks what the platform needs (an FCIP link without initiators)
+            report["unresolved"].append(_describe(key, reason=f"cannot be configured from the registry: {exc}"))
+            return
         lease.changed = True
+        report["repaired"].append(_describe(key, action=action))
 
     def router_remove(key, link=None):
         try:
@@ -103,8 +130,9 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
 
     if policy == "registry":
         for key in missing:
-            router_add(key, up[key])
-            report["repaired"].append(_describe(key, action="added to router"))
+            router_add(key, up[key], "added to router")
+        for key in differ:
+            router_add(key, up[key], "converged on router")
         for key in extra:
             router_remove(key)
             report["repaired"].append(_describe(key, action="removed from router"))
@@ -120,8 +148,16 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         for key in missing:
             Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
             report["repaired"].append(_describe(key, action="registry: up -> down"))
+        for key in differ:
+            found = actual[key]
+            if found.state != "up":
+                Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
+                report["repaired"].append(_describe(key, action="registry: up -> down"))
+            else:
+                Link.objects.filter(pk=up[key].pk).update(initiators=list(found.initiators), updated_at=now)
+                report["repaired"].append(_describe(key, action="registry: initiators taken from the router"))
         for key in extra:
-            link = _record_from_router(router, key)
+            link = _record_from_router(router, key, actual[key])
             if link is None:
                 report["unresolved"].append(_describe(key, reason="no registered site/device matches this link"))
             else:
@@ -139,12 +175,14 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             Link.objects.filter(pk=row.pk).update(state=final, updated_at=now)
             report["repaired"].append(_describe(_key(row), action=f"registry: {row.state} -> {final}"))
     if report["repaired"] and policy == "registry":
-        after = {link.key for link in driver.list_links()}
-        report["converged"] = after - in_flight == set(up)
+        after = {link.key: link for link in driver.list_links()}
+        report["converged"] = set(after) - in_flight == set(up) and all(
+            after[key].state == "up" and not (zoning and _members_differ(row, after[key])) for key, row in up.items()
+        )
     return report
 
 
-def _record_from_router(router: Router, key: tuple[int, int, str]) -> Link | None:
+def _record_from_router(router: Router, key: tuple[int, int, str], found: RouterLink) -> Link | None:
     """Create the registry record for a link found only on the router (policy "router")."""
     port, zone_id, remote_ip = key
     remote = Site.objects.filter(data_ip=remote_ip).first()
@@ -165,4 +203,5 @@ def _record_from_router(router: Router, key: tuple[int, int, str]) -> Link | Non
         remote_ip=remote_ip,
         state=Link.State.UP,
         up_at=now,
+        initiators=list(found.initiators),
     )

@@ -36,8 +36,18 @@ from registry.operations.conf import ops_settings
 from registry.operations.errors import DeviceBusy, OperationFailed, StepFailed
 from registry.operations.locking import RouterBusy, router_lock
 from registry.operations.pool import Lease, pool
-from registry.planner import Plan, PlanError, PlanStep, plan_connect, plan_disconnect, render_commands
+from registry.planner import (
+    Plan,
+    PlanError,
+    PlanStep,
+    plan_connect,
+    plan_disconnect,
+    render_commands,
+    router_vsan,
+    site_initiators,
+)
 from registry.secrets import SecretUnavailable, resolve_secret
+from routers.drivers import DRIVERS
 from routers.drivers.base import (
     LinkAbsent,
     LinkExists,
@@ -47,6 +57,7 @@ from routers.drivers.base import (
     RouterError,
     RouterLink,
     RouterTarget,
+    ZoningBusy,
 )
 
 log = logging.getLogger(__name__)
@@ -115,6 +126,11 @@ def _plan_for(kind: str, request: dict[str, Any]) -> Plan:
     }
     if "site" not in args:
         raise PlanError("site", "a site is required (short name, display name or MSAN id).")
+    hosts = request.get("hosts")
+    if kind == Kind.ADD and hosts is not None:
+        if not isinstance(hosts, list) or not hosts or not all(isinstance(name, str) for name in hosts):
+            raise PlanError("hosts", "a non-empty list of host names of the requesting site.")
+        args["hosts"] = hosts
     if kind == Kind.ADD and request.get("duration") is not None:
         duration = request["duration"]
         limit = ops_settings().max_lease
@@ -157,6 +173,12 @@ def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
         raise PlanError("zone", f"zone {spec.zone} has no device owned by {router.site.name} or {remote.name}.")
     requester = remote if device.owner_site_id == router.site_id else router.site
     action = "add" if command == "addifcp" else "remove"
+    initiators = []
+    if DRIVERS[router.platform].zones_initiators:
+        initiators = site_initiators(requester, None)
+        if action == "add" and not initiators:
+            raise PlanError("hosts", f"site {requester.name} has no initiators registered; an FCIP link zones them "
+                                     f"with the device (register its hosts at /api/hosts/).")
     step = PlanStep(
         order=1,
         action=action,
@@ -170,8 +192,14 @@ def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
         local_ip=router.site.data_ip,
         wwn=device.wwn,
         device=device.description,
+        initiators=initiators,
+        vsan=router_vsan(router),
     )
-    step = PlanStep(**{**asdict(step), "commands": render_commands(router.platform, action, step.spec)})
+    try:
+        commands = render_commands(router.platform, action, step.spec)
+    except ValueError as exc:
+        raise PlanError("router", f"router {router.name} ({router.platform}) cannot take this link: {exc}") from None
+    step = PlanStep(**{**asdict(step), "commands": commands})
     plan = Plan(action=action, site=requester.name, zone=spec.zone, devices=[device.description], steps=[step])
     return {**plan.as_dict(), "raw": True}
 
@@ -333,6 +361,7 @@ class Run:
     registry_s: float = 0.0
     transcripts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     _rows: dict[tuple[str, Any], Any] = field(default_factory=dict)
     # What success commits together with the journal row: links up (with their lease) or down, and
     # the requesting site's locks released (site id, device ids).
@@ -353,9 +382,11 @@ class Run:
 
     def absorb(self, driver: RouterDriver) -> None:
         self.router_s += driver.take_router_seconds()
+        name = driver.target.name or driver.target.host
         text = driver.take_transcript()
         if text:
-            self.transcripts.append(f"--- {driver.target.name or driver.target.host} ---\n{text.rstrip()}")
+            self.transcripts.append(f"--- {name} ---\n{text.rstrip()}")
+        self.warnings += [f"{name}: {warning}" for warning in driver.take_warnings()]
 
     def phase(self, phase: str) -> None:
         if self.op.phase != phase:
@@ -463,7 +494,10 @@ def _finish(run: Run, started: float) -> None:
     op.invocation_ms = max(0.0, op.total_ms - op.registry_ms - op.router_ms)
     op.phase = Phase.DONE
     op.finished_at = timezone.now()
-    text = "\n".join([*(f"# {note}" for note in run.notes), *run.transcripts])
+    if run.warnings:
+        op.result = {**(op.result or {}), "warnings": run.warnings}
+    notes = [*run.notes, *(f"warning: {warning}" for warning in run.warnings)]
+    text = "\n".join([*(f"# {note}" for note in notes), *run.transcripts])
     op.transcript = "\n".join(part for part in (op.transcript, text) if part)
     if op.state != State.SUCCEEDED:
         run.links_up, run.links_down, run.release_locks = [], [], None
@@ -548,6 +582,7 @@ def router_target(router: Router) -> RouterTarget:
         name=router.name,
         connect_timeout=router.connect_timeout,
         command_timeout=router.command_timeout,
+        vsan=router.vsan,
     )
 
 
@@ -562,11 +597,14 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
 
     `read_first` is true whenever an earlier reply may have been lost (any retry, or recovery), so
     the work reads the router's state before changing it. A failure on a pooled session that had
-    gone stale is retried at once on a fresh login.
+    gone stale is retried at once on a fresh login. Another admin's hold on the fabric's zoning
+    (ZoningBusy: nothing was changed) is waited for until the operation's time limit, polling with
+    backoff; it does not use up the retry budget, and it is never broken.
     """
     conf = ops_settings()
     target = router_target(router)
-    attempt = 0
+    attempt = failures = busy = 0
+    touched = False  # whether any attempt may have changed the router
     while True:
         attempt += 1
         run.attempt()
@@ -579,19 +617,30 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
                     run.phase(Phase.ON_ROUTER)
                     return work(lease, run.recovering or attempt > 1)
         except RouterBusy as exc:
-            raise StepFailed(router.name, str(exc), permanent=False) from None
+            raise StepFailed(router.name, str(exc), permanent=False, untouched=not touched) from None
+        except ZoningBusy as exc:
+            busy += 1
+            delay = _backoff(busy)
+            if busy == 1:
+                run.notes.append(f"{router.name}: {exc}")
+            if run.remaining() <= delay:
+                raise StepFailed(router.name, f"time limit reached while waiting: {exc}", permanent=False,
+                                 untouched=not touched) from None
+            time.sleep(delay)
         except RouterError as exc:
+            touched = True
+            failures += 1
             if exc.transcript and not run.transcripts:
                 run.transcripts.append(f"--- {router.name} (error) ---\n{exc.transcript.rstrip()}")
             if not _is_transient(exc):
                 message = getattr(exc, "router_message", "") or str(exc)
                 raise StepFailed(router.name, message, permanent=True) from None
-            if attempt >= conf.max_attempts:
-                raise StepFailed(router.name, f"gave up after {attempt} attempts: {exc}", permanent=False) from None
-            delay = 0.0 if reused and attempt == 1 else _backoff(attempt)
+            if failures >= conf.max_attempts:
+                raise StepFailed(router.name, f"gave up after {failures} attempts: {exc}", permanent=False) from None
+            delay = 0.0 if reused and failures == 1 else _backoff(failures)
             if run.remaining() <= delay:
                 raise StepFailed(
-                    router.name, f"time limit reached after {attempt} attempts: {exc}", permanent=False
+                    router.name, f"time limit reached after {failures} attempts: {exc}", permanent=False
                 ) from None
             run.notes.append(f"attempt {attempt} on {router.name}: {type(exc).__name__}: {exc}; retry in {delay:.2f} s")
             time.sleep(delay)
@@ -680,7 +729,7 @@ def _execute_add(run: Run) -> None:
             except StepFailed as exc:
                 # Steps not yet sent never reached a router; a refused one (login or command) neither.
                 untouched = [lk.pk for lk, mine in links[index + 1 :] if mine]
-                if exc.permanent:
+                if exc.permanent or exc.untouched:
                     untouched.append(link.pk)
                 else:
                     done.append((step, link, True))
@@ -721,6 +770,7 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
             remote_ip=step.remote_ip,
             state=Link.State.CONFIGURING,
             operation=op,
+            initiators=step.initiators,
         )
 
     if not run.recovering:
@@ -797,7 +847,7 @@ def _execute_remove(run: Run) -> None:
         except StepFailed as exc:
             # Steps not yet sent are untouched, and a refused one is still there: as they were.
             untouched = [lk for lk in links[index + 1 :] if lk is not None]
-            if link is not None and exc.permanent:
+            if link is not None and (exc.permanent or exc.untouched):
                 untouched.append(link)
             for lk in untouched:
                 Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())

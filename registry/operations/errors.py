@@ -18,9 +18,14 @@ class OperationFailed(Exception):
 
 
 class StepFailed(Exception):
-    """A router step gave up: a permanent refusal, or transient errors beyond the retry budget."""
+    """A router step gave up: a permanent refusal, or transient errors beyond the retry budget.
 
-    def __init__(self, router: str, message: str, *, permanent: bool) -> None:
+    `untouched` says no attempt can have changed the router (it was busy every time: another
+    operation held it, or another admin held the fabric's zoning), so there is nothing to undo.
+    """
+
+    def __init__(self, router: str, message: str, *, permanent: bool, untouched: bool = False) -> None:
         super().__init__(f"router {router}: {message}")
         self.router = router
         self.permanent = permanent
+        self.untouched = untouched

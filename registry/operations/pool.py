@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 def fingerprint(target: RouterTarget) -> str:
-    """Changes whenever anything that shapes the login changes (address, user, password, timeouts)."""
+    """Changes whenever anything that shapes the session changes (address, user, password, timeouts, VSAN)."""
     raw = "|".join(
         str(part)
         for part in (
@@ -39,6 +39,7 @@ def fingerprint(target: RouterTarget) -> str:
             target.password,
             target.connect_timeout,
             target.command_timeout,
+            target.vsan,
         )
     )
     return hashlib.sha256(raw.encode()).hexdigest()

@@ -15,6 +15,8 @@ from enum import StrEnum
 from typing import ClassVar
 
 WWN_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){7}$")
+VSAN_IDS = range(1, 4094)  # 4094 and 4079 are reserved on Cisco MDS
+RESERVED_VSANS = frozenset({4079})
 
 
 class Transport(StrEnum):
@@ -42,6 +44,7 @@ class RouterTarget:
     name: str = ""
     connect_timeout: float = 30.0
     command_timeout: float = 30.0
+    vsan: int = 1  # Cisco MDS: the VSAN whose zoning flexzone reads and edits
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,10 @@ class LinkSpec:
 
     `port` is the router's FC port facing the local SAN (iFCP) or the VE/FCIP interface number
     (FCIP); `zone` is the flexzone zone id; `remote_ip` is the data-path address of the gateway
-    at the other end. `local_ip` (this router's data-path address) and `wwn` (the device whose
-    zone membership the link carries) are needed by the FCIP platforms and ignored by iFCP ones.
+    at the other end. The FCIP platforms also need `local_ip` (this router's data-path address),
+    `wwn` (the device's target port), `initiators` (the requesting site's initiator ports, zoned
+    with the target) and, on Cisco MDS, `vsan`; the iFCP platforms zone at the gateway and ignore
+    them.
     """
 
     port: int
@@ -59,6 +64,8 @@ class LinkSpec:
     remote_ip: str
     local_ip: str | None = None
     wwn: str | None = None
+    initiators: tuple[str, ...] = ()
+    vsan: int = 1
 
     def __post_init__(self) -> None:
         validate_link_spec(self)
@@ -70,12 +77,18 @@ class LinkSpec:
 
 @dataclass(frozen=True)
 class RouterLink:
-    """A link as read back from a router's running configuration."""
+    """A link as read back from a router's running configuration.
+
+    On FCIP platforms `initiators` and `targets` are the zone members found on the switch (sorted);
+    they are left out of equality, which is about the link and its state.
+    """
 
     port: int
     zone: int
     remote_ip: str
     state: str = "up"
+    initiators: tuple[str, ...] = field(default=(), compare=False)
+    targets: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def key(self) -> tuple[int, int, str]:
@@ -130,6 +143,13 @@ class GarbledOutput(RouterError):
     transient = True
 
 
+class ZoningBusy(RouterError):
+    """Someone else holds the fabric's zoning (an open FOS zoning transaction, an MDS enhanced-mode
+    session lock). Nothing was changed; wait and try again, never break another admin's lock."""
+
+    transient = True
+
+
 def validate_link_spec(spec: LinkSpec) -> None:
     """Refuse anything that must never reach a router command line."""
     if not isinstance(spec.port, int) or isinstance(spec.port, bool) or not 0 <= spec.port <= 4095:
@@ -148,6 +168,19 @@ def validate_link_spec(spec: LinkSpec) -> None:
             raise ValueError(f"{name}: must be written in canonical form ({parsed}), got {value!r}")
     if spec.wwn is not None and not WWN_RE.match(spec.wwn):
         raise ValueError(f"wwn: must be eight lower-case colon-separated hex bytes, got {spec.wwn!r}")
+    if not isinstance(spec.initiators, tuple):
+        raise ValueError(f"initiators: must be a tuple of WWNs, got {type(spec.initiators).__name__}")
+    for index, initiator in enumerate(spec.initiators):
+        if not isinstance(initiator, str) or not WWN_RE.match(initiator):
+            raise ValueError(f"initiators[{index}]: must be eight lower-case colon-separated hex bytes, "
+                             f"got {initiator!r}")
+    if len(set(spec.initiators)) != len(spec.initiators):
+        raise ValueError("initiators: each initiator may appear once")
+    if spec.wwn is not None and spec.wwn in spec.initiators:
+        raise ValueError(f"initiators: {spec.wwn} is the target itself")
+    if (not isinstance(spec.vsan, int) or isinstance(spec.vsan, bool) or spec.vsan not in VSAN_IDS
+            or spec.vsan in RESERVED_VSANS):
+        raise ValueError(f"vsan: must be an integer 1-4093 other than 4079, got {spec.vsan!r}")
 
 
 class RouterDriver:
@@ -164,14 +197,27 @@ class RouterDriver:
 
     Timing: ``router_seconds`` accumulates the wall time spent waiting on the router (login
     included) since the last ``take_router_seconds()``; ``take_transcript()`` returns and clears
-    the masked session text. The operations engine uses both for its journal.
+    the masked session text; ``take_warnings()`` returns and clears what the driver did that an
+    operator should know about (e.g. it had to create a zoning configuration). The operations
+    engine journals all three.
     """
 
     platform: ClassVar[Platform]
+    # FCIP switches zone the requesting site's initiators with the target; iFCP gateways zone by
+    # themselves (an iFCP zone is the gateway's own), so their links need no initiators.
+    zones_initiators: ClassVar[bool] = False
 
     def __init__(self, target: RouterTarget) -> None:
         self.target = target
         self.deadline: float | None = None
+        self._warnings: list[str] = []
+
+    def warn(self, text: str) -> None:
+        self._warnings.append(text)
+
+    def take_warnings(self) -> list[str]:
+        warnings, self._warnings = self._warnings, []
+        return warnings
 
     def wait_limit(self, timeout: float) -> float:
         """`timeout` shortened to what is left before the deadline; RouterTimeout if nothing is."""
@@ -190,6 +236,11 @@ class RouterDriver:
     @classmethod
     def render_remove(cls, spec: LinkSpec) -> list[str]:
         raise NotImplementedError
+
+    @classmethod
+    def render_notes(cls, action: str, spec: LinkSpec) -> list[str]:
+        """What a reader of the rendered commands should know (placeholders, conditional lines)."""
+        return []
 
     # --- session ---------------------------------------------------------------------------------
     def connect(self) -> None:

@@ -1,42 +1,53 @@
 """Brocade Fabric OS 8/9 extension switch driver (7840/7810/SX6 FCIP), over SSH or telnet.
 
+Never replace or disable the fabric's configuration
+---------------------------------------------------
+The switch's fabric already carries the zoning of every other host in its effective configuration.
+flexzone adds its zones to the cfg *in effect* (read with ``cfgshow``), re-enables that same cfg, and
+on remove takes its zones out and re-enables it again. It never enables a cfg of its own while
+another is in effect and never disables zoning. Only a fabric with no effective configuration (and a
+default zone of No Access) gets one of flexzone's own, ``fz_cfg``, with a warning in the journal;
+and only when that ``fz_cfg`` loses its last zone does a remove disable it again, which puts the
+fabric back exactly as flexzone found it. A defined cfg whose content differs from the effective
+one beyond the link's own zones holds someone else's staged changes: the operation is refused
+rather than enabling them (see routers/drivers/zoning.py for the rules both FCIP drivers share).
+
+Zoning transactions: every zoning edit runs inside the session's transaction, ended by ``cfgenable``
+or ``cfgsave`` or dropped by ``cfgtransabort``. Before any change the driver reads ``cfgtransshow``:
+another session's open transaction is ZoningBusy (the engine waits and retries within the
+operation's time limit; flexzone never aborts it), while a transaction of this session's own, left
+by a failed attempt, is aborted first. A failed edit aborts this session's transaction at once, so
+nothing half-done is ever enabled or saved.
+
 How a flexzone link maps onto FOS FCIP
 --------------------------------------
-``LinkSpec(port, zone, remote_ip, local_ip, wwn)`` is, on the switch:
+``LinkSpec(port, zone, remote_ip, local_ip, wwn, initiators)`` is, on the switch:
 
 * an FCIP tunnel on VE port ``port`` (7840: VE 24-43) described ``flexzone`` (so we only ever delete
   tunnels we created), with circuit 0 from ``local_ip`` (an ipif the site already configured) to
-  ``remote_ip``. The tunnel is shared by every flexzone zone carried to that remote gateway, as
-  FCIP tunnels are: ``portcfg fciptunnel <port> create -d flexzone`` and
+  ``remote_ip``. The tunnel is shared by every flexzone zone carried to that remote gateway:
+  ``portcfg fciptunnel <port> create -d flexzone`` and
   ``portcfg fcipcircuit <port> create 0 --local-ip <local_ip> --remote-ip <remote_ip>``;
-* a zone ``fz_z<zone>_ve<port>`` holding the device WWN, added to the defined configuration
-  ``fz_cfg`` and enabled (``cfgenable`` also saves to flash). The zone is the link: it names the
-  flexzone zone and the tunnel, so a remove knows exactly what to delete, and links of one zone
-  over two tunnels never edit each other's zone.
+* one zone per initiator-target pair, ``fz_z<zone>_ve<port>_<initiator>_<target>`` (16 hex digits
+  each) with exactly those two members, added to the effective cfg and enabled. The name says which
+  link the zone belongs to, so a remove deletes exactly the link's zones and nobody else's.
 
-One VE port reaches one remote gateway (circuit 0): a link to another remote on an occupied port is
-rejected (CommandRejected). ``local_ip`` and ``wwn`` are required to add (ValueError otherwise), not
-to remove. A remove deletes the zone and, when it was the tunnel's last flexzone zone, the tunnel
-(``render_remove`` shows that last-link case).
+``render_add`` shows what a fresh link sends, naming the cfg in effect ``<effective cfg>`` (it is
+read from the switch at run time); the driver skips what is already in place. One VE port reaches one
+remote gateway (circuit 0): a link to another remote on an occupied port is rejected. ``local_ip``,
+``wwn`` and at least one initiator are required to add (ValueError otherwise), not to remove.
 
-``list_links`` reads ``portcfgshow fciptunnel all -c`` (tunnels, circuit addresses) and ``cfgshow``
-(the ``fz_z<zone>_ve<port>`` zones): a link is up when its zone is in the effective configuration
-and its tunnel is online.
+``list_links`` reads ``portcfgshow fciptunnel all -c`` and ``cfgshow``: a link is up when each of
+its zones is in effect with its two members and its tunnel is online.
 
 Device quirks handled here
 --------------------------
 * FOS has no ``terminal length 0``; long outputs stop at ``Type <CR> to continue, Q<CR> to stop:`` and
   are continued with a bare return.
 * ``cfgenable``/``cfgsave``/``cfgdisable`` ask ``(yes, y, no, n): [no]``; we answer ``y``.
-* Zoning commands succeed silently: any output is an error message (the OpenStack Cinder rule).
+* Zoning commands succeed silently: any output is an error (the OpenStack Cinder rule), an edit
+  refused because another session holds the transaction included (ZoningBusy).
   Extension commands print ``Operation Succeeded.`` or an ``Object exists.``-style error.
-* When the cfg named in ``cfgadd`` does not exist yet (first link), FOS answers ``"fz_cfg" not
-  found`` and the driver sends ``cfgcreate`` instead: the one place where what is sent can differ
-  from ``render_add``. Removing a cfg's last zone deletes the cfg; the driver then disables zoning
-  (``cfgdisable``) if ``fz_cfg`` was the effective configuration.
-* Retries converge: an add whose pieces already exist finishes the missing ones and raises
-  LinkExists only if nothing was missing; a remove that finds no zone still deletes a flexzone tunnel
-  left without zones, then raises LinkAbsent. Another link's tunnel is never touched.
 * Echo of commands longer than the terminal wraps with ``\\r`` on real FOS (netmiko #1798), so long
   lines are sent without netmiko's echo check.
 """
@@ -57,8 +68,17 @@ from routers.drivers.base import (
     Platform,
     RouterLink,
     Transport,
+    ZoningBusy,
 )
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
+from routers.drivers.zoning import (
+    EFFECTIVE,
+    FabricZoning,
+    fabric_links,
+    link_zones,
+    pair_zones,
+    refuse_staged_changes,
+)
 
 VE_PORTS = range(24, 44)
 ZONE_CFG = "fz_cfg"
@@ -67,7 +87,9 @@ YES_NO = r"\(yes, y, no, n\): \[no\]\s*$"
 SUCCEEDED = r"(?m)^Operation Succeeded\.\s*$"
 TUNNEL_EXISTS = r"Tunnel ID \S+ already exists\."
 CIRCUIT_EXISTS = r"Circuit \S+ already exists\."
-ZONE_RE = re.compile(r"fz_z(\d+)_ve(\d+)")
+ZONE_RE = re.compile(r"fz_z(\d+)_ve(\d+)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")
+BUSY = r"(?i)another zoning transaction|transaction is in progress"
+NO_TRANSACTION = "There is no outstanding zoning transaction"
 TUNNEL_DESCRIPTION = "flexzone"
 TUNNEL_HEAD = re.compile(r"^\s*Tunnel: VE-Port:(?:\d+/)?(\d+)\b")
 CIRCUIT_HEAD = re.compile(r"^\s*Circuit: VE-Port:(?:\d+/)?(\d+) ID:(\d+)")
@@ -79,9 +101,11 @@ DETAIL_LINE = re.compile(
     r"|\s+Description\s+: .*"  # free text an administrator typed
 )
 ZONING_LINE = re.compile(
-    r"|Defined configuration:|Effective configuration:|No Effective configuration: \(No Access\)"
+    r"|Defined configuration:|Effective configuration:|No Effective configuration: \((?:No|All) Access\)"
     r"| no configuration defined|\s*(?:cfg|zone|alias):\t[A-Za-z][\w$^\-]*\t?[\w:;, $^\-]*|\t+[\w:;, $^\-]*"
 )
+TRANSACTION_LINE = re.compile(r"There is no outstanding zoning transaction|Current transaction token is \S+"
+                              r"|It is (?:not )?abortable|")
 ECHO_CHECK_LIMIT = 70  # FOS wraps the echo at 80 columns, prompt included
 
 
@@ -106,7 +130,14 @@ class TunnelInfo:
         return self.fields.get("Oper State") == "Online"
 
 
-def zone_name(spec: LinkSpec) -> str:
+@dataclass
+class FosZoning(FabricZoning):
+    """``cfgshow``: the fabric's zoning plus FOS's default zone access (what applies with no cfg)."""
+
+    default_access: str = "No Access"
+
+
+def link_prefix(spec: LinkSpec) -> str:
     return f"fz_z{spec.zone}_ve{spec.port}"
 
 
@@ -126,54 +157,56 @@ def parse_tunnels(output: str) -> dict[int, TunnelInfo]:
     return tunnels
 
 
-def parse_zones(cfgshow: str) -> tuple[dict[str, list[str]], set[str]]:
-    """``cfgshow``: the defined zones with their members, and the names of the effective zones."""
-    defined: dict[str, list[str]] = {}
-    effective_zones: set[str] = set()
-    section = ""
-    current: list[str] | None = None
-    for line in cfgshow.splitlines():
+def parse_cfgshow(output: str) -> FosZoning:
+    """``cfgshow``: defined cfgs, zones (aliases resolved) and the effective cfg with its members.
+
+    Defined lines are ``<tab>``-separated (`` zone:\\tNAME\\tm1; m2;``, continued on tab-indented
+    lines); the effective section lists each zone's resolved members one per ``\\t\\t`` line.
+    """
+    fabric = FosZoning()
+    defined: dict[str, dict[str, list[str]]] = {"cfg": {}, "zone": {}, "alias": {}}
+    section, current = "", None
+    for line in output.splitlines():
         if line.startswith("Defined configuration"):
             section, current = "defined", None
-        elif line.startswith(("Effective configuration", "No Effective configuration")):
+        elif line.startswith("Effective configuration"):
             section, current = "effective", None
+        elif match := re.match(r"No Effective configuration: \((.*)\)", line):
+            section, current, fabric.default_access = "effective", None, match.group(1)
         elif match := re.match(r"^\s*(cfg|zone|alias):\s*(\S+)\s*(.*)$", line):
             kind, name, rest = match.groups()
-            if section == "effective" and kind == "zone":
-                effective_zones.add(name)
-            current = defined.setdefault(name, []) if section == "defined" and kind == "zone" else None
-            if current is not None:
+            if section == "defined":
+                current = defined[kind].setdefault(name, [])
                 current += [m.strip() for m in rest.split(";") if m.strip()]
+            elif kind == "cfg":
+                fabric.in_effect, current = name, None
+            else:
+                current = fabric.active.setdefault(name, [])
         elif current is not None and line.startswith("\t"):
             current += [m.strip() for m in line.split(";") if m.strip()]
-    return defined, effective_zones
-
-
-def links_from(tunnels: dict[int, TunnelInfo], defined: dict[str, list[str]],
-               effective_zones: set[str]) -> list[RouterLink]:
-    """A link per ``fz_z<zone>_ve<port>`` zone whose tunnel has a circuit 0 remote address."""
-    links = []
-    for name in defined:
-        match = ZONE_RE.fullmatch(name)
-        if not match:
-            continue
-        zone, ve = int(match.group(1)), int(match.group(2))
-        tunnel = tunnels.get(ve)
-        if tunnel is None or tunnel.remote_ip is None:
-            continue
-        state = "up" if name in effective_zones and tunnel.online else "down"
-        links.append(RouterLink(ve, zone, tunnel.remote_ip, state))
-    return sorted(links, key=lambda link: link.key)
+    aliases = defined["alias"]
+    fabric.configs = defined["cfg"]
+    fabric.zones = {
+        name: [wwn for member in members for wwn in aliases.get(member, [member])]
+        for name, members in defined["zone"].items()
+    }
+    return fabric
 
 
 class BrocadeFosDriver(SessionGuardedDriver):
-    """FOS 8/9 FCIP: a flexzone tunnel per VE port, a zone per link in ``fz_cfg`` (see the module doc)."""
+    """FOS 8/9 FCIP: a flexzone tunnel per VE port, a zone per initiator-target pair in the cfg in effect."""
 
     platform = Platform.BROCADE_FOS
+    zones_initiators = True
     device_types = {Transport.SSH: "brocade_fos", Transport.TELNET: "brocade_fos_telnet"}
     error_pattern = (r"(?mi)^\s*(?:.*failed[.:]|.*Object (?:exists|does not exist)\.|Error|error:|Usage|rbash:|"
-                     r".*not found|.*Invalid|.*unreachable|.*already|.*Nothing to modify|.*does not exist)")
+                     r".*not found|.*Invalid|.*unreachable|.*already|.*Nothing to modify|.*does not exist|"
+                     r".*should not be deleted|.*is not in|.*duplicate name|.*invalid)")
     zone_cfg = ZONE_CFG
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._editing = False  # this session has sent zoning edits not yet enabled, saved or aborted
 
     # --- pure rendering ----------------------------------------------------------------------
     @classmethod
@@ -188,34 +221,52 @@ class BrocadeFosDriver(SessionGuardedDriver):
         if spec.local_ip == spec.remote_ip:
             raise ValueError("remote_ip: must differ from local_ip")
         if spec.wwn is None:
-            raise ValueError("wwn: required on FCIP platforms (the link is the device's zone across the tunnel)")
+            raise ValueError("wwn: required on FCIP platforms (the device's target port is zoned)")
+        if not spec.initiators:
+            raise ValueError("initiators: an FCIP link zones the requesting site's initiators with the device; "
+                             "none given")
 
     @classmethod
     def render_add(cls, spec: LinkSpec) -> list[str]:
         cls.check_spec(spec, adding=True)
-        zone = zone_name(spec)
+        zones = pair_zones(link_prefix(spec), spec)
         return [
             f"portcfg fciptunnel {spec.port} create -d {TUNNEL_DESCRIPTION}",
             f"portcfg fcipcircuit {spec.port} create 0 --local-ip {spec.local_ip} --remote-ip {spec.remote_ip}",
-            f'zonecreate "{zone}", "{spec.wwn}"',
-            f'cfgadd "{cls.zone_cfg}", "{zone}"',
-            f'cfgenable "{cls.zone_cfg}"',
+            *(f'zonecreate "{name}", "{"; ".join(members)}"' for name, members in zones.items()),
+            f'cfgadd "{EFFECTIVE}", "{"; ".join(zones)}"',
+            f'cfgenable "{EFFECTIVE}"',
         ]
 
     @classmethod
     def render_remove(cls, spec: LinkSpec) -> list[str]:
         cls.check_spec(spec, adding=False)
-        zone = zone_name(spec)
+        zones = list(pair_zones(link_prefix(spec), spec)) if spec.wwn else []
+        lines = []
+        if zones:
+            lines.append(f'cfgremove "{EFFECTIVE}", "{"; ".join(zones)}"')
+            lines += [f'zonedelete "{name}"' for name in zones]
+            lines.append(f'cfgenable "{EFFECTIVE}"')
+        lines.append(f"portcfg fciptunnel {spec.port} delete")
+        return lines
+
+    @classmethod
+    def render_notes(cls, action: str, spec: LinkSpec) -> list[str]:
+        verb = "adds its zones to it and re-enables it" if action == "add" else "takes its zones out and re-enables it"
         return [
-            f'cfgremove "{cls.zone_cfg}", "{zone}"',
-            f'zonedelete "{zone}"',
-            f'cfgenable "{cls.zone_cfg}"',
-            f"portcfg fciptunnel {spec.port} delete",
+            f"{EFFECTIVE} is the zoning configuration in effect on the switch, read at run time: flexzone {verb}, "
+            f"never replaces or disables it (on a fabric with none in effect it creates {cls.zone_cfg})",
+            "another session's open zoning transaction is waited for; pieces already in place are skipped",
         ]
 
     # --- commands ----------------------------------------------------------------------------
     def verify_echo(self, command: str) -> bool:
         return len(command) <= ECHO_CHECK_LIMIT
+
+    def connect(self) -> None:
+        if self._conn is None:
+            self._editing = False  # a new login has no transaction of ours
+        super().connect()
 
     def run_paged(self, command: str, max_pages: int = 200) -> str:
         """A command whose output may stop at the pager: answer each page with a return."""
@@ -254,21 +305,33 @@ class BrocadeFosDriver(SessionGuardedDriver):
             return False
         raise self.rejection(command, output)
 
-    def rejection(self, command: str, output: str) -> CommandRejected | GarbledOutput:
+    def rejection(self, command: str, output: str) -> CommandRejected | GarbledOutput | ZoningBusy:
         message = " ".join(line.strip() for line in output.splitlines() if line.strip())[:300]
+        if re.search(BUSY, output):
+            return ZoningBusy(f"{command!r}: {message}", transcript=self._peek_transcript())
         if not message or not re.search(self.error_pattern, output):
             return GarbledOutput(f"{command!r}: unrecognised reply {output[:200]!r}",
                                  transcript=self._peek_transcript())
         return CommandRejected(f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript())
 
-    def zoning(self, command: str, tolerate: str | None = None) -> bool:
-        """A silent zoning command: True if it changed something, False if `tolerate` matched."""
+    def zoning_edit(self, command: str) -> None:
+        """A zoning edit: silent on success, so any output is an error (Cinder's rule)."""
+        self._editing = True
         output = self.run(command).strip()
-        if not output:
-            return True
-        if tolerate and re.search(tolerate, output):
-            return False
-        raise self.rejection(command, output)
+        if output:
+            raise self.rejection(command, output)
+
+    def enable(self, cfg: str) -> None:
+        output = self.confirm(f'cfgenable "{cfg}"')
+        if not re.search(r"is in effect", output):
+            raise self.rejection(f'cfgenable "{cfg}"', output)
+        self._editing = False
+
+    def save(self) -> None:
+        output = self.confirm("cfgsave")
+        if not re.search(r"Nothing changed|Updating flash", output):
+            raise self.rejection("cfgsave", output)
+        self._editing = False
 
     # --- reading -----------------------------------------------------------------------------
     def read(self, command: str, grammar: re.Pattern[str]) -> str:
@@ -283,19 +346,59 @@ class BrocadeFosDriver(SessionGuardedDriver):
     def tunnels(self) -> dict[int, TunnelInfo]:
         return parse_tunnels(self.read("portcfgshow fciptunnel all -c", DETAIL_LINE))
 
-    def zones(self) -> tuple[dict[str, list[str]], set[str]]:
+    def zoning(self) -> FosZoning:
         output = self.read("cfgshow", ZONING_LINE)
         if "configuration" not in output:
             raise GarbledOutput(f"cfgshow: unrecognised reply {output[:200]!r}", transcript=self._peek_transcript())
-        return parse_zones(output)
+        return parse_cfgshow(output)
+
+    def transaction(self) -> str | None:
+        """None when no zoning transaction is open, else what ``cfgtransshow`` says about it."""
+        output = self.read("cfgtransshow", TRANSACTION_LINE).strip()
+        if output.startswith(NO_TRANSACTION):
+            return None
+        if "token" not in output:
+            raise GarbledOutput(f"cfgtransshow: unrecognised reply {output[:200]!r}",
+                                transcript=self._peek_transcript())
+        return output
+
+    def claim_zoning(self) -> None:
+        """Before changing anything: wait for another session's transaction (ZoningBusy), abort our own.
+
+        Ours means this session sent edits that were never enabled or saved and FOS says the open
+        transaction is abortable from here; anything else belongs to someone else and is left alone.
+        """
+        open_transaction = self.transaction()
+        if open_transaction is None:
+            self._editing = False
+            return
+        if self._editing and re.search(r"It is abortable", open_transaction):
+            self.abort_own_transaction()
+            return
+        summary = " ".join(open_transaction.split())
+        raise ZoningBusy(f"another session holds the fabric's zoning transaction ({summary}); waiting for it",
+                         transcript=self._peek_transcript())
+
+    def abort_own_transaction(self) -> None:
+        output = self.run("cfgtransabort").strip()
+        if output and NO_TRANSACTION not in output:
+            raise self.rejection("cfgtransabort", output)
+        self._editing = False
 
     def list_links(self) -> list[RouterLink]:
         tunnels = self.tunnels()
-        return links_from(tunnels, *self.zones())
+        remote_of = {ve: tunnel.remote_ip for ve, tunnel in tunnels.items()}
+        online = {ve: tunnel.online for ve, tunnel in tunnels.items()}
+        return fabric_links(self.zoning(), ZONE_RE, remote_of, online)
 
     # --- operations --------------------------------------------------------------------------
     def add_link(self, spec: LinkSpec) -> None:
-        tunnel_line, circuit_line, zone_line, cfgadd_line, enable_line = self.render_add(spec)
+        tunnel_line, circuit_line, *_ = self.render_add(spec)
+        # Everything that can refuse (someone else's transaction, staged changes, no cfg to use) is
+        # decided before the first change, so a refusal leaves the switch untouched.
+        self.claim_zoning()
+        fabric = self.zoning()
+        cfg, edits = self._zoning_plan(spec, fabric)
         tunnel_existed = not self.extension(tunnel_line, exists=TUNNEL_EXISTS)
         circuit_existed = False
         if tunnel_existed:
@@ -308,66 +411,145 @@ class BrocadeFosDriver(SessionGuardedDriver):
             circuit_existed = remote == spec.remote_ip
         if not circuit_existed and not self.extension(circuit_line, exists=CIRCUIT_EXISTS):
             circuit_existed = True
-        zone_changed = self.zoning(zone_line, tolerate=r"duplicate name")
-        try:
-            zone_changed |= self.zoning(cfgadd_line, tolerate=r"already contains")
-        except CommandRejected as exc:
-            if f'"{self.zone_cfg}" not found' not in exc.router_message:
-                raise
-            zone_changed |= self.zoning(f'cfgcreate "{self.zone_cfg}", "{zone_name(spec)}"')
-        if zone_changed or zone_name(spec) not in self.zones()[1]:
-            zone_changed = True
-            output = self.confirm(enable_line)
-            if not re.search(r"is in effect", output):
-                raise self.rejection(enable_line, output)
-        if tunnel_existed and circuit_existed and not zone_changed:
-            raise LinkExists(f"link {spec.key} already configured",
-                             router_message=f'duplicate name "{zone_name(spec)}"', transcript=self._peek_transcript())
+        if cfg is not None:
+            self._transactional(lambda: self._apply(cfg, edits, fabric))
+        elif tunnel_existed and circuit_existed:
+            raise LinkExists(f"link {spec.key} already configured", router_message="",
+                             transcript=self._peek_transcript())
 
     def remove_link(self, spec: LinkSpec) -> None:
-        cfgremove_line, delete_line, enable_line, tunnel_line = self.render_remove(spec)
-        zone = zone_name(spec)
+        self.check_spec(spec, adding=False)
         tunnel = self.tunnels().get(spec.port)
         if tunnel is not None and tunnel.remote_ip not in (None, spec.remote_ip):
             raise LinkAbsent(f"VE port {spec.port} tunnels to {tunnel.remote_ip}, not {spec.remote_ip}",
                              router_message="", transcript=self._peek_transcript())
-        defined, effective_zones = self.zones()
-        present = zone in defined or zone in effective_zones
-        if present:
-            changed = self.zoning(cfgremove_line, tolerate=r"not found|is not in")
-            changed |= self.zoning(delete_line, tolerate=r"not found")
-            self._enforce(enable_line, changed or zone in effective_zones)
-        others = [name for name in defined if name != zone and (m := ZONE_RE.fullmatch(name))
-                  and int(m.group(2)) == spec.port]
+        self.claim_zoning()
+        fabric = self.zoning()
+        ours = link_zones(fabric, ZONE_RE, spec)
+        if ours:
+            self._transactional(lambda: self._unzone(fabric, ours))
+        others = [name for name in fabric.names() - ours
+                  if (m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port]
         if tunnel is not None and tunnel.description == TUNNEL_DESCRIPTION and not others:
-            self.extension(tunnel_line)
-        if not present:
-            raise LinkAbsent(f"no zone {zone} on the switch", router_message=f'"{zone}" not found',
+            self.extension(f"portcfg fciptunnel {spec.port} delete")
+        if not ours:
+            raise LinkAbsent(f"no flexzone zone of link {spec.key} on the switch", router_message="",
                              transcript=self._peek_transcript())
 
-    def _enforce(self, enable_line: str, needed: bool) -> None:
-        """Re-enable fz_cfg after a zone left it; if FOS deleted the emptied cfg, disable zoning."""
-        if not needed:
-            return
-        output = self.run(enable_line, expect=rf"(?:{YES_NO})|(?:{self.prompt_pattern()})")
-        if re.search(YES_NO, output):
-            output += self.run("y")
-            if not re.search(r"is in effect", output):
-                raise self.rejection(enable_line, output)
-            return
-        if f'"{self.zone_cfg}" not found' not in output:
-            raise self.rejection(enable_line, output)
-        effective = re.search(r"^\s*cfg:\s*(\S+)", self.read("cfgactvshow", ZONING_LINE), re.M)
-        if effective and effective.group(1) == self.zone_cfg:
-            output = self.confirm("cfgdisable")
-            if "Updating flash" not in output:
-                raise self.rejection("cfgdisable", output)
+    def _transactional(self, work):
+        """Run zoning edits; if one fails, drop this session's transaction so nothing half-done stays."""
+        try:
+            return work()
+        except (CommandRejected, GarbledOutput, ZoningBusy):
+            if self._editing and self._conn is not None:
+                try:
+                    self.abort_own_transaction()
+                except Exception:  # noqa: BLE001 - the original failure is what the caller must see
+                    pass
+            raise
+
+    def _zoning_plan(self, spec: LinkSpec, fabric: FosZoning) -> tuple[str | None, list[str]]:
+        """The cfg to enable and the edits that make it enforce exactly the link's pair zones
+        (None: nothing to do). Refuses, before anything is sent, what flexzone must not do."""
+        wanted = pair_zones(link_prefix(spec), spec)
+        ours = link_zones(fabric, ZONE_RE, spec)
+        stale = sorted(ours - set(wanted))  # the link's zones for initiators no longer chosen
+        cfg = fabric.in_effect
+        if cfg is None:
+            if fabric.default_access != "No Access":
+                raise CommandRejected(
+                    f"no zoning configuration is in effect and the default zone gives {fabric.default_access}; "
+                    "enabling one would cut every other device off, so flexzone will not create one here",
+                    router_message=f"No Effective configuration: ({fabric.default_access})",
+                    transcript=self._peek_transcript())
+            cfg = self.zone_cfg
+        elif refusal := refuse_staged_changes(fabric, cfg, ours | set(wanted)):
+            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+        edits = []
+        for name, members in wanted.items():
+            have = fabric.zones.get(name)
+            if have is None:
+                edits.append(f'zonecreate "{name}", "{"; ".join(members)}"')
+                continue
+            missing = [m for m in members if m not in have]
+            extra = [m for m in have if m not in members]
+            if missing:  # add before removing: a zone may never be left empty
+                edits.append(f'zoneadd "{name}", "{"; ".join(missing)}"')
+            if extra:
+                edits.append(f'zoneremove "{name}", "{"; ".join(extra)}"')
+        in_cfg = fabric.configs.get(cfg, [])
+        joining = [name for name in wanted if name not in in_cfg]
+        if joining:
+            verb = "cfgadd" if cfg in fabric.configs else "cfgcreate"
+            edits.append(f'{verb} "{cfg}", "{"; ".join(joining)}"')
+        leaving = [name for name in stale if name in in_cfg]
+        if leaving:
+            edits.append(f'cfgremove "{cfg}", "{"; ".join(leaving)}"')
+        edits += [f'zonedelete "{name}"' for name in stale if name in fabric.zones]
+        enforced = all(sorted(fabric.active.get(name, [])) == sorted(members) for name, members in wanted.items())
+        if not edits and enforced and not set(stale) & set(fabric.active):
+            return None, []
+        return cfg, edits
+
+    def _apply(self, cfg: str, edits: list[str], fabric: FosZoning) -> None:
+        for command in edits:
+            self.zoning_edit(command)
+        self.enable(cfg)
+        if fabric.in_effect is None:
+            self.warn(f"no zoning configuration was in effect on the fabric; flexzone created and enabled "
+                      f"{cfg} for its zones (default zone access was {fabric.default_access})")
+
+    def _unzone(self, fabric: FosZoning, ours: set[str]) -> None:
+        """Take the link's zones out of the cfg in effect and re-enable it (see the module doc)."""
+        cfg = fabric.in_effect
+        if cfg is not None and (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
+            if refusal := refuse_staged_changes(fabric, cfg, ours):
+                raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+            if not set(fabric.configs.get(cfg, [])) - ours:
+                if cfg != self.zone_cfg:
+                    raise CommandRejected(
+                        f"{cfg} holds nothing but flexzone's zones of this link; removing them would leave no "
+                        f"configuration in effect, and flexzone never disables a configuration it did not create",
+                        router_message="", transcript=self._peek_transcript())
+                # fz_cfg was created by flexzone on a fabric with none in effect: disabling it restores that.
+                self.warn(f"the last flexzone zone left {cfg}, which flexzone had created on a fabric with no "
+                          "configuration in effect; zoning is back to no configuration in effect")
+                self._disable_own_cfg(fabric, ours)
+                return
+        # Our zones are taken out of the cfg in effect and out of fz_cfg only; any other cfg that lists
+        # one is somebody else's, so that zone stays defined (FOS refuses to delete a cfg member).
+        holders = [holder for holder in dict.fromkeys((cfg, self.zone_cfg)) if holder in fabric.configs]
+        for holder in holders:
+            leaving = [name for name in sorted(ours) if name in fabric.configs[holder]]
+            if leaving:
+                self.zoning_edit(f'cfgremove "{holder}", "{"; ".join(leaving)}"')
+        held_elsewhere = {name for other in fabric.cfgs_holding(ours) if other not in holders
+                          for name in fabric.configs[other] if name in ours}
+        for name in sorted(ours):
+            if name in fabric.zones and name not in held_elsewhere:
+                self.zoning_edit(f'zonedelete "{name}"')
+        if held_elsewhere:
+            self.warn(f"zones {', '.join(sorted(held_elsewhere))} stay defined: other configurations list them")
+        if cfg is not None and (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
+            self.enable(cfg)
+        elif self._editing:
+            self.save()
+
+    def _disable_own_cfg(self, fabric: FosZoning, ours: set[str]) -> None:
+        output = self.confirm("cfgdisable")
+        if "Updating flash" not in output:
+            raise self.rejection("cfgdisable", output)
+        self.zoning_edit(f'cfgdelete "{self.zone_cfg}"')
+        for name in sorted(ours):
+            if name in fabric.zones:
+                self.zoning_edit(f'zonedelete "{name}"')
+        self.save()
 
     def save_config(self) -> None:
-        """Extension config is written to flash as applied; save the zoning transaction, if any."""
-        output = self.confirm("cfgsave")
-        if not re.search(r"Nothing changed|Updating flash", output):
-            raise self.rejection("cfgsave", output)
+        """Extension config is written to flash as applied and zoning by cfgenable; only a transaction
+        of this session's own (edits sent outside add/remove) is saved. Another session's is theirs."""
+        if self._editing:
+            self.save()
 
     def logout(self, conn: BaseConnection) -> None:
         conn.write_channel("exit" + conn.RETURN)

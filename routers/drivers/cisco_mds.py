@@ -1,34 +1,48 @@
 """Cisco MDS 9000 (NX-OS) FCIP driver over SSH, using netmiko's stock ``cisco_nxos`` class.
 
+Never replace or deactivate the VSAN's active zoneset
+-----------------------------------------------------
+Each router has a VSAN in the registry (default 1). Its active zoneset carries every production
+zone of the VSAN, so flexzone adds its zones to *that* zoneset (``zoneset name <active> vsan N`` /
+``member <zone>``) and re-activates *that* one; a remove takes them out and re-activates it again.
+flexzone never activates a zoneset of its own in its place. Only a VSAN with no active zoneset gets
+``fz_zoneset``, with a warning in the journal, and only when ``fz_zoneset`` loses its last zone is it
+deactivated again, which puts the VSAN back as flexzone found it. A full zoneset that differs from
+the active one beyond the link's own zones holds someone else's staged changes: the operation is
+refused rather than activating them (routers/drivers/zoning.py has the rules both FCIP drivers
+share).
+
+Zoning sessions. ``show zone status vsan N`` is read before any change. In enhanced mode the first
+zoning edit takes a fabric-wide session lock that ``zone commit vsan N`` distributes and frees:
+a lock held by anyone else is ZoningBusy (the engine waits and retries within the operation's time
+limit; flexzone never clears another session's lock), our edits end with ``zone commit vsan N``
+and the status is read back. If an edit fails, ``no zone commit vsan N`` discards our pending
+changes and frees our lock; if our session dies holding the lock (NX-OS keeps it), this process
+remembers it and the next session on that router frees it the same way before retrying. In basic
+mode there is no lock and ``zoneset activate`` distributes. Confirmation questions (the activation
+of a much bigger zoneset asks, netmiko #154) are switched off with ``terminal dont-ask`` at login.
+
 How a flexzone link maps onto MDS FCIP
 --------------------------------------
-``LinkSpec(port, zone, remote_ip, local_ip, wwn)`` is, on the switch:
+``LinkSpec(port, zone, remote_ip, local_ip, wwn, initiators, vsan)`` is, on the switch:
 
 * FCIP interface ``fcip<port>`` (ids 1-255, the range every MDS release accepts) described
   ``flexzone`` (so we only ever delete interfaces we created), using FCIP profile ``<port>`` bound to
-  ``local_ip`` and peering with ``remote_ip``. Like an FOS tunnel, the interface is shared by every
-  flexzone zone carried to that remote gateway;
-* zone ``fz_z<zone>_fcip<port>`` with ``member pwwn <wwn>`` in VSAN ``vsan`` (default 1), a member
-  of zoneset ``fz_zoneset``, which is then activated in that VSAN. The zone is the link.
+  ``local_ip`` and peering with ``remote_ip``. The interface is shared by every flexzone zone carried
+  to that remote gateway;
+* one zone per initiator-target pair, ``fz_z<zone>_fcip<port>_<initiator>_<target>`` (16 hex digits
+  each) with ``member pwwn`` lines for exactly those two ports, in the VSAN's active zoneset.
 
-All of it is one ``configure terminal`` session (``render_add``): ``feature fcip`` (idempotent; the
-FCIP commands do not exist until it is on), ``fcip profile <port>`` / ``ip address <local_ip>``,
-``interface fcip <port>`` / ``switchport description flexzone`` / ``use-profile <port>`` /
-``peer-info ipaddr <remote_ip>`` / ``no shutdown``, the zone, the zoneset member, the activation.
-A remove takes the zone out of the zoneset, deletes it, re-activates, and deletes the interface and
-its profile when it was their last flexzone zone (``render_remove`` shows that last-link case).
+``render_add`` shows a fresh link's ``configure terminal`` session, naming the active zoneset
+``<active zoneset>`` (read at run time) and leaving out ``zone commit`` (sent in enhanced mode only);
+the driver skips what is already in place. An interface peering with another gateway is
+CommandRejected, removing a link with no zone raises LinkAbsent. ``local_ip``, ``wwn`` and at least
+one initiator are required to add, not to remove. ``save_config`` copies running to startup.
 
-Why one fixed VSAN rather than VSAN = zone id: VSAN 1 is the default VSAN every MDS port (FCIP
+Why a VSAN per router rather than VSAN = zone id: VSAN 1 is the default VSAN every MDS port (FCIP
 interfaces included, "Port vsan is 1") already belongs to, so the zone is enforced with no VSAN
-database or trunk-allowed changes; zone ids 4079 and 4094 would collide with reserved VSANs; and
-a VSAN per zone would partition fabrics, which is a site design decision, not a per-link one. A
-site that zones in another VSAN subclasses the driver and sets ``vsan``.
-
-NX-OS configuration commands are idempotent and print nothing, so duplicates are detected by
-reading ``show running-config`` first: a link whose pieces all exist raises LinkExists (a partial
-one is completed first), an interface peering with another gateway raises CommandRejected, removing
-a link whose zone is not there raises LinkAbsent. ``local_ip`` and ``wwn`` are required to add, not to
-remove. ``save_config`` copies running to startup.
+database or trunk-allowed changes; zone ids 4079 and 4094 would collide with reserved VSANs; and a
+VSAN per zone would partition fabrics, which is a site design decision, not a per-link one.
 """
 
 from __future__ import annotations
@@ -48,12 +62,21 @@ from routers.drivers.base import (
     Platform,
     RouterLink,
     Transport,
+    ZoningBusy,
 )
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
+from routers.drivers.zoning import (
+    ACTIVE_ZONESET,
+    FabricZoning,
+    fabric_links,
+    link_zones,
+    pair_zones,
+    refuse_staged_changes,
+)
 
 FCIP_IDS = range(1, 256)
 ZONESET = "fz_zoneset"
-ZONE_RE = re.compile(r"fz_z(\d+)_fcip(\d+)")
+ZONE_RE = re.compile(r"fz_z(\d+)_fcip(\d+)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")
 DESCRIPTION = "flexzone"
 # Running-config lines are keywords and values; free text and secrets appear only after the
 # keywords listed. A line outside this grammar means the reply was damaged on the way.
@@ -61,7 +84,26 @@ CONFIG_LINE = re.compile(
     r"\s*(?:!.*|(?:username|snmp-server|radius-server|tacacs-server|banner|(?:switchport )?description) .*"
     r"|[A-Za-z0-9 \-_./:,()#'\"=<>+%\[\]]*)\s*"
 )
-CONFIG_ERRORS = r"% (?:Invalid|Incomplete|Ambiguous)|not present|in use|does not exist"
+BUSY = r"Lock is currently busy"
+CONFIG_ERRORS = rf"% (?:Invalid|Incomplete|Ambiguous)|not present|in use|does not exist|{BUSY}"
+SESSION_CREATED = "Enhanced zone session has been created"
+
+# Enhanced-mode locks this process's sessions died holding: (host, port, vsan). NX-OS keeps such a
+# lock until it is committed or discarded; the next session of ours to that router discards it.
+_LEFT_LOCKS: set[tuple[str, int, int]] = set()
+
+
+@dataclass
+class ZoneStatus:
+    """``show zone status vsan N``: the zoning mode and who holds the session lock (None: nobody)."""
+
+    mode: str
+    holder: str | None
+    status: str
+
+    @property
+    def enhanced(self) -> bool:
+        return self.mode == "enhanced"
 
 
 @dataclass
@@ -73,11 +115,20 @@ class RunningConfig:
     zones: dict[tuple[int, str], list[str]] = field(default_factory=dict)
     zonesets: dict[tuple[int, str], list[str]] = field(default_factory=dict)
     active: dict[int, str] = field(default_factory=dict)
-    active_zones: set[tuple[int, str]] = field(default_factory=set)
+    active_zones: dict[tuple[int, str], list[str]] = field(default_factory=dict)
+
+    def fabric(self, vsan: int) -> FabricZoning:
+        """One VSAN's zoning: full zonesets and zones, the active zoneset and its enforced zones."""
+        return FabricZoning(
+            configs={name: members for (v, name), members in self.zonesets.items() if v == vsan},
+            zones={name: members for (v, name), members in self.zones.items() if v == vsan},
+            in_effect=self.active.get(vsan),
+            active={name: members for (v, name), members in self.active_zones.items() if v == vsan},
+        )
 
 
 def parse_running_config(text: str) -> RunningConfig:
-    """Interface fcip blocks, the full zone database and the activated zonesets."""
+    """Interface fcip blocks, the full zone database and the activated zonesets with their members."""
     config = RunningConfig()
     block: list[str] | dict[str, str] | None = None
     full_db = False
@@ -100,9 +151,7 @@ def parse_running_config(text: str) -> RunningConfig:
             block = config.interfaces.setdefault(int(match.group(1)), {"shutdown": "yes"})
         elif match := re.match(r"^zone name (\S+) vsan (\d+)$", line):
             key = (int(match.group(2)), match.group(1))
-            if not full_db:
-                config.active_zones.add(key)
-            block = config.zones.setdefault(key, []) if full_db else None
+            block = config.zones.setdefault(key, []) if full_db else config.active_zones.setdefault(key, [])
         elif match := re.match(r"^zoneset name (\S+) vsan (\d+)$", line):
             block = config.zonesets.setdefault((int(match.group(2)), match.group(1)), []) if full_db else None
         elif match := re.match(r"^zoneset activate name (\S+) vsan (\d+)$", line):
@@ -121,7 +170,7 @@ def parse_running_config(text: str) -> RunningConfig:
         elif line.startswith(" ") and isinstance(block, list):
             words = line.split()
             if words[:2] == ["member", "pwwn"]:
-                block.append(words[2])
+                block.append(words[2].lower())
             elif words[0] == "member":
                 block.append(words[1])
         elif line and not line.startswith(" "):
@@ -129,30 +178,33 @@ def parse_running_config(text: str) -> RunningConfig:
     return config
 
 
-def links_from_config(config: RunningConfig, vsan: int) -> list[RouterLink]:
-    """A link per ``fz_z<zone>_fcip<port>`` zone in `vsan` whose interface has a peer address."""
-    links = []
-    for zone_vsan, name in config.zones:
-        match = ZONE_RE.fullmatch(name)
-        if zone_vsan != vsan or not match:
-            continue
-        zone, number = int(match.group(1)), int(match.group(2))
-        interface = config.interfaces.get(number, {})
-        if not interface.get("peer"):
-            continue
-        up = (vsan, name) in config.active_zones and interface.get("shutdown") == "no"
-        links.append(RouterLink(number, zone, interface["peer"], "up" if up else "down"))
-    return sorted(links, key=lambda link: link.key)
+def parse_zone_status(text: str) -> ZoneStatus:
+    mode = re.search(r"^\s*mode:\s*(\w+)", text, re.M)
+    session = re.search(r"^\s*session:\s*(.+?)\s*$", text, re.M)
+    status = re.search(r"^Status:\s*(.*)$", text, re.M)
+    if not text.startswith("VSAN:") or mode is None or session is None:
+        raise ValueError(f"unrecognised zone status {text[:200]!r}")
+    holder = None if session.group(1) == "none" else session.group(1)
+    return ZoneStatus(mode.group(1), holder, status.group(1) if status else "")
+
+
+def link_prefix(spec: LinkSpec) -> str:
+    return f"fz_z{spec.zone}_fcip{spec.port}"
 
 
 class CiscoMdsDriver(SessionGuardedDriver):
-    """MDS NX-OS FCIP: a flexzone fcip interface per port, a zone per link in ``fz_zoneset`` (module doc)."""
+    """MDS NX-OS FCIP: a flexzone fcip interface per port, a zone per initiator-target pair in the
+    VSAN's active zoneset (module doc)."""
 
     platform = Platform.CISCO_MDS
+    zones_initiators = True
     device_types = {Transport.SSH: "cisco_nxos", Transport.TELNET: "cisco_nxos_telnet"}
-    error_pattern = r"(?m)^% |not present|in use|does not exist"
-    vsan = 1
+    error_pattern = rf"(?m)^% |not present|in use|does not exist|{BUSY}"
     zoneset = ZONESET
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._holding: set[int] = set()  # VSANs whose enhanced-mode lock this session may hold
 
     # --- pure rendering ----------------------------------------------------------------------
     @classmethod
@@ -172,18 +224,50 @@ class CiscoMdsDriver(SessionGuardedDriver):
         if spec.local_ip == spec.remote_ip:
             raise ValueError("remote_ip: must differ from local_ip")
         if spec.wwn is None:
-            raise ValueError("wwn: required on FCIP platforms (the link is the device's zone across the tunnel)")
-
-    @classmethod
-    def zone_name(cls, spec: LinkSpec) -> str:
-        return f"fz_z{spec.zone}_fcip{spec.port}"
+            raise ValueError("wwn: required on FCIP platforms (the device's target port is zoned)")
+        if not spec.initiators:
+            raise ValueError("initiators: an FCIP link zones the requesting site's initiators with the device; "
+                             "none given")
 
     @classmethod
     def render_add(cls, spec: LinkSpec) -> list[str]:
         cls.check_spec(spec, adding=True)
-        zone = cls.zone_name(spec)
+        zones = pair_zones(link_prefix(spec), spec)
         return [
             "configure terminal",
+            *cls._interface_lines(spec),
+            *cls._zone_lines(zones, spec.vsan),
+            f"zoneset name {ACTIVE_ZONESET} vsan {spec.vsan}",
+            *(f"member {name}" for name in zones),
+            f"zoneset activate name {ACTIVE_ZONESET} vsan {spec.vsan}",
+            "end",
+        ]
+
+    @classmethod
+    def render_remove(cls, spec: LinkSpec) -> list[str]:
+        cls.check_spec(spec, adding=False)
+        zones = list(pair_zones(link_prefix(spec), spec)) if spec.wwn else []
+        lines = ["configure terminal"]
+        if zones:
+            lines += [f"zoneset name {ACTIVE_ZONESET} vsan {spec.vsan}", *(f"no member {name}" for name in zones)]
+            lines += [f"no zone name {name} vsan {spec.vsan}" for name in zones]
+            lines.append(f"zoneset activate name {ACTIVE_ZONESET} vsan {spec.vsan}")
+        return [*lines, f"no interface fcip {spec.port}", f"no fcip profile {spec.port}", "end"]
+
+    @classmethod
+    def render_notes(cls, action: str, spec: LinkSpec) -> list[str]:
+        verb = ("adds its zones to it and re-activates it" if action == "add"
+                else "takes its zones out and re-activates it")
+        return [
+            f"{ACTIVE_ZONESET} is the zoneset active in vsan {spec.vsan}, read at run time: flexzone {verb}, never "
+            f"activates one of its own in its place (in a vsan with none active it creates {cls.zoneset})",
+            f"in enhanced zoning mode the edit ends with 'zone commit vsan {spec.vsan}'; another session's zoning lock "
+            "is waited for; pieces already in place are skipped",
+        ]
+
+    @staticmethod
+    def _interface_lines(spec: LinkSpec) -> list[str]:
+        return [
             "feature fcip",
             f"fcip profile {spec.port}",
             f"ip address {spec.local_ip}",
@@ -192,48 +276,110 @@ class CiscoMdsDriver(SessionGuardedDriver):
             f"use-profile {spec.port}",
             f"peer-info ipaddr {spec.remote_ip}",
             "no shutdown",
-            f"zone name {zone} vsan {cls.vsan}",
-            f"member pwwn {spec.wwn}",
-            f"zoneset name {cls.zoneset} vsan {cls.vsan}",
-            f"member {zone}",
-            f"zoneset activate name {cls.zoneset} vsan {cls.vsan}",
-            "end",
         ]
 
-    @classmethod
-    def render_remove(cls, spec: LinkSpec) -> list[str]:
-        cls.check_spec(spec, adding=False)
-        zone = cls.zone_name(spec)
-        return [
-            "configure terminal",
-            f"zoneset name {cls.zoneset} vsan {cls.vsan}",
-            f"no member {zone}",
-            f"no zone name {zone} vsan {cls.vsan}",
-            f"zoneset activate name {cls.zoneset} vsan {cls.vsan}",
-            f"no interface fcip {spec.port}",
-            f"no fcip profile {spec.port}",
-            "end",
-        ]
+    @staticmethod
+    def _zone_lines(zones: dict[str, list[str]], vsan: int) -> list[str]:
+        lines = []
+        for name, members in zones.items():
+            lines.append(f"zone name {name} vsan {vsan}")
+            lines += [f"member pwwn {member}" for member in members]
+        return lines
+
+    # --- session -----------------------------------------------------------------------------
+    def connect(self) -> None:
+        fresh = self._conn is None
+        super().connect()
+        if fresh:
+            self._holding.clear()
+            # Questions (the activation of a much bigger zoneset, netmiko #154) would hang a run.
+            self.run("terminal dont-ask")
+
+    def _drop(self) -> None:
+        for vsan in self._holding:
+            _LEFT_LOCKS.add((self.target.host, self.target.port, vsan))
+        self._holding.clear()
+        super()._drop()
 
     # --- commands ----------------------------------------------------------------------------
     def configure(self, lines: list[str]) -> str:
-        """Send the lines between ``configure terminal`` and ``end`` (netmiko sends those two itself)."""
+        """Send the lines between ``configure terminal`` and ``end`` (netmiko sends those two itself).
+
+        In enhanced mode a failure after our zone session was created discards it (``no zone
+        commit``), so nothing half-edited stays pending under our lock.
+        """
         assert lines[0] == "configure terminal" and lines[-1] == "end"
         conn = self.conn
+        vsan = self.target.vsan
+        if any(_is_zoning(line) for line in lines):
+            self._holding.add(vsan)
+        mark = len(self._peek_transcript())
         with self._router_call(lines[1]), closed_session_is_eof(self):
             try:
-                return str(conn.send_config_set(
+                output = str(conn.send_config_set(
                     lines[1:-1], read_timeout=self.wait_limit(self.target.command_timeout), error_pattern=CONFIG_ERRORS,
                     exit_config_mode=True,
                 ))
             except ConfigInvalidException as exc:
-                message = _error_line(self._peek_transcript())
+                said = self._peek_transcript()[mark:]
+                message = _error_line(said)
                 try:
                     conn.exit_config_mode()  # leave the session usable for the next operation
                 except Exception:  # noqa: BLE001 - the rejection is what matters; a dead session is dropped later
                     pass
+                if SESSION_CREATED in said:
+                    self.discard_zone_session()
+                else:
+                    self._holding.discard(vsan)
+                if re.search(BUSY, message):
+                    raise ZoningBusy(f"configure: {message} (another session holds the zoning lock of vsan {vsan})",
+                                     transcript=self._peek_transcript()) from exc
                 raise CommandRejected(f"configure: {message}", router_message=message,
                                       transcript=self._peek_transcript()) from exc
+        self._holding.discard(vsan)  # committed (enhanced mode) or never locked (basic mode)
+        return output
+
+    def discard_zone_session(self) -> None:
+        """Free our enhanced-mode lock and drop our pending changes (``no zone commit vsan N``)."""
+        vsan = self.target.vsan
+        try:
+            self.conn.send_config_set([f"no zone commit vsan {vsan}"], exit_config_mode=True,
+                                      read_timeout=self.wait_limit(self.target.command_timeout))
+            self._holding.discard(vsan)
+        except Exception:  # noqa: BLE001 - a dead session is remembered in _drop and freed next time
+            pass
+
+    def zone_status(self) -> ZoneStatus:
+        vsan = self.target.vsan
+        output = self.run(f"show zone status vsan {vsan}")
+        try:
+            return parse_zone_status(output.strip())
+        except ValueError:
+            raise GarbledOutput(f"show zone status vsan {vsan}: unrecognised reply {output[:200]!r}",
+                                transcript=self._peek_transcript()) from None
+
+    def claim_zoning(self) -> tuple[ZoneStatus, list[str]]:
+        """Before any change: someone else's lock is ZoningBusy; a lock our own dead session left
+        behind is freed by the lines returned (sent first in the configure session)."""
+        status = self.zone_status()
+        key = (self.target.host, self.target.port, self.target.vsan)
+        if status.holder is None:
+            _LEFT_LOCKS.discard(key)
+            return status, []
+        holder_user = re.search(r"\[(\S+)\]", status.holder)
+        if key in _LEFT_LOCKS and holder_user and holder_user.group(1) == self.target.username:
+            self.warn(f"freed the zoning lock of vsan {self.target.vsan} that an earlier flexzone session died "
+                      "holding (no zone commit)")
+            return status, [f"no zone commit vsan {self.target.vsan}"]
+        raise ZoningBusy(f"vsan {self.target.vsan}: the zoning session lock is held by {status.holder}; waiting for it",
+                         transcript=self._peek_transcript())
+
+    def verify_commit(self) -> None:
+        status = self.zone_status()
+        if status.holder is not None or re.search(r"(?i)fail", status.status):
+            raise CommandRejected(f"zone commit vsan {self.target.vsan}: {status.status or 'lock still held'}",
+                                  router_message=status.status, transcript=self._peek_transcript())
+        _LEFT_LOCKS.discard((self.target.host, self.target.port, self.target.vsan))
 
     def running_config(self) -> RunningConfig:
         output = self.run("show running-config")
@@ -245,10 +391,15 @@ class CiscoMdsDriver(SessionGuardedDriver):
 
     # --- operations --------------------------------------------------------------------------
     def list_links(self) -> list[RouterLink]:
-        return links_from_config(self.running_config(), self.vsan)
+        config = self.running_config()
+        remote_of = {number: interface.get("peer") for number, interface in config.interfaces.items()}
+        online = {number: interface.get("shutdown") == "no" for number, interface in config.interfaces.items()}
+        return fabric_links(config.fabric(self.target.vsan), ZONE_RE, remote_of, online)
 
     def add_link(self, spec: LinkSpec) -> None:
-        lines = self.render_add(spec)
+        self.render_add(spec)  # validation before anything is sent
+        self._check_vsan(spec)
+        status, freeing = self.claim_zoning()
         config = self.running_config()
         interface = config.interfaces.get(spec.port)
         if interface is not None:
@@ -258,45 +409,123 @@ class CiscoMdsDriver(SessionGuardedDriver):
             if interface.get("peer") not in (None, spec.remote_ip):
                 raise CommandRejected(f"fcip{spec.port} already peers with {interface['peer']}",
                                       router_message="", transcript=self._peek_transcript())
-        link = next((ln for ln in links_from_config(config, self.vsan) if ln.key == spec.key), None)
-        zone = (self.vsan, self.zone_name(spec))
-        complete = (link is not None and link.state == "up" and spec.wwn in config.zones.get(zone, [])
-                    and zone[1] in config.zonesets.get((self.vsan, self.zoneset), []))
-        if not complete:
-            self.configure(lines)
-        if link is not None:
+        interface_ready = (interface is not None and interface.get("peer") == spec.remote_ip
+                           and interface.get("shutdown") == "no" and interface.get("profile") == str(spec.port)
+                           and config.profiles.get(spec.port) == spec.local_ip)
+        lines = [] if interface_ready else self._interface_lines(spec)
+        zoning = self._zone(spec, config.fabric(spec.vsan))
+        if zoning and status.enhanced:
+            zoning.append(f"zone commit vsan {spec.vsan}")
+        if not lines and not zoning and not freeing:
             raise LinkExists(f"link {spec.key} already configured", router_message="",
                              transcript=self._peek_transcript())
+        self.configure(["configure terminal", *freeing, *lines, *zoning, "end"])
+        if zoning and status.enhanced:
+            self.verify_commit()
 
     def remove_link(self, spec: LinkSpec) -> None:
-        (_, zoneset_line, member_line, zone_line, activate_line, interface_line, profile_line, _) = \
-            self.render_remove(spec)
+        self.check_spec(spec, adding=False)
+        self._check_vsan(spec)
+        status, freeing = self.claim_zoning()
         config = self.running_config()
         interface = config.interfaces.get(spec.port)
         if interface is not None and interface.get("peer") not in (None, spec.remote_ip):
             raise LinkAbsent(f"fcip{spec.port} peers with {interface['peer']}, not {spec.remote_ip}",
                              router_message="", transcript=self._peek_transcript())
-        zone = self.zone_name(spec)
-        in_zoneset = zone in config.zonesets.get((self.vsan, self.zoneset), [])
-        defined = (self.vsan, zone) in config.zones
-        lines = []
-        if in_zoneset:
-            lines += [zoneset_line, member_line]
-        if defined:
-            lines.append(zone_line)
-        if in_zoneset or (self.vsan, zone) in config.active_zones:
-            lines.append(activate_line)
-        others = [name for vsan, name in config.zones if name != zone and (m := ZONE_RE.fullmatch(name))
-                  and int(m.group(2)) == spec.port]
+        fabric = config.fabric(spec.vsan)
+        ours = link_zones(fabric, ZONE_RE, spec)
+        zoning = self._unzone(fabric, ours, spec.vsan) if ours else []
+        if zoning and status.enhanced:
+            zoning.append(f"zone commit vsan {spec.vsan}")
+        others = [name for _vsan, name in {*config.zones, *config.active_zones}
+                  if name not in ours and (m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port]
+        lines = [*freeing, *zoning]
         if interface is not None and interface.get("description") == DESCRIPTION and not others:
-            lines.append(interface_line)
+            lines.append(f"no interface fcip {spec.port}")
             if spec.port in config.profiles:
-                lines.append(profile_line)
+                lines.append(f"no fcip profile {spec.port}")
         if lines:
             self.configure(["configure terminal", *lines, "end"])
-        if not defined:
-            raise LinkAbsent(f"no zone {zone} in vsan {self.vsan}", router_message="",
+            if zoning and status.enhanced:
+                self.verify_commit()
+        if not ours:
+            raise LinkAbsent(f"no flexzone zone of link {spec.key} in vsan {spec.vsan}", router_message="",
                              transcript=self._peek_transcript())
+
+    def _check_vsan(self, spec: LinkSpec) -> None:
+        if spec.vsan != self.target.vsan:
+            raise ValueError(f"vsan: the link says vsan {spec.vsan}, the router {self.target.vsan}")
+
+    def _zone(self, spec: LinkSpec, fabric: FabricZoning) -> list[str]:
+        """The zoning lines that make the active zoneset enforce exactly the link's pair zones."""
+        vsan = spec.vsan
+        wanted = pair_zones(link_prefix(spec), spec)
+        ours = link_zones(fabric, ZONE_RE, spec)
+        stale = sorted(ours - set(wanted))  # the link's zones for initiators no longer chosen
+        zoneset = fabric.in_effect
+        if zoneset is None:
+            zoneset = self.zoneset
+        elif refusal := refuse_staged_changes(fabric, zoneset, ours | set(wanted)):
+            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+        lines = self._zone_lines({name: members for name, members in wanted.items() if name not in fabric.zones},
+                                 vsan)
+        for name, members in wanted.items():
+            have = fabric.zones.get(name)
+            if have is None:
+                continue
+            missing = [m for m in members if m not in have]
+            extra = [m for m in have if m not in members]
+            if missing or extra:
+                lines += [f"zone name {name} vsan {vsan}", *(f"member pwwn {m}" for m in missing),
+                          *(f"no member pwwn {m}" for m in extra)]
+        in_zoneset = fabric.configs.get(zoneset, [])
+        joining = [name for name in wanted if name not in in_zoneset]
+        leaving = [name for name in stale if name in in_zoneset]
+        if joining or leaving:
+            lines += [f"zoneset name {zoneset} vsan {vsan}", *(f"member {name}" for name in joining),
+                      *(f"no member {name}" for name in leaving)]
+        lines += [f"no zone name {name} vsan {vsan}" for name in stale if name in fabric.zones]
+        enforced = all(sorted(fabric.active.get(name, [])) == sorted(members) for name, members in wanted.items())
+        if not lines and enforced and not set(stale) & set(fabric.active):
+            return []
+        if fabric.in_effect is None:
+            self.warn(f"no zoneset was active in vsan {vsan}; flexzone created and activated {zoneset} for its zones")
+        return [*lines, f"zoneset activate name {zoneset} vsan {vsan}"]
+
+    def _unzone(self, fabric: FabricZoning, ours: set[str], vsan: int) -> list[str]:
+        """The zoning lines that take the link's zones out of the active zoneset and re-activate it."""
+        zoneset = fabric.in_effect
+        lines: list[str] = []
+        reactivate = deactivate = None
+        if zoneset is not None and (ours & set(fabric.configs.get(zoneset, [])) or ours & set(fabric.active)):
+            if refusal := refuse_staged_changes(fabric, zoneset, ours):
+                raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+            if set(fabric.configs.get(zoneset, [])) - ours:
+                reactivate = zoneset
+            elif zoneset == self.zoneset:
+                # fz_zoneset was created by flexzone in a VSAN with none active: deactivating restores that.
+                self.warn(f"the last flexzone zone left {zoneset}, which flexzone had created in vsan {vsan} with no "
+                          "zoneset active; the vsan is back to no active zoneset")
+                deactivate = zoneset
+                lines += [f"no zoneset activate name {zoneset} vsan {vsan}", f"no zoneset name {zoneset} vsan {vsan}"]
+            else:
+                raise CommandRejected(
+                    f"{zoneset} holds nothing but flexzone's zones of this link; removing them would leave vsan "
+                    f"{vsan} without an active zoneset, and flexzone never deactivates one it did not create",
+                    router_message="", transcript=self._peek_transcript())
+        for holder in dict.fromkeys((zoneset, self.zoneset)):
+            leaving = [name for name in sorted(ours) if holder in fabric.configs and name in fabric.configs[holder]]
+            if leaving and holder != deactivate:
+                lines += [f"zoneset name {holder} vsan {vsan}", *(f"no member {name}" for name in leaving)]
+        held_elsewhere = {name for other in fabric.cfgs_holding(ours) if other not in (zoneset, self.zoneset)
+                          for name in fabric.configs[other] if name in ours}
+        lines += [f"no zone name {name} vsan {vsan}" for name in sorted(ours)
+                  if name in fabric.zones and name not in held_elsewhere]
+        if held_elsewhere:
+            self.warn(f"zones {', '.join(sorted(held_elsewhere))} stay defined: other zonesets list them")
+        if reactivate:
+            lines.append(f"zoneset activate name {reactivate} vsan {vsan}")
+        return lines
 
     def save_config(self) -> None:
         conn = self.conn
@@ -306,6 +535,10 @@ class CiscoMdsDriver(SessionGuardedDriver):
             message = _error_line(output)
             raise CommandRejected(f"copy running-config startup-config: {message}", router_message=message,
                                   transcript=self._peek_transcript())
+
+
+def _is_zoning(line: str) -> bool:
+    return bool(re.match(r"(?:no )?(?:zone |zoneset |member )", line))
 
 
 def _error_line(text: str) -> str:

@@ -37,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hostname", help="device name shown in prompts (platform default otherwise)")
     parser.add_argument("--max-sessions", type=int, help="concurrent CLI sessions accepted (platform default)")
     parser.add_argument("--idle-timeout", type=float, help="log an idle session out after this many seconds")
+    parser.add_argument(
+        "--production-zoning", action="store_true",
+        help="on a new state (no state.json yet), start with other hosts' zoning in force (FOS, MDS)",
+    )
     timing = parser.add_argument_group("timing (seconds; platform defaults unless given)")
     timing.add_argument("--timing-scale", type=float, default=1.0, help="multiply every delay (0 = no delays)")
     timing.add_argument("--connect-delay", type=float, help="TCP accept -> login prompt")
@@ -76,7 +80,7 @@ async def run(args: argparse.Namespace) -> int:
         args.platform, telnet=args.telnet, ssh=args.ssh, state_dir=args.state, username=args.username,
         password=args.password, hostname=args.hostname, timing=timing_from_args(args.platform, args),
         scale=args.timing_scale, faults=faults, max_sessions=args.max_sessions, seed=args.seed,
-        idle_timeout=args.idle_timeout,
+        idle_timeout=args.idle_timeout, production_zoning=args.production_zoning,
     )
     addresses = await router.serve()
     print(json.dumps({"platform": args.platform, "pid": os.getpid(), **addresses}), flush=True)

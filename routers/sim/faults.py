@@ -25,11 +25,21 @@ Kinds, and where they fire:
 ``garble``              the command's output is corrupted on the wire (the prompt still follows).
 ``fragment``            the command's output and the next prompt arrive in 1-6 character pieces 5 ms
                         apart (TCP segmentation; a prompt or a CR LF split in two). Drivers must cope.
+``zoning_locked``       a state, not an event: while it is armed another administrator holds the
+                        fabric's zoning. Brocade FOS shows an open zoning transaction (token 0x5eed)
+                        that no session can abort; Cisco MDS shows the enhanced-mode zone session lock
+                        of every enhanced-mode VSAN held by user ``san-admin``, which ``clear zone
+                        lock`` does not release. Zoning edits are refused meanwhile. Checking it never
+                        spends a count (``count=0`` disarms it); clearing the fault releases it.
 
 ``match`` is a regular expression searched in the command line. Without it, ``drop_before_apply``
 and ``drop_after_apply`` select configuration-changing commands only, the other command faults any
 non-empty command. ``count`` is how many times the fault fires before it is
-spent (``None``: every time).
+spent (``None``: every time). State faults ignore ``match`` and ``seconds``.
+
+``zoning_locked`` is armed like the others: ``sim.faults = [Fault("zoning_locked")]``,
+``--fault zoning_locked``, or ``python -m routers.sim.faults STATE_DIR zoning_locked`` on a running
+simulator; clear it with ``sim.faults = []`` or ``python -m routers.sim.faults STATE_DIR``.
 """
 
 from __future__ import annotations
@@ -44,7 +54,8 @@ from pathlib import Path
 
 LOGIN_KINDS = ("refuse_login", "stall_before_prompt", "session_limit")
 COMMAND_KINDS = ("drop_before_apply", "drop_after_apply", "stall_command", "garble", "fragment")
-KINDS = LOGIN_KINDS + COMMAND_KINDS
+STATE_KINDS = ("zoning_locked",)  # conditions a personality asks about (FaultBook.peek); never fired
+KINDS = LOGIN_KINDS + COMMAND_KINDS + STATE_KINDS
 MUTATING_BY_DEFAULT = ("drop_before_apply", "drop_after_apply")
 FAULTS_FILE = "faults.json"
 
@@ -70,7 +81,7 @@ class Fault:
     def selects(self, line: str, mutating: bool) -> bool:
         if self.count == 0:
             return False
-        if self.kind in LOGIN_KINDS:
+        if self.kind in LOGIN_KINDS or self.kind in STATE_KINDS:
             return True
         if self.match is not None:
             return re.search(self.match, line) is not None

@@ -1,11 +1,11 @@
 """Brocade Fabric OS 9 personality: a 7840 extension switch (FC 0-23, VE 24-43, GE ge0-ge17).
 
-Formats follow real FOS 8/9 session logs (see /work/shared/research/router_cli.md sections 2 and 7):
-the ``NAME:USER>`` prompt, the ATTENTION banner, ``Operation Succeeded.``, the ``Object exists.`` family
-of extension errors, silent zoning commands, ``(yes, y, no, n): [no]`` confirmations, the
-``Type <CR> to continue, Q<CR> to stop:`` pager and ``rbash: X: command not found``. Where no capture
-exists (some "does not exist" wordings, the circuit detail keys, the peer identity shown on an online
-VE row) the text is reconstructed in the same style and marked ``[R]`` next to it.
+Formats follow real FOS 8/9 session logs: the ``NAME:USER>`` prompt, the ATTENTION banner,
+``Operation Succeeded.``, the ``Object exists.`` family of extension errors, silent zoning commands,
+``(yes, y, no, n): [no]`` confirmations, the ``Type <CR> to continue, Q<CR> to stop:`` pager and
+``rbash: X: command not found``. Where no capture exists (some "does not exist" wordings, the circuit
+detail keys, the peer identity shown on an online VE row) the text is reconstructed in the same style
+and marked ``[R]`` next to it.
 
 Grammar: ``switchshow``, ``islshow``, ``version``, ``timeout``, ``exit``/``logout``;
 ``portcfg ipif|iproute <ge#[.dp#]> create|modify|delete <ip>/<pfx>|<ip> netmask <mask> [mtu ..] [vlan ..]``
@@ -15,18 +15,21 @@ Grammar: ``switchshow``, ``islshow``, ``version``, ``timeout``, ``exit``/``logou
 ``portcfgshow ipif|iproute``; ``portcfgshow fciptunnel [<ve>|all] [-c]`` (detail view);
 ``zonecreate|zoneadd|zoneremove|zonedelete``, ``alicreate|aliadd|aliremove|alidelete``,
 ``cfgcreate|cfgadd|cfgremove|cfgdelete|cfgclear|cfgsave|cfgenable|cfgdisable [-force]``,
-``cfgshow``/``zoneshow``, ``cfgactvshow``, ``cfgtransshow``, ``cfgtransabort``. Anything else is
-``rbash: X: command not found``.
+``cfgshow``/``zoneshow``, ``cfgactvshow``, ``cfgtransshow``, ``cfgtransabort [token]``,
+``defzone --show|--allaccess|--noaccess``. Anything else is ``rbash: X: command not found``.
+Zoning (state, the one zoning transaction, outputs) lives in routers.sim.fos_zoning.
 
 State layout (``SimState.running``)::
 
     ipif:    [{"port": "ge2.dp0", "ip": "10.1.1.1", "pfx": 24, "mtu": "AUTO"|int, "vlan": int|None}]
     iproute: [{"port": ..., "ip": "10.2.0.0", "pfx": 24, "gw": "10.1.1.254"}]
     tunnels: {"24": {"description": str, "compression": str, "circuits": {"0": {...}}}}
-    zoning:  {"defined": {"cfgs": {}, "zones": {}, "aliases": {}}, "effective": {"cfg": str, "zones": {}} | None}
+    zoning:  {"defined": {"cfgs": {}, "zones": {}, "aliases": {}}, "effective": {"cfg": str, "zones": {}} | None,
+              "default_access": "No Access" | "All Access"}
 
 Extension configuration is written to flash as it is applied (as on the device), so it is mirrored
-into ``saved`` at once; zoning edits are an open transaction until ``cfgsave`` or ``cfgenable``.
+into ``saved`` at once; zoning edits are a session's open transaction (in memory) until ``cfgsave``,
+``cfgenable`` or ``cfgdisable`` commits them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import shlex
 from typing import Any, ClassVar
 
 from routers.drivers.base import RouterLink
+from routers.sim.fos_zoning import FosZoning
 from routers.sim.personality import Console, Personality, Session, SimState, TimingProfile
 
 FC_PORTS = range(0, 24)
@@ -57,8 +61,6 @@ ATTENTION = (
 )
 
 RULE = "-" * 80
-YES_NO = "(yes, y, no, n): [no] "
-YES, NO = ("yes", "y"), ("no", "n", "")
 
 TUNNEL_USAGE = """Usage:   portCfg fciptunnel [<slot>/]<port> <option> [<args>]
 
@@ -136,17 +138,6 @@ CIRCUIT_OPTIONS = {
     "-g": "failover_group", "--failover-group": "failover_group",
 }
 COMPRESSIONS = {"none": "None", "deflate": "Deflate", "aggr-deflate": "Aggr Deflate", "fast-deflate": "Fast Deflate"}
-ZONING_COMMANDS = {
-    "zonecreate", "zoneadd", "zoneremove", "zonedelete", "alicreate", "aliadd", "aliremove", "alidelete",
-    "cfgcreate", "cfgadd", "cfgremove", "cfgdelete", "cfgclear", "cfgsave", "cfgenable", "cfgdisable",
-}
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_$^-]{0,63}$")
-WWN_INPUT_RE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){7}$")
-PORT_MEMBER_RE = re.compile(r"^\d{1,3},\d{1,4}$")
-
-
-def empty_zoning() -> dict[str, Any]:
-    return {"defined": {"cfgs": {}, "zones": {}, "aliases": {}}, "effective": None}
 
 
 def _ip(text: str) -> str | None:
@@ -154,30 +145,6 @@ def _ip(text: str) -> str | None:
         return str(ipaddress.ip_address(text))
     except ValueError:
         return None
-
-
-def split_zoning_args(text: str) -> list[str]:
-    """FOS zoning arguments: comma-separated, each optionally double-quoted (`"z1", "a; b"`)."""
-    args, current, quoted = [], [], False
-    for char in text:
-        if char == '"':
-            quoted = not quoted
-        elif char == "," and not quoted:
-            args.append("".join(current).strip())
-            current = []
-        else:
-            current.append(char)
-    args.append("".join(current).strip())
-    return [arg for arg in args if arg] if any(args) else []
-
-
-def split_members(text: str) -> list[str]:
-    return [member.strip() for member in text.split(";") if member.strip()]
-
-
-def normalise_member(member: str) -> str:
-    # FOS stores WWNs in lower case whatever the input case (seen in cfgshow after alicreate).
-    return member.lower() if WWN_INPUT_RE.match(member) else member
 
 
 def format_uptime(seconds: int) -> str:
@@ -216,10 +183,8 @@ class FosPersonality(Personality):
         running.setdefault("ipif", [])
         running.setdefault("iproute", [])
         running.setdefault("tunnels", {})
-        running.setdefault("zoning", empty_zoning())
         running.setdefault("uptime_base", 0)
-        if "zoning" not in state.saved:
-            state.saved["zoning"] = copy.deepcopy(running["zoning"])
+        self.fabric_zoning = FosZoning(state, self.zoning_locked)
         self._mirror_extension()
 
     # --- login and prompt --------------------------------------------------------------------
@@ -246,7 +211,7 @@ class FosPersonality(Personality):
         if not words:
             return False
         command = words[0].lower()
-        if command in ZONING_COMMANDS or command == "cfgtransabort":
+        if FosZoning.is_mutating(command, " ".join(words[1:])):
             return True
         return command == "portcfg" and any(w in ("create", "modify", "delete") for w in words[1:])
 
@@ -257,29 +222,37 @@ class FosPersonality(Personality):
 
     @property
     def zoning(self) -> dict[str, Any]:
-        return self.state.running["zoning"]
+        """The committed zoning (defined, effective, default access); open transactions aside."""
+        return self.fabric_zoning.committed
 
     def _mirror_extension(self) -> None:
         for key in ("ipif", "iproute", "tunnels"):
             self.state.saved[key] = copy.deepcopy(self.state.running[key])
 
     def save(self) -> None:
-        """cfgsave: the zoning transaction becomes the flash copy (extension config is always saved)."""
+        """Write the committed zoning to flash (extension config is always saved)."""
         self._mirror_extension()
-        self.state.saved["zoning"] = copy.deepcopy(self.zoning)
+        self.fabric_zoning.flash()
+
+    def session_ended(self, session: Session) -> None:
+        self.fabric_zoning.session_ended(session)
+
+    def seed_production_zoning(self) -> None:
+        self.fabric_zoning.seed_production()
+        self.save()
 
     def links(self) -> list[RouterLink]:
-        """flexzone links (the driver's mapping): a zone ``fz_z<zone>_ve<port>`` in the defined
-        configuration whose VE port has a tunnel with a circuit 0 remote address."""
-        effective = self.zoning["effective"] or {"zones": {}}
+        """flexzone links: each (zone, port) group of ``fz_z<zone>_ve<port>[_<i>_<t>]`` zones, committed
+        or in effect, whose VE port has a tunnel with a circuit 0 remote address; up when every zone
+        of the group is in effect and the circuit is enabled."""
         result = []
-        for name in self.zoning["defined"]["zones"]:
-            match = re.fullmatch(r"fz_z(\d+)_ve(\d+)", name)
-            tunnel = self.tunnels.get(match.group(2)) if match else None
+        for (zone, port), (group, in_effect) in self.fabric_zoning.flexzone_groups().items():
+            tunnel = self.tunnels.get(str(port))
             circuit = tunnel["circuits"].get("0") if tunnel else None
-            if match and circuit and circuit.get("remote_ip"):
-                state = "up" if name in effective["zones"] and circuit.get("admin") == "enable" else "down"
-                result.append(RouterLink(int(match.group(2)), int(match.group(1)), circuit["remote_ip"], state))
+            if circuit and circuit.get("remote_ip"):
+                state = "up" if in_effect and circuit.get("admin") == "enable" else "down"
+                result.append(RouterLink(port, zone, circuit["remote_ip"], state,
+                                         tuple(sorted(group.initiators)), tuple(sorted(group.targets))))
         return sorted(result, key=lambda link: link.key)
 
     # --- dispatch ----------------------------------------------------------------------------
@@ -302,30 +275,10 @@ class FosPersonality(Personality):
             "portcfg": self._portcfg,
             "portshow": self._portshow,
             "portcfgshow": self._portcfgshow,
-            "zonecreate": self._zonecreate,
-            "zoneadd": self._zoneadd,
-            "zoneremove": self._zoneremove,
-            "zonedelete": self._zonedelete,
-            "alicreate": self._alicreate,
-            "aliadd": self._aliadd,
-            "aliremove": self._aliremove,
-            "alidelete": self._alidelete,
-            "cfgcreate": self._cfgcreate,
-            "cfgadd": self._cfgadd,
-            "cfgremove": self._cfgremove,
-            "cfgdelete": self._cfgdelete,
-            "cfgclear": self._cfgclear,
-            "cfgsave": self._cfgsave,
-            "cfgenable": self._cfgenable,
-            "cfgdisable": self._cfgdisable,
-            "cfgshow": self._cfgshow,
-            "cfgactvshow": self._cfgactvshow,
-            "zoneshow": self._cfgshow,
-            "cfgtransshow": self._cfgtransshow,
-            "cfgtransabort": self._cfgtransabort,
             "islshow": self._islshow,
             "timeout": self._timeout,
             "version": self._version,
+            **self.fabric_zoning.commands(),
         }
 
     # --- misc --------------------------------------------------------------------------------
@@ -810,244 +763,6 @@ class FosPersonality(Personality):
         entry = next((e for e in self.state.running["ipif"] if e["ip"] == circuit.get("local_ip")), None)
         return entry["port"].split(".")[0] if entry else "-"
 
-    # --- zoning ------------------------------------------------------------------------------
-    def _args(self, console: Console, rest: str, count: int, usage: str) -> list[str] | None:
-        args = split_zoning_args(rest)
-        if len(args) != count:
-            console.write(f"Error: Invalid number of arguments\n\nUsage: {usage}\n")
-            return None
-        return args
-
-    def _check_name(self, console: Console, name: str) -> bool:
-        if len(name) > 64:
-            console.write(f'"{name}" name too long\n')
-            return False
-        if not NAME_RE.match(name):
-            console.write(f'"{name}" invalid name\n')
-            return False
-        return True
-
-    def _check_members(self, console: Console, members: list[str], allow_names: bool = True) -> list[str] | None:
-        result = []
-        for member in members:
-            if not (WWN_INPUT_RE.match(member) or PORT_MEMBER_RE.match(member)
-                    or (allow_names and NAME_RE.match(member))):
-                console.write(f'"{member}" invalid member\n')
-                return None
-            result.append(normalise_member(member))
-        return result
-
-    def _exists_anywhere(self, name: str) -> bool:
-        defined = self.zoning["defined"]
-        return any(name in defined[kind] for kind in ("cfgs", "zones", "aliases"))
-
-    async def _create(self, console: Console, rest: str, kind: str, command: str) -> None:
-        args = self._args(console, rest, 2, f'{command} "arg1", "arg2"')
-        if args is None or not self._check_name(console, args[0]):
-            return
-        if self._exists_anywhere(args[0]):
-            console.write(f'duplicate name "{args[0]}"\n')
-            return
-        members = split_members(args[1])
-        if kind == "cfgs":
-            missing = [z for z in members if z not in self.zoning["defined"]["zones"]]
-            if missing:
-                console.write(f'"{missing[0]}" not found\n')
-                return
-        else:
-            checked = self._check_members(console, members)
-            if checked is None:
-                return
-            members = checked
-        if not members:
-            console.write(f"Error: Invalid number of arguments\n\nUsage: {command} \"arg1\", \"arg2\"\n")
-            return
-        self.zoning["defined"][kind][args[0]] = list(dict.fromkeys(members))
-        await console.applied()
-
-    async def _add(self, console: Console, rest: str, kind: str, command: str) -> None:
-        args = self._args(console, rest, 2, f'{command} "arg1", "arg2"')
-        if args is None:
-            return
-        table = self.zoning["defined"][kind]
-        if args[0] not in table:
-            console.write(f'"{args[0]}" not found\n')
-            return
-        members = split_members(args[1])
-        if kind == "cfgs":
-            missing = [z for z in members if z not in self.zoning["defined"]["zones"]]
-            if missing:
-                console.write(f'"{missing[0]}" not found\n')
-                return
-        else:
-            checked = self._check_members(console, members)
-            if checked is None:
-                return
-            members = checked
-        present = [m for m in members if m in table[args[0]]]
-        if present:
-            console.write(f'"{args[0]}" already contains "{present[0]}"\n')
-            return
-        table[args[0]].extend(members)
-        await console.applied()
-
-    async def _remove(self, console: Console, rest: str, kind: str, command: str) -> None:
-        args = self._args(console, rest, 2, f'{command} "arg1", "arg2"')
-        if args is None:
-            return
-        table = self.zoning["defined"][kind]
-        if args[0] not in table:
-            console.write(f'"{args[0]}" not found\n')
-            return
-        members = [normalise_member(m) for m in split_members(args[1])]
-        absent = [m for m in members if m not in table[args[0]]]
-        if absent:
-            console.write(f'"{absent[0]}" is not in "{args[0]}"\n')
-            return
-        table[args[0]] = [m for m in table[args[0]] if m not in members]
-        if not table[args[0]]:
-            # FOS deletes a zone, alias or cfg whose last member is removed.
-            del table[args[0]]
-        await console.applied()
-
-    async def _delete(self, console: Console, rest: str, kind: str, command: str) -> None:
-        args = split_zoning_args(rest)
-        if len(args) != 1:
-            console.write(f"error: Usage: {command} Name\n")
-            return
-        table = self.zoning["defined"][kind]
-        if args[0] not in table:
-            console.write(f'"{args[0]}" not found\n')
-            return
-        if kind == "zones":
-            users = [cfg for cfg, zones in self.zoning["defined"]["cfgs"].items() if args[0] in zones]
-            if users:
-                console.write(f'"{args[0]}" should not be deleted: it is a member of "{users[0]}"\n')
-                return
-        del table[args[0]]
-        await console.applied()
-
-    async def _zonecreate(self, session: Session, console: Console, rest: str) -> None:
-        await self._create(console, rest, "zones", "zonecreate")
-
-    async def _zoneadd(self, session: Session, console: Console, rest: str) -> None:
-        await self._add(console, rest, "zones", "zoneadd")
-
-    async def _zoneremove(self, session: Session, console: Console, rest: str) -> None:
-        await self._remove(console, rest, "zones", "zoneremove")
-
-    async def _zonedelete(self, session: Session, console: Console, rest: str) -> None:
-        await self._delete(console, rest, "zones", "zonedelete")
-
-    async def _alicreate(self, session: Session, console: Console, rest: str) -> None:
-        await self._create(console, rest, "aliases", "alicreate")
-
-    async def _aliadd(self, session: Session, console: Console, rest: str) -> None:
-        await self._add(console, rest, "aliases", "aliadd")
-
-    async def _aliremove(self, session: Session, console: Console, rest: str) -> None:
-        await self._remove(console, rest, "aliases", "aliremove")
-
-    async def _alidelete(self, session: Session, console: Console, rest: str) -> None:
-        await self._delete(console, rest, "aliases", "alidelete")
-
-    async def _cfgcreate(self, session: Session, console: Console, rest: str) -> None:
-        await self._create(console, rest, "cfgs", "cfgcreate")
-
-    async def _cfgadd(self, session: Session, console: Console, rest: str) -> None:
-        await self._add(console, rest, "cfgs", "cfgadd")
-
-    async def _cfgremove(self, session: Session, console: Console, rest: str) -> None:
-        await self._remove(console, rest, "cfgs", "cfgremove")
-
-    async def _cfgdelete(self, session: Session, console: Console, rest: str) -> None:
-        await self._delete(console, rest, "cfgs", "cfgdelete")
-
-    async def _yes(self, console: Console, question: str) -> bool:
-        while True:
-            answer = (await console.ask(question)).lower()
-            if answer in YES:
-                return True
-            if answer in NO:
-                return False
-            console.write("Input not acceptable, please re-enter\n")
-
-    async def _cfgclear(self, session: Session, console: Console, rest: str) -> None:
-        console.write("The Clear All action will clear all Aliases, Zones, FA Zones\n"
-                      "and configurations in the Defined configuration.\n"
-                      "Run cfgSave to commit the transaction or cfgTransAbort to\n"
-                      "cancel the transaction.\n")
-        if await self._yes(console, f"Do you really want to clear all configurations?  {YES_NO}"):
-            self.zoning["defined"] = empty_zoning()["defined"]
-            await console.applied()
-
-    async def _cfgsave(self, session: Session, console: Console, rest: str) -> None:
-        if self.zoning == self.state.saved.get("zoning"):
-            console.write("Nothing changed: nothing to save, returning ...\n")
-            return
-        console.write("You are about to save the Defined zoning configuration. This\n"
-                      "action will only save the changes on Defined configuration.\n"
-                      "If the update includes changes to one or more traffic isolation\n"
-                      "zones, you must issue the 'cfgenable' command for the changes\n"
-                      "to take effect.\n")
-        if not await self._yes(console, f"Do you want to save the Defined zoning configuration only?  {YES_NO}"):
-            return
-        console.write("Updating flash ...\n")
-        self.save()
-        await console.applied()
-
-    async def _cfgenable(self, session: Session, console: Console, rest: str) -> None:
-        args = split_zoning_args(rest)
-        if len(args) != 1:
-            console.write("error: Usage: cfgEnable Name\n")
-            return
-        name = args[0]
-        defined = self.zoning["defined"]
-        if name not in defined["cfgs"]:
-            console.write(f'"{name}" not found\n')
-            return
-        console.write("You are about to enable a new zoning configuration.\n"
-                      "This action will replace the old zoning configuration with the\n"
-                      "current configuration selected. If the update includes changes\n"
-                      "to one or more traffic isolation zones, the update may result in\n"
-                      "localized disruption to traffic on ports associated with\n"
-                      "the traffic isolation zone changes\n")
-        if not await self._yes(console, f"Do you want to enable '{name}' configuration  {YES_NO}"):
-            return
-        zones = {}
-        for zone in defined["cfgs"][name]:
-            members: list[str] = []
-            for member in defined["zones"].get(zone, []):
-                members.extend(defined["aliases"].get(member, [member]))
-            zones[zone] = members
-        self.zoning["effective"] = {"cfg": name, "zones": zones}
-        self.save()
-        await console.applied()
-        console.write(f'zone config "{name}" is in effect\nUpdating flash ...\n')
-
-    async def _cfgdisable(self, session: Session, console: Console, rest: str) -> None:
-        if rest.strip() not in ("", "-force", "-f"):
-            console.write("error: Usage: cfgDisable [-force | -f]\n")
-            return
-        if self.zoning["effective"] is None:
-            console.write("no configuration in effect\n")
-            return
-        console.write("You are about to disable zoning configuration. This\n"
-                      "action will disable any previous zoning configuration enabled.\n")
-        if rest.strip() or await self._yes(console, f"Do you want to disable zoning configuration? {YES_NO}"):
-            self.zoning["effective"] = None
-            self.save()
-            await console.applied()
-            console.write("Updating flash ...\n")
-
-    async def _cfgtransabort(self, session: Session, console: Console, rest: str) -> None:
-        saved = self.state.saved.get("zoning")
-        if self.zoning == saved:
-            console.write("There is no outstanding zoning transaction\n")
-            return
-        self.zoning["defined"] = copy.deepcopy(saved["defined"])
-        await console.applied()
-
     async def _islshow(self, session: Session, console: Console, rest: str) -> None:
         rows = []
         for ve in sorted(self.tunnels, key=int):
@@ -1057,45 +772,6 @@ class FosPersonality(Personality):
                 rows.append(f"  {len(rows) + 1}:{int(ve):3d}->{int(ve):3d} {wwn} {DOMAIN + 1:3d} {name:<30s}"
                             f" sp:-------- bw: 10.000G")
         console.write("\n".join(rows) + "\n" if rows else "No ISL found\n")
-
-    async def _cfgtransshow(self, session: Session, console: Console, rest: str) -> None:
-        if self.zoning == self.state.saved.get("zoning"):
-            console.write("There is no outstanding zoning transaction\n")
-        else:
-            console.write("Current transaction token is 0x3109\nIt is abortable\n")
-
-    async def _cfgshow(self, session: Session, console: Console, rest: str) -> None:
-        await console.page(self._render_defined() + "\n" + self._render_effective())
-
-    async def _cfgactvshow(self, session: Session, console: Console, rest: str) -> None:
-        await console.page(self._render_effective())
-
-    def _render_defined(self) -> str:
-        defined = self.zoning["defined"]
-        if not any(defined.values()):
-            return "Defined configuration:\n no configuration defined\n"
-        text = "Defined configuration:\n"
-        for name, zones in defined["cfgs"].items():
-            text += f" cfg:\t{name}\t" + _wrap(zones) + "\n"
-        for kind, label in (("zones", "zone"), ("aliases", "alias")):
-            for name, members in defined[kind].items():
-                text += f" {label}:\t{name}\t" + _wrap(members) + "\n"
-        return text
-
-    def _render_effective(self) -> str:
-        effective = self.zoning["effective"]
-        if effective is None:
-            return "No Effective configuration: (No Access)\n"
-        text = f"Effective configuration:\n cfg:\t{effective['cfg']}\t\n"
-        for zone, members in effective["zones"].items():
-            text += f" zone:\t{zone}\t\n" + "".join(f"\t\t{member}\n" for member in members)
-        return text
-
-
-def _wrap(members: list[str], per_line: int = 3) -> str:
-    """cfgshow member lists: `; `-separated, continued on tab-indented lines."""
-    chunks = [members[i : i + per_line] for i in range(0, len(members), per_line)] or [[]]
-    return ";\n\t\t".join("; ".join(chunk) for chunk in chunks)
 
 
 TUNNEL_FLAG_LEGEND = [

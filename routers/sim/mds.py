@@ -1,23 +1,25 @@
 """Cisco MDS 9000 NX-OS personality: FCIP (profiles and fcip interfaces) and VSAN zoning over SSH.
 
-Formats follow /work/shared/research/router_cli.md sections 3 and 7: ``HOST#`` and the config-mode
-prompts, ``terminal length 0``/``terminal width 511``, ``% Invalid command at '^' marker.`` with its
-caret line, the real ``show interface brief`` FC header, ``show zoneset [active] vsan N`` layout and the
-``interface fcipN`` running-config block. The fcip section of ``show interface brief``, ``show fcip
-profile`` and ``show interface fcip N`` are documented but uncaptured formats ([R] in the research).
+Formats follow public NX-OS captures: ``HOST#`` and the config-mode prompts, ``terminal length 0``/
+``terminal width 511``, ``% Invalid command at '^' marker.`` with its caret line, the real ``show
+interface brief`` FC header, ``show zoneset [active] vsan N`` layout and the ``interface fcipN``
+running-config block. The fcip section of ``show interface brief``, ``show fcip profile`` and ``show
+interface fcip N`` are documented but uncaptured formats ([R]).
 
 Keywords may be abbreviated to any unambiguous prefix, as on the device (``conf t``, ``sh int br``).
 
 Grammar. Exec: ``configure [terminal]``, ``terminal length|width|dont-ask|session-timeout``,
-``copy running-config startup-config``, ``show interface brief | interface fcip N | fcip profile
-[N|all] | fcip summary | zoneset [active] [vsan N] | zone [status] [vsan N] | running-config |
-startup-config | version | vsan | feature | terminal``, ``exit``; pipes ``| no-more``, ``| include X``,
-``| exclude X``. Config: ``[no] feature fcip``, ``[no] fcip profile N`` (``ip address A``), ``[no]
-interface fcip N`` (``use-profile N``, ``peer-info ipaddr A [port P]``, ``[no] shutdown``,
+``clear zone lock vsan N``, ``copy running-config startup-config``, ``show interface brief | interface
+fcip N | fcip profile [N|all] | fcip summary | zoneset [active] [vsan N] | zone [status] [vsan N] |
+running-config | startup-config | version | vsan | feature | terminal``, ``exit``; pipes ``| no-more``,
+``| include X``, ``| exclude X``. Config: ``[no] feature fcip``, ``[no] fcip profile N`` (``ip address
+A``), ``[no] interface fcip N`` (``use-profile N``, ``peer-info ipaddr A [port P]``, ``[no] shutdown``,
 ``[no] switchport description T``, ``switchport mode|trunk ...``, ``tcp-connections N``),
 ``[no] zone name Z vsan N`` (``[no] member pwwn W``), ``[no] zoneset name S vsan N`` (``[no] member Z``),
-``[no] zoneset activate name S vsan N``, ``vsan database`` (``[no] vsan N [name X]``),
-``hostname H``, ``do <exec>``, ``show ...``, ``exit``, ``end``.
+``[no] zoneset activate name S vsan N``, ``[no] zone mode enhanced vsan N``, ``[no] zone commit vsan N``,
+``vsan database`` (``[no] vsan N [name X]``), ``hostname H``, ``do <exec>``, ``show ...``, ``exit``, ``end``.
+Zoning (modes, the enhanced-mode lock, the zoning shows) lives in routers.sim.mds_zoning; with
+``terminal dont-ask`` the session's confirmation questions are not asked.
 
 State layout (``SimState.running``)::
 
@@ -25,9 +27,10 @@ State layout (``SimState.running``)::
     profiles: {"5": {"ip": "10.1.1.1" | None}}
     interfaces: {"5": {"profile": "5"|None, "peer": ip|None, "shutdown": bool, "description": str}}
     vsans: {"1": {"name": "VSAN0001"}}
-    zones: {"1": {"fz_z7_fcip5": ["10:00:..."]}}       # per VSAN
+    zones: {"1": {"fz_z7_fcip5": ["10:00:..."]}}       # per VSAN, the full zone database
     zonesets: {"1": {"fz_zoneset": ["fz_z7_fcip5"]}}   # per VSAN
     active: {"1": {"name": "fz_zoneset", "zones": {"fz_z7_fcip5": ["10:00:..."]}}}
+    zone_modes: {"1": "enhanced"}                      # absent: basic
 
 ``copy running-config startup-config`` copies running to ``saved`` (the startup configuration).
 """
@@ -41,6 +44,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from routers.drivers.base import RouterLink
+from routers.sim.mds_zoning import MdsZoning, render_zoning
 from routers.sim.personality import Console, Personality, Session, SimState, TimingProfile
 
 FCIP_IDS = range(1, 256)
@@ -183,9 +187,7 @@ class MdsPersonality(Personality):
         running.setdefault("profiles", {})
         running.setdefault("interfaces", {})
         running.setdefault("vsans", {"1": {"name": "VSAN0001"}})
-        running.setdefault("zones", {})
-        running.setdefault("zonesets", {})
-        running.setdefault("active", {})
+        self.zoning = MdsZoning(state, self.zoning_locked)
 
     # --- login and prompt --------------------------------------------------------------------
     def login_banner(self, transport: str) -> str:
@@ -211,7 +213,7 @@ class MdsPersonality(Personality):
 
     def is_mutating(self, session: Session, line: str) -> bool:
         text = line.strip().lower()
-        if text.startswith("copy"):
+        if text.startswith(("copy", "clear")):
             return True
         if not session.modes or text.startswith(("do ", "show", "end", "exit")):
             return False
@@ -223,27 +225,30 @@ class MdsPersonality(Personality):
         return self.state.running
 
     def links(self) -> list[RouterLink]:
-        """flexzone links (the driver's mapping): a zone ``fz_z<zone>_fcip<port>`` whose fcip
-        interface has a peer address; up when the zone is active and the interface not shut."""
+        """flexzone links: per VSAN, each (zone, port) group of ``fz_z<zone>_fcip<port>[_<i>_<t>]`` zones
+        (full database or active) whose fcip interface has a peer address; up when every zone of the
+        group is in the VSAN's active zoneset and the interface is not shut."""
         result = []
-        for vsan, zones in self.running["zones"].items():
-            active = self.running["active"].get(vsan, {"zones": {}})["zones"]
-            for name in zones:
-                match = re.fullmatch(r"fz_z(\d+)_fcip(\d+)", name)
-                interface = self.running["interfaces"].get(match.group(2)) if match else None
-                if match and interface and interface.get("peer"):
-                    state = "up" if name in active and not interface["shutdown"] else "down"
-                    result.append(RouterLink(int(match.group(2)), int(match.group(1)), interface["peer"], state))
+        for _vsan, zone, port, group, active in self.zoning.flexzone_groups():
+            interface = self.running["interfaces"].get(str(port))
+            if interface and interface.get("peer"):
+                state = "up" if active and not interface["shutdown"] else "down"
+                result.append(RouterLink(port, zone, interface["peer"], state,
+                                         tuple(sorted(group.initiators)), tuple(sorted(group.targets))))
         return sorted(result, key=lambda link: link.key)
 
     def save(self) -> None:
         self.state.saved = copy.deepcopy(self.state.running)
 
+    def seed_production_zoning(self) -> None:
+        self.zoning.seed_production()
+        self.save()
+
     # --- dispatch ----------------------------------------------------------------------------
     async def execute(self, session: Session, console: Console, line: str) -> bool:
         prompt = self.prompt(session)
         command, pipes = _split_pipes(line)
-        sink = _Sink()
+        sink = _Sink(console)
         words = Words(command)
         try:
             keep = await self._dispatch(session, sink, words)
@@ -290,7 +295,7 @@ class MdsPersonality(Personality):
 
     # --- exec mode ---------------------------------------------------------------------------
     async def _exec(self, session: Session, out: _Sink, words: Words) -> bool:
-        command = words.keyword("configure", "show", "terminal", "copy", "exit", "end", "ping", "dir")
+        command = words.keyword("configure", "show", "terminal", "copy", "clear", "exit", "end", "ping", "dir")
         if command == "exit":
             words.end()
             if session.modes:
@@ -314,6 +319,8 @@ class MdsPersonality(Personality):
             elif setting == "session-timeout":
                 words.number(range(0, 526000))
             words.end()
+            if setting == "dont-ask":
+                session.scratch["dont_ask"] = True
         elif command == "copy":
             words.keyword("running-config")
             words.keyword("startup-config")
@@ -323,6 +330,13 @@ class MdsPersonality(Personality):
             out.changed = True
         elif command == "show":
             await self._show(session, out, words)
+        elif command == "clear":
+            words.keyword("zone")
+            words.keyword("lock")
+            words.keyword("vsan")
+            vsan = self._vsan(words)
+            words.end()
+            await self.zoning.clear_lock(session, out, vsan)
         else:
             raise CliError("Invalid command", words.items[0][1])
         return True
@@ -358,14 +372,14 @@ class MdsPersonality(Personality):
             words.keyword("vsan")
             vsan = words.number(VSAN_IDS)
             words.end()
-            out.write(self._zone_status(vsan))
+            out.write(self.zoning.zone_status(vsan))
         elif what in ("zoneset", "zone"):
             active = words.keyword("active", optional=True) is not None if what == "zoneset" else False
             vsan = None
             if words.keyword("vsan", optional=True):
                 vsan = words.number(VSAN_IDS)
             words.end()
-            out.write(self._show_zoneset(active, vsan) if what == "zoneset" else self._show_zone(vsan))
+            out.write(self.zoning.show_zoneset(active, vsan) if what == "zoneset" else self.zoning.show_zone(vsan))
         elif what in ("running-config", "startup-config"):
             words.end()
             config = self.running if what == "running-config" else self.state.saved
@@ -437,23 +451,7 @@ class MdsPersonality(Personality):
                 session.modes[1:] = [f"config-if:{number}"]
             out.changed = True
         elif command == "zone":
-            words.keyword("name")
-            name = words.name()
-            words.keyword("vsan")
-            vsan = self._vsan(words)
-            words.end()
-            zones = self.running["zones"].setdefault(str(vsan), {})
-            if negate:
-                if zones.pop(name, None) is None:
-                    out.write(f"Zone \"{name}\" not present\n")  # [R]
-                    return
-                for members in self.running["zonesets"].get(str(vsan), {}).values():
-                    if name in members:
-                        members.remove(name)
-            else:
-                zones.setdefault(name, [])
-                session.modes[1:] = [f"config-zone:{vsan}:{name}"]
-            out.changed = True
+            await self._zone_command(session, out, words, negate)
         elif command == "zoneset":
             await self._zoneset_command(session, out, words, negate)
         elif command == "vsan":
@@ -491,44 +489,40 @@ class MdsPersonality(Personality):
             raise CliError("Invalid number", position)
         return vsan
 
-    async def _zoneset_command(self, session: Session, out: _Sink, words: Words, negate: bool) -> None:
-        action = words.keyword("name", "activate")
-        if action == "activate":
-            words.keyword("name")
+    async def _zone_command(self, session: Session, out: _Sink, words: Words, negate: bool) -> None:
+        action = words.keyword("name", "mode", "commit")
+        if action == "name":
             name = words.name()
             words.keyword("vsan")
             vsan = self._vsan(words)
             words.end()
-            sets = self.running["zonesets"].get(str(vsan), {})
-            if negate:
-                active = self.running["active"].get(str(vsan))
-                if not active or active["name"] != name:
-                    out.write(f"Zoneset \"{name}\" is not active in vsan {vsan}\n")  # [R]
-                    return
-                del self.running["active"][str(vsan)]
-            else:
-                if name not in sets:
-                    out.write(f"Zoneset \"{name}\" not present\n")  # [R]
-                    return
-                zones = self.running["zones"].get(str(vsan), {})
-                self.running["active"][str(vsan)] = {
-                    "name": name, "zones": {z: list(zones.get(z, [])) for z in sets[name]}}
-                out.write("Zoneset activation initiated. check zone status\n")
-            out.changed = True
+            if self.zoning.zone_name(session, out, name, vsan, negate):
+                session.modes[1:] = [f"config-zone:{vsan}:{name}"]
             return
+        if action == "mode":
+            words.keyword("enhanced")
+        words.keyword("vsan")
+        vsan = self._vsan(words)
+        words.end()
+        if action == "mode":
+            await self.zoning.set_mode(session, out, vsan, enhanced=not negate)
+        elif negate:
+            self.zoning.discard(session, out, vsan)
+        else:
+            self.zoning.commit(session, out, vsan)
+
+    async def _zoneset_command(self, session: Session, out: _Sink, words: Words, negate: bool) -> None:
+        action = words.keyword("name", "activate")
+        if action == "activate":
+            words.keyword("name")
         name = words.name()
         words.keyword("vsan")
         vsan = self._vsan(words)
         words.end()
-        sets = self.running["zonesets"].setdefault(str(vsan), {})
-        if negate:
-            if sets.pop(name, None) is None:
-                out.write(f"Zoneset \"{name}\" not present\n")  # [R]
-                return
-        else:
-            sets.setdefault(name, [])
+        if action == "activate":
+            await self.zoning.activate(session, out, name, vsan, negate)
+        elif self.zoning.zoneset_name(session, out, name, vsan, negate):
             session.modes[1:] = [f"config-zoneset:{vsan}:{name}"]
-        out.changed = True
 
     async def _submode(self, session: Session, out: _Sink, words: Words, mode: str) -> bool:
         """Sub-mode commands; False lets the line fall through to the global config parser."""
@@ -586,30 +580,13 @@ class MdsPersonality(Personality):
             if not WWN_RE.match(wwn):
                 raise CliError("Invalid command", position)
             words.end()
-            members = self.running["zones"][ids[0]][ids[1]]
-            wwn = wwn.lower()
-            if negate:
-                if wwn not in members:
-                    out.write(f"Zone member \"pwwn {wwn}\" not present in zone \"{ids[1]}\"\n")  # [R]
-                    return True
-                members.remove(wwn)
-            elif wwn not in members:
-                members.append(wwn)
-            out.changed = True
+            self.zoning.zone_member(session, out, int(ids[0]), ids[1], wwn.lower(), negate)
             return True
         if kind == "config-zoneset" and word and "member".startswith(word):
             words.keyword("member")
             name = words.name()
             words.end()
-            members = self.running["zonesets"][ids[0]][ids[1]]
-            if negate:
-                if name not in members:
-                    out.write(f"Zone \"{name}\" not present in zoneset \"{ids[1]}\"\n")  # [R]
-                    return True
-                members.remove(name)
-            elif name not in members:
-                members.append(name)
-            out.changed = True
+            self.zoning.zoneset_member(session, out, int(ids[0]), ids[1], name, negate)
             return True
         if kind == "config-vsan-db" and word and "vsan".startswith(word):
             words.keyword("vsan")
@@ -713,40 +690,6 @@ class MdsPersonality(Personality):
                 "        Estimated round trip time is 1000 usec\n"
                 "        Congestion window monitoring is enabled, burst size is 50 KB\n")
 
-    def _show_zoneset(self, active: bool, vsan: int | None) -> str:
-        text = ""
-        if active:
-            for key, info in sorted(self.running["active"].items(), key=lambda item: int(item[0])):
-                if vsan is not None and key != str(vsan):
-                    continue
-                text += f"zoneset name {info['name']} vsan {key}\n"
-                for zone, members in info["zones"].items():
-                    text += f"  zone name {zone} vsan {key}\n" + "".join(f"    pwwn {m}\n" for m in members)
-                text += "\n"
-            if not text and vsan is not None:
-                text = "Zoneset not present\n"  # [R]
-            return text
-        for key, sets in sorted(self.running["zonesets"].items(), key=lambda item: int(item[0])):
-            if vsan is not None and key != str(vsan):
-                continue
-            zones = self.running["zones"].get(key, {})
-            for name, members in sets.items():
-                text += f"zoneset name {name} vsan {key}\n"
-                for zone in members:
-                    text += f"  zone name {zone} vsan {key}\n"
-                    text += "".join(f"    pwwn {m}\n" for m in zones.get(zone, []))
-                text += "\n"
-        return text
-
-    def _show_zone(self, vsan: int | None) -> str:
-        text = ""
-        for key, zones in sorted(self.running["zones"].items(), key=lambda item: int(item[0])):
-            if vsan is not None and key != str(vsan):
-                continue
-            for name, members in zones.items():
-                text += f"zone name {name} vsan {key}\n" + "".join(f"  pwwn {m}\n" for m in members) + "\n"
-        return text
-
     def _fcip_summary(self) -> str:
         # [R] layout from the SAN-OS/NX-OS configuration guides; no capture available.
         rule = "-" * 79
@@ -758,21 +701,6 @@ class MdsPersonality(Personality):
                      f"{interface.get('peer') or '--':<17s}{status:<7s}N N N N   N    1000M/500M  1000\n")
         return text
 
-    def _zone_status(self, vsan: int) -> str:
-        zones = self.running["zones"].get(str(vsan), {})
-        sets = self.running["zonesets"].get(str(vsan), {})
-        active = self.running["active"].get(str(vsan))
-        active_line = (f"    Name: {active['name']}  Zonesets:1  Zones:{len(active['zones'])}\n" if active
-                       else "    Name: \n")
-        return (f"VSAN: {vsan} default-zone: deny distribute: active only Interop: default\n"
-                "    mode: basic merge-control: allow\n    session: none\n"
-                "    hard-zoning: enabled broadcast: unsupported\n    smart-zoning: disabled\n"
-                "    rscn-format: fabric-address\n    activation overwrite control: disabled\n"
-                "Default zone:\n    qos: none broadcast: unsupported ronly: unsupported\n"
-                f"Full Zoning Database :\n    Zonesets:{len(sets)}  Zones:{len(zones)} Aliases: 0\n"
-                f"Active Zoning Database :\n{active_line}"
-                f"Status: {'Activation completed' if active else 'Deactivation completed'}\n")
-
     def _version(self) -> str:
         return (BANNER + "\nSoftware\n  BIOS:      version 2.1.18\n  system:    version 9.4(2a)\n\n"
                 "Hardware\n  cisco MDS 9250i 40 FC 2 IPS 8 FCoE (2 RU) Chassis (\"40FC+8FCoE+2IPS Supervisor\")\n"
@@ -782,12 +710,19 @@ class MdsPersonality(Personality):
 class _Sink:
     """Collects a command's output so pipes (`| include`, `| no-more`) can filter it before paging."""
 
-    def __init__(self) -> None:
+    def __init__(self, console: Console) -> None:
+        self.console = console
         self.parts: list[str] = []
         self.changed = False
 
     def write(self, text: str) -> None:
         self.parts.append(text)
+
+    async def ask(self, question: str) -> str:
+        """A confirmation question: what the command said so far must reach the screen before it."""
+        self.console.write(self.text)
+        self.parts.clear()
+        return await self.console.ask(question)
 
     @property
     def text(self) -> str:
@@ -823,24 +758,7 @@ def render_config(config: dict[str, Any], hostname: str, which: str) -> str:
         lines += ["", f"fcip profile {number}"]
         if profile.get("ip"):
             lines.append(f"  ip address {profile['ip']}")
-    for key, active in sorted(config.get("active", {}).items(), key=lambda item: int(item[0])):
-        lines += ["", f"!Active Zone Database Section for vsan {key}"]
-        for zone, members in active["zones"].items():
-            lines.append(f"zone name {zone} vsan {key}")
-            lines += [f"    member pwwn {m}" for m in members]
-        lines += ["", f"zoneset name {active['name']} vsan {key}"]
-        lines += [f"    member {zone}" for zone in active["zones"]]
-        lines += ["", f"zoneset activate name {active['name']} vsan {key}", f"do clear zone database vsan {key}"]
-    vsans = sorted(set(config.get("zones", {})) | set(config.get("zonesets", {})), key=int)
-    for key in vsans:
-        lines += [f"!Full Zone Database Section for vsan {key}"]
-        for zone, members in config.get("zones", {}).get(key, {}).items():
-            lines.append(f"zone name {zone} vsan {key}")
-            lines += [f"    member pwwn {m}" for m in members]
-        for name, members in config.get("zonesets", {}).get(key, {}).items():
-            lines += ["", f"zoneset name {name} vsan {key}"]
-            lines += [f"    member {zone}" for zone in members]
-        lines.append("")
+    lines += render_zoning(config)
     for number, interface in sorted(config.get("interfaces", {}).items(), key=lambda item: int(item[0])):
         lines += ["", f"interface fcip{number}"]
         if interface.get("description"):

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from routers.drivers.base import RouterLink
+
+if TYPE_CHECKING:
+    from routers.sim.faults import FaultBook
 
 
 @dataclass
@@ -36,13 +39,18 @@ class SimState:
 
 @dataclass
 class Session:
-    """Per-connection state a personality may keep (config-mode stack, paging, user)."""
+    """Per-connection state a personality may keep (config-mode stack, paging, user).
+
+    `id` tells concurrent sessions apart (the framework numbers connections from 1): a device's
+    zoning transaction or lock belongs to one session, not to a user.
+    """
 
     username: str
     transport: str  # "telnet" | "ssh"
     paging: bool = True
     modes: list[str] = field(default_factory=list)
     scratch: dict[str, Any] = field(default_factory=dict)
+    id: int = 0
 
 
 class Console(Protocol):
@@ -80,6 +88,9 @@ class Personality(ABC):
     def __init__(self, state: SimState, hostname: str) -> None:
         self.state = state
         self.hostname = hostname
+        # The simulator's fault book, set by SimRouter right after construction (None when a test
+        # drives the personality alone). State faults such as `zoning_locked` are read from it.
+        self.faults: FaultBook | None = None
 
     @abstractmethod
     def login_banner(self, transport: str) -> str:
@@ -124,6 +135,19 @@ class Personality(ABC):
     def save(self) -> None:
         """Copy running to saved, for platforms that have a saved configuration."""
         self.state.saved = _deep_copy(self.state.running)
+
+    def session_ended(self, session: Session) -> None:
+        """Called on the simulator's loop when a session ends, whatever ended it (exit, EOF, a fault,
+        idle timeout, stop). The framework persists any state change right after."""
+        return None
+
+    def seed_production_zoning(self) -> None:
+        """Give a new switch the zoning other hosts already depend on (``--production-zoning``)."""
+        return None
+
+    def zoning_locked(self) -> bool:
+        """Whether the `zoning_locked` fault is armed: another administrator holds the fabric's zoning."""
+        return self.faults is not None and self.faults.peek("zoning_locked", "", False)
 
 
 def _deep_copy(value: Any) -> Any:

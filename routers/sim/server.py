@@ -95,8 +95,9 @@ class Terminal:
     """
 
     def __init__(self, transport: str, write: Callable[[str], None], abort: Callable[[], None],
-                 close: Callable[[], None], log_line: Callable[[str], None]) -> None:
+                 close: Callable[[], None], log_line: Callable[[str], None], session_id: int = 0) -> None:
         self.transport = transport
+        self.session_id = session_id
         self._write = write
         self._abort = abort
         self._close = close
@@ -293,6 +294,7 @@ class SimRouter:
         max_sessions: int | None = None,
         seed: int | None = None,
         idle_timeout: float | None = None,
+        production_zoning: bool = False,
     ) -> None:
         from routers.sim import personality_class
 
@@ -318,7 +320,14 @@ class SimRouter:
         self.rng = random.Random(seed)
         self.idle_timeout = idle_timeout
         self.faults_book = FaultBook(faults, self.state_dir)
+        new_state = not self._state_file_exists()
         self.personality: Personality = cls(self._load_state(), hostname or cls.default_hostname)
+        self.personality.faults = self.faults_book
+        if production_zoning and new_state:
+            # A fabric that already carries other hosts' zoning; from now on it is this switch's state.
+            self.personality.seed_production_zoning()
+            if self.state_dir is not None:
+                atomic_write(self.state_dir / STATE_FILE, self._state_json())
         self._snapshot = self._state_json()
         self._listeners: list[StateListener] = []
         self._transcript: collections.deque[str] = collections.deque(maxlen=20000)
@@ -442,8 +451,11 @@ class SimRouter:
             await asyncio.sleep(seconds)
 
     # --- state -------------------------------------------------------------------------------
+    def _state_file_exists(self) -> bool:
+        return self.state_dir is not None and (self.state_dir / STATE_FILE).exists()
+
     def _load_state(self) -> SimState:
-        if self.state_dir is not None and (self.state_dir / STATE_FILE).exists():
+        if self._state_file_exists():
             data = json.loads((self.state_dir / STATE_FILE).read_text())
             return SimState(running=data.get("running", {}), saved=data.get("saved", {}))
         return SimState()
@@ -512,7 +524,8 @@ class SimRouter:
     def _new_terminal(self, transport: str, write: Callable[[str], None], abort: Callable[[], None],
                       close: Callable[[], None]) -> Terminal:
         self._session_counter += 1
-        return Terminal(transport, write, abort, close, self._logger(self._session_counter, transport))
+        return Terminal(transport, write, abort, close, self._logger(self._session_counter, transport),
+                        session_id=self._session_counter)
 
     async def _pump(self, read: Callable[[], Any], terminal: Terminal) -> None:
         try:
@@ -592,12 +605,13 @@ class SimRouter:
         if task is not None:
             self._tasks.add(task)
         pump = asyncio.ensure_future(self._pump(read, terminal))
+        session: Session | None = None
         try:
             if self._session_refused(terminal):
                 return
             self._sessions.add(terminal)
             user = await login(terminal)
-            session = Session(username=user, transport=terminal.transport)
+            session = Session(username=user, transport=terminal.transport, id=terminal.session_id)
             await self._after_login(terminal)
             terminal.write(self.personality.motd(session))
             await self._command_loop(terminal, session)
@@ -611,8 +625,18 @@ class SimRouter:
         finally:
             self._sessions.discard(terminal)
             pump.cancel()
+            if session is not None:
+                self._end_session(session)
             if task is not None:
                 self._tasks.discard(task)
+
+    def _end_session(self, session: Session) -> None:
+        """Let the personality release what the session held (e.g. an open FOS zoning transaction)."""
+        try:
+            self.personality.session_ended(session)
+        except Exception:  # noqa: BLE001 - a personality's bug must not take the device down
+            log.exception("simulator %s: session_ended failed", self.platform)
+        self.state_changed()
 
     async def _after_login(self, terminal: Terminal) -> None:
         await self.pause(self.timing.after_password)

@@ -5,7 +5,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from registry.errors import explain_integrity_error
-from registry.models import Device, DeviceLock, Link, Site, Zone
+from registry.models import Device, DeviceLock, Host, Initiator, Link, Router, Site, Zone
 
 
 def refused(action) -> tuple[str, str]:
@@ -129,3 +129,41 @@ def test_a_site_cannot_hold_the_same_device_twice(demo):
 def test_zone_id_outside_the_fc_range_is_refused(db):
     _, message = refused(lambda: Zone.objects.bulk_create([Zone(zone_id=5000)]))
     assert message == "The zone id must be between 1 and 4094."
+
+
+def test_two_hosts_of_one_site_with_the_same_name_are_refused(demo):
+    duplicate = Host(site=demo["remote"], name="management-server")
+    field, message = refused(lambda: Host.objects.bulk_create([duplicate]))
+    assert (field, message) == ("name", "This site already has a host with this name.")
+
+
+def test_hosts_of_different_sites_may_share_a_name(demo):
+    Host.objects.create(site=demo["primary"], name="management-server")
+    assert Host.objects.filter(name="management-server").count() == 2
+
+
+def test_an_initiator_wwn_given_twice_in_another_letter_case_is_refused(demo):
+    host = Host.objects.get(name="segment-server")
+    taken = Initiator.objects.get(host__name="management-server").wwn
+    field, message = refused(Initiator(host=host, wwn=taken.upper()).save)  # stored lower case: the index catches it
+    assert message == "An initiator with this WWN already exists (WWNs compare without regard to case)."
+
+
+def test_an_initiator_wwn_inserted_raw_twice_is_refused(demo):
+    host = Host.objects.get(name="segment-server")
+    taken = Initiator.objects.get(host__name="management-server").wwn
+    _, message = refused(lambda: Initiator.objects.bulk_create([Initiator(host=host, wwn=taken)]))
+    assert message.startswith("An initiator with this WWN already exists")
+
+
+@pytest.mark.parametrize("wwn", ["10:00:00:10:9b:5e:c0", "10:00:00:10:9b:5e:c0:0g", "10:00:00:10:9B:5E:C0:01", ""])
+def test_a_malformed_initiator_wwn_is_refused(demo, wwn):
+    host = Host.objects.get(name="segment-server")
+    _, message = refused(lambda: Initiator.objects.bulk_create([Initiator(host=host, wwn=wwn)]))
+    assert message.startswith("A WWN is eight lower-case colon-separated hex bytes")
+
+
+@pytest.mark.parametrize("vsan", [0, 4079, 4094, 30000])
+def test_a_vsan_outside_the_usable_range_is_refused(demo, vsan):
+    _, message = refused(lambda: Router.objects.filter(pk=demo["remote_rtr"].pk).update(vsan=vsan))
+    assert message == "The VSAN must be between 1 and 4093 and not the reserved 4079."

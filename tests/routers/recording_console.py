@@ -1,5 +1,10 @@
 """A test double for the simulator transport: it records what a personality writes and answers its
-questions from a script. Shared by the FOS and MDS personality tests."""
+questions from a script; and a `Login` that drives a personality as one CLI session. Shared by the
+FOS and MDS personality tests."""
+
+import asyncio
+
+from routers.sim.personality import Session
 
 
 class RecordingConsole:
@@ -42,3 +47,26 @@ class RecordingConsole:
     @property
     def text(self):
         return "".join(self.out)
+
+
+class Login:
+    """One CLI session to a personality under test, with its own Session as the framework gives each
+    connection (zoning transactions and locks belong to a session). Calling it runs one command line
+    and returns the RecordingConsole, with `keep` (the session goes on) and `prompt_after`."""
+
+    def __init__(self, personality, session_id=1, username="admin", paging=True):
+        self.personality = personality
+        self.session = Session(username=username, transport="ssh", id=session_id, paging=paging)
+
+    def __call__(self, line, **console_args):
+        console = RecordingConsole(pager_prompt=self.personality.pager_prompt, **console_args)
+        console.keep = asyncio.run(self.personality.execute(self.session, console, line))
+        console.prompt_after = self.personality.prompt(self.session)
+        return console
+
+    def script(self, lines):
+        return "".join(self(line).text for line in lines)
+
+    def end(self):
+        """The session ends (logout, EOF, a fault): what the framework tells the personality."""
+        self.personality.session_ended(self.session)

@@ -25,8 +25,11 @@ from routers.sim.faults import Fault
 from .conftest import PASSWORD, USERNAME
 
 WWN = "50:00:09:73:98:06:c8:08"
-SPEC = LinkSpec(port=24, zone=7, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn=WWN)
-OTHER_ZONE = LinkSpec(port=24, zone=8, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn="10:00:00:00:c9:aa:bb:02")
+HOST = "10:00:00:10:9b:5e:b0:01"
+SPEC = LinkSpec(port=24, zone=7, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn=WWN, initiators=(HOST,))
+OTHER_ZONE = LinkSpec(port=24, zone=8, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn="10:00:00:00:c9:aa:bb:02",
+                      initiators=(HOST,))
+ZONE = "fz_z7_ve24_100000109b5eb001_500009739806c808"
 
 
 @pytest.fixture(params=["ssh", "telnet"])
@@ -44,27 +47,31 @@ def test_the_dispatch_map_has_the_fos_driver():
 
 
 def test_rendering_is_pure_and_exact():
-    assert BrocadeFosDriver.render_add(SPEC) == [
+    two = LinkSpec(24, 7, "198.18.1.1", "198.18.0.1", WWN, (HOST, "10:00:00:10:9b:5e:b0:02"))
+    assert BrocadeFosDriver.render_add(two) == [
         "portcfg fciptunnel 24 create -d flexzone",
         "portcfg fcipcircuit 24 create 0 --local-ip 198.18.0.1 --remote-ip 198.18.1.1",
-        f'zonecreate "fz_z7_ve24", "{WWN}"',
-        'cfgadd "fz_cfg", "fz_z7_ve24"',
-        'cfgenable "fz_cfg"',
+        f'zonecreate "{ZONE}", "{HOST}; {WWN}"',
+        f'zonecreate "fz_z7_ve24_100000109b5eb002_500009739806c808", "10:00:00:10:9b:5e:b0:02; {WWN}"',
+        f'cfgadd "<effective cfg>", "{ZONE}; fz_z7_ve24_100000109b5eb002_500009739806c808"',
+        'cfgenable "<effective cfg>"',
     ]
     assert BrocadeFosDriver.render_remove(SPEC) == [
-        'cfgremove "fz_cfg", "fz_z7_ve24"',
-        'zonedelete "fz_z7_ve24"',
-        'cfgenable "fz_cfg"',
+        f'cfgremove "<effective cfg>", "{ZONE}"',
+        f'zonedelete "{ZONE}"',
+        'cfgenable "<effective cfg>"',
         "portcfg fciptunnel 24 delete",
     ]
+    assert any("never replaces or disables it" in note for note in BrocadeFosDriver.render_notes("add", SPEC))
 
 
 @pytest.mark.parametrize("spec, field", [
-    (LinkSpec(3, 7, "198.18.1.1", "198.18.0.1", WWN), "port"),
-    (LinkSpec(44, 7, "198.18.1.1", "198.18.0.1", WWN), "port"),
-    (LinkSpec(24, 7, "198.18.1.1", None, WWN), "local_ip"),
-    (LinkSpec(24, 7, "198.18.1.1", "198.18.0.1", None), "wwn"),
-    (LinkSpec(24, 7, "198.18.1.1", "198.18.1.1", WWN), "remote_ip"),
+    (LinkSpec(3, 7, "198.18.1.1", "198.18.0.1", WWN, (HOST,)), "port"),
+    (LinkSpec(44, 7, "198.18.1.1", "198.18.0.1", WWN, (HOST,)), "port"),
+    (LinkSpec(24, 7, "198.18.1.1", None, WWN, (HOST,)), "local_ip"),
+    (LinkSpec(24, 7, "198.18.1.1", "198.18.0.1", None, (HOST,)), "wwn"),
+    (LinkSpec(24, 7, "198.18.1.1", "198.18.1.1", WWN, (HOST,)), "remote_ip"),
+    (LinkSpec(24, 7, "198.18.1.1", "198.18.0.1", WWN), "initiators"),
 ])
 def test_invalid_arguments_are_refused_before_anything_is_sent(fos, driver_for, spec, field):
     driver = driver_for(fos)
@@ -132,7 +139,7 @@ def test_a_second_gateway_on_an_occupied_ve_port_is_rejected(fos, driver_for):
     driver = driver_for(fos)
     driver.add_link(SPEC)
     with pytest.raises(CommandRejected, match="already carries a tunnel to 198.18.1.1") as caught:
-        driver.add_link(LinkSpec(24, 8, "198.18.2.2", "198.18.0.1", "10:00:00:00:c9:aa:bb:02"))
+        driver.add_link(LinkSpec(24, 8, "198.18.2.2", "198.18.0.1", "10:00:00:00:c9:aa:bb:02", (HOST,)))
     assert not isinstance(caught.value, LinkExists)
     assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "up")]
 
@@ -147,7 +154,8 @@ def test_a_device_error_becomes_command_rejected_with_the_router_message(fos, dr
 def test_listing_pages_through_long_output(sim_factory, driver_for):
     fos = sim_factory("brocade_fos")
     driver = driver_for(fos)
-    specs = [LinkSpec(ve, ve, f"198.18.1.{ve}", "198.18.0.1", f"10:00:00:00:c9:aa:bb:{ve:02x}") for ve in range(24, 30)]
+    specs = [LinkSpec(ve, ve, f"198.18.1.{ve}", "198.18.0.1", f"10:00:00:00:c9:aa:bb:{ve:02x}", (HOST,))
+             for ve in range(24, 30)]
     for spec in specs:
         driver.add_link(spec)
     driver.take_transcript()
@@ -165,22 +173,25 @@ def test_a_pager_that_never_ends_is_left_and_the_session_stays_usable(fos, drive
     assert driver.list_links() == [RouterLink(24, 7, "198.18.1.1", "up")]
 
 
-def test_save_config_answers_the_cfgsave_question(fos, driver_for):
+def test_save_config_saves_only_a_transaction_of_its_own(fos, driver_for):
     driver = driver_for(fos)
-    driver.run('zonecreate "manual", "10:00:00:00:c9:aa:bb:03"')
+    driver.zoning_edit('zonecreate "manual", "10:00:00:00:c9:aa:bb:03"')
     assert "manual" not in fos.state().saved["zoning"]["defined"]["zones"]
     driver.save_config()
     assert "manual" in fos.state().saved["zoning"]["defined"]["zones"]
-    driver.save_config()  # nothing left to save is not an error
-    assert "Nothing changed: nothing to save" in driver.take_transcript()
+    driver.take_transcript()
+    driver.save_config()  # nothing of ours is open: nothing is sent (another session's edit is theirs)
+    assert "cfgsave" not in driver.take_transcript()
 
 
-def test_an_add_whose_reply_was_lost_is_completed_by_the_retry(sim_factory, driver_for, transport):
+def test_an_add_cut_off_inside_its_zoning_transaction_leaves_no_zone_and_the_retry_completes(
+        sim_factory, driver_for, transport):
     fos = sim_factory("brocade_fos", faults=[Fault("drop_after_apply", match="^zonecreate", count=1)])
     with pytest.raises(RouterConnectError):
         driver_for(fos, transport).add_link(SPEC)
-    assert "fz_z7_ve24" in fos.state().running["zoning"]["defined"]["zones"]
-    assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "down")]  # zoned but not yet enabled
+    # The switch dropped the session's open transaction with the session: nothing half-done is kept.
+    assert fos.state().running["zoning"]["defined"]["zones"] == {}
+    assert fos.links() == []
     driver_for(fos).add_link(SPEC)
     assert fos.links() == [RouterLink(24, 7, "198.18.1.1", "up")]
 
@@ -192,9 +203,9 @@ def test_a_remove_whose_reply_was_lost_is_finished_by_the_retry(sim_factory, dri
     with pytest.raises(RouterConnectError):
         driver_for(fos).remove_link(SPEC)
     assert "24" in fos.state().running["tunnels"]
-    with pytest.raises(LinkAbsent):
-        driver_for(fos).remove_link(SPEC)
+    driver_for(fos).remove_link(SPEC)
     assert fos.state().running["tunnels"] == {}
+    assert fos.state().running["zoning"]["defined"] == {"cfgs": {}, "zones": {}, "aliases": {}}
 
 
 def test_stock_netmiko_brocade_fos_runs_switchshow(fos):

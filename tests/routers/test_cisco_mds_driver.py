@@ -24,8 +24,11 @@ from routers.sim.faults import Fault
 from .conftest import PASSWORD, USERNAME
 
 WWN = "50:00:09:73:98:06:c8:08"
-SPEC = LinkSpec(port=5, zone=7, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn=WWN)
-OTHER_ZONE = LinkSpec(port=5, zone=8, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn="10:00:00:00:c9:aa:bb:02")
+HOST = "10:00:00:10:9b:5e:b0:01"
+SPEC = LinkSpec(port=5, zone=7, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn=WWN, initiators=(HOST,))
+OTHER_ZONE = LinkSpec(port=5, zone=8, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn="10:00:00:00:c9:aa:bb:02",
+                      initiators=(HOST,))
+ZONE = "fz_z7_fcip5_100000109b5eb001_500009739806c808"
 
 
 @pytest.fixture
@@ -54,31 +57,37 @@ def test_rendering_is_pure_and_exact():
         "use-profile 5",
         "peer-info ipaddr 198.18.1.1",
         "no shutdown",
-        "zone name fz_z7_fcip5 vsan 1",
+        f"zone name {ZONE} vsan 1",
+        f"member pwwn {HOST}",
         f"member pwwn {WWN}",
-        "zoneset name fz_zoneset vsan 1",
-        "member fz_z7_fcip5",
-        "zoneset activate name fz_zoneset vsan 1",
+        "zoneset name <active zoneset> vsan 1",
+        f"member {ZONE}",
+        "zoneset activate name <active zoneset> vsan 1",
         "end",
     ]
     assert CiscoMdsDriver.render_remove(SPEC) == [
         "configure terminal",
-        "zoneset name fz_zoneset vsan 1",
-        "no member fz_z7_fcip5",
-        "no zone name fz_z7_fcip5 vsan 1",
-        "zoneset activate name fz_zoneset vsan 1",
+        "zoneset name <active zoneset> vsan 1",
+        f"no member {ZONE}",
+        f"no zone name {ZONE} vsan 1",
+        "zoneset activate name <active zoneset> vsan 1",
         "no interface fcip 5",
         "no fcip profile 5",
         "end",
     ]
+    in_vsan_10 = LinkSpec(5, 7, "198.18.1.1", "198.18.0.1", WWN, (HOST,), vsan=10)
+    assert f"zone name {ZONE} vsan 10" in CiscoMdsDriver.render_add(in_vsan_10)
+    assert any("zone commit vsan 10" in note for note in CiscoMdsDriver.render_notes("add", in_vsan_10))
 
 
 @pytest.mark.parametrize("spec, field", [
     (LinkSpec(0, 7, "198.18.1.1", "198.18.0.1", WWN), "port"),
     (LinkSpec(256, 7, "198.18.1.1", "198.18.0.1", WWN), "port"),
     (LinkSpec(5, 7, "2001:db8::2", "2001:db8::1", WWN), "remote_ip"),
-    (LinkSpec(5, 7, "198.18.1.1", None, WWN), "local_ip"),
-    (LinkSpec(5, 7, "198.18.1.1", "198.18.0.1", None), "wwn"),
+    (LinkSpec(5, 7, "198.18.1.1", None, WWN, (HOST,)), "local_ip"),
+    (LinkSpec(5, 7, "198.18.1.1", "198.18.0.1", None, (HOST,)), "wwn"),
+    (LinkSpec(5, 7, "198.18.1.1", "198.18.0.1", WWN), "initiators"),
+    (LinkSpec(5, 7, "198.18.1.1", "198.18.0.1", WWN, (HOST,), vsan=2), "vsan"),
 ])
 def test_invalid_arguments_are_refused_before_anything_is_sent(mds, driver_for, spec, field):
     driver = driver_for(mds)
@@ -143,7 +152,7 @@ def test_a_second_gateway_on_an_occupied_interface_is_rejected(mds, driver_for):
     driver = driver_for(mds)
     driver.add_link(SPEC)
     with pytest.raises(CommandRejected, match="already peers with 198.18.1.1") as caught:
-        driver.add_link(LinkSpec(5, 8, "198.18.2.2", "198.18.0.1", "10:00:00:00:c9:aa:bb:02"))
+        driver.add_link(LinkSpec(5, 8, "198.18.2.2", "198.18.0.1", "10:00:00:00:c9:aa:bb:02", (HOST,)))
     assert not isinstance(caught.value, LinkExists)
 
 
@@ -195,7 +204,7 @@ def test_stock_netmiko_cisco_nxos_runs_show_interface_brief(mds, driver_for):
         assert conn.send_command("show interface brief | no-more") == output
         assert "Peer Internet address is 198.18.1.1" in conn.send_command("show interface fcip 5")
         assert "198.18.0.1" in conn.send_command("show fcip profile")
-        assert "zone name fz_z7_fcip5 vsan 1" in conn.send_command("show zoneset active vsan 1")
+        assert f"zone name {ZONE} vsan 1" in conn.send_command("show zoneset active vsan 1")
         bad = conn.send_command("show frobnicate")
         assert bad.splitlines()[-1] == "% Invalid command at '^' marker."
         assert bad.splitlines()[0].strip() == "^"

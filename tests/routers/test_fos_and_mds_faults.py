@@ -21,8 +21,8 @@ from routers.sim.faults import Fault
 CONNECT_TIMEOUT = 2.0
 COMMAND_TIMEOUT = 1.5
 SPECS = {
-    "brocade_fos": LinkSpec(24, 7, "198.18.1.1", "198.18.0.1", "50:00:09:73:98:06:c8:08"),
-    "cisco_mds": LinkSpec(5, 7, "198.18.1.1", "198.18.0.1", "50:00:09:73:98:06:c8:08"),
+    "brocade_fos": LinkSpec(24, 7, "198.18.1.1", "198.18.0.1", "50:00:09:73:98:06:c8:08", ("10:00:00:10:9b:5e:b0:01",)),
+    "cisco_mds": LinkSpec(5, 7, "198.18.1.1", "198.18.0.1", "50:00:09:73:98:06:c8:08", ("10:00:00:10:9b:5e:b0:01",)),
 }
 LISTING = {"brocade_fos": "^(portcfgshow|cfgshow)", "cisco_mds": "^show running-config"}
 GARBLED = {"brocade_fos": "^cfgshow", "cisco_mds": "^show running-config"}

@@ -5,6 +5,7 @@ cisco_nxos session) is covered in test_cisco_mds_driver.py.
 """
 
 import asyncio
+import re
 
 import pytest
 
@@ -21,7 +22,7 @@ def mds():
 @pytest.fixture
 def session():
     """A session after `terminal length 0`, as every automated client starts."""
-    return Session(username="admin", transport="ssh", paging=False)
+    return Session(username="admin", transport="ssh", paging=False, id=1)
 
 
 def run(mds, session, line, **console_args):
@@ -203,5 +204,8 @@ def test_fcip_summary_and_zone_status_describe_the_link(mds, session):
     summary = run(mds, session, "show fcip summary").text
     assert "\n5   5     IPS1/1            198.18.1.1       TRNK   " in summary
     status = run(mds, session, "show zone status vsan 1").text
-    assert status.startswith("VSAN: 1 default-zone: deny distribute: active only Interop: default\n")
-    assert "    Name: fz_zoneset  Zonesets:1  Zones:1\n" in status
+    assert status.startswith("VSAN: 1 default-zone: deny distribute: active only Interop: default\n"
+                             "    mode: basic merge-control: allow\n    session:  none\n")
+    assert "Active Zoning Database :\n    DB Size: " in status
+    assert "    Name: fz_zoneset Zonesets: 1 Zones: 1\n" in status
+    assert re.search(r"^Status: Activation completed at \d\d:\d\d:\d\d UTC \w{3} \d\d \d{4}$", status, re.M)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -14,7 +15,8 @@ from netmiko._telnetlib import telnetlib
 from routers.drivers import get_driver
 from routers.drivers.base import RouterLink
 from routers.sim import PERSONALITIES, available_platforms
-from routers.sim.faults import Fault, parse_fault, read_faults, write_faults
+from routers.sim.faults import Fault, FaultBook, parse_fault, read_faults, write_faults
+from routers.sim.mcdata_eclipse import EclipsePersonality
 from routers.sim.process import SimProcess
 from routers.sim.server import SimRouter, check_bind_host
 
@@ -232,3 +234,101 @@ def test_the_simulator_reads_its_password_from_a_file_and_keeps_it_off_the_comma
     empty = subprocess.run([sys.executable, "-m", "routers.sim", "--platform", "nishan_ips3000", "--password-file",
                             str(secret)], capture_output=True, text=True, timeout=30)  # fmt: skip
     assert empty.returncode == 2 and "is empty" in empty.stderr
+
+
+class RecordingEclipse(EclipsePersonality):
+    """The Eclipse CLI, remembering the sessions that ended (the hook FOS uses to abort a zoning
+    transaction) and counting them in its state, to show the change is persisted."""
+
+    def __init__(self, state, hostname):
+        super().__init__(state, hostname)
+        self.ended: list[tuple[int, str]] = []
+
+    def session_ended(self, session):
+        self.ended.append((session.id, session.username))
+        self.state.running["sessions_ended"] = len(self.ended)
+
+
+def wait_until(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_every_way_a_session_ends_is_told_to_the_personality_with_a_distinct_session_id(sim_factory, tmp_path):
+    sim = sim_factory(RecordingEclipse, telnet=("127.0.0.1", 0), state_dir=tmp_path, idle_timeout=0.5,
+                      faults=[Fault("drop_before_apply", match="^show version$", count=1)])
+    ended = sim.personality.ended
+    by_exit = login(sim)
+    by_exit.write(b"exit\r\n")
+    assert wait_until(lambda: len(ended) == 1)
+    login(sim).close()  # EOF
+    assert wait_until(lambda: len(ended) == 2)
+    dropped = login(sim)
+    dropped.write(b"show version\r\n")
+    assert wait_until(lambda: len(ended) == 3)
+    idle = login(sim)  # kept open (a dropped reference would close it) and left idle
+    assert wait_until(lambda: len(ended) == 4)
+    assert "auto-logout" in sim.transcript()
+    open_at_stop = login(sim)
+    sim.stop()
+    assert [session_id for session_id, _ in ended] == [1, 2, 3, 4, 5]
+    assert {user for _, user in ended} == {USERNAME}
+    assert json.loads((tmp_path / "state.json").read_text())["running"]["sessions_ended"] == 5
+    idle.close()
+    open_at_stop.close()
+
+
+def test_the_personality_reads_the_simulators_fault_book(sim_factory):
+    sim = sim_factory("brocade_fos")
+    assert sim.personality.faults is sim.faults_book
+    assert not sim.personality.zoning_locked()
+    sim.add_fault("zoning_locked")
+    assert sim.personality.zoning_locked()
+    assert sim.personality.zoning_locked()  # asking never spends it
+    sim.clear_faults()
+    assert not sim.personality.zoning_locked()
+
+
+def test_zoning_locked_is_a_state_fault_that_checks_never_spend():
+    assert parse_fault("zoning-locked") == Fault("zoning_locked")
+    book = FaultBook([Fault("zoning_locked", count=2)])
+    assert book.peek("zoning_locked", "", False) and book.peek("zoning_locked", "", False)
+    assert book.get() == [Fault("zoning_locked", count=2)]
+    assert book.take(("drop_before_apply", "garble"), "cfgsave", True) is None  # never fires as a command fault
+    assert not FaultBook([Fault("zoning_locked", count=0)]).peek("zoning_locked", "", False)
+
+
+def test_the_faults_command_arms_and_clears_zoning_locked(tmp_path):
+    from routers.sim.faults import main
+
+    assert main([str(tmp_path), "zoning_locked"]) == 0
+    assert read_faults(tmp_path) == [Fault("zoning_locked")]
+    assert main([str(tmp_path)]) == 0
+    assert read_faults(tmp_path) == []
+
+
+def test_production_zoning_seeds_a_new_state_only_and_persists_it(tmp_path):
+    first = SimRouter("brocade_fos", state_dir=tmp_path, production_zoning=True)
+    stored = json.loads((tmp_path / "state.json").read_text())
+    assert stored["running"]["zoning"]["effective"]["cfg"] == "PROD"
+    assert stored["saved"]["zoning"] == stored["running"]["zoning"]
+    first.personality.state.running["zoning"]["effective"] = None
+    first.state_changed()
+    again = SimRouter("brocade_fos", state_dir=tmp_path, production_zoning=True)
+    assert again.state().running["zoning"]["effective"] is None  # an existing state is never reseeded
+    assert SimRouter("cisco_mds", production_zoning=True).state().running["active"]["1"]["name"] == "PROD"
+
+
+def test_production_zoning_is_nothing_on_a_platform_without_zoning(tmp_path):
+    plain = SimRouter("mcdata_eclipse", state_dir=tmp_path / "plain").state()
+    seeded = SimRouter("mcdata_eclipse", state_dir=tmp_path / "seeded", production_zoning=True).state()
+    assert seeded == plain
+
+
+def test_the_production_zoning_option_reaches_the_simulator():
+    from routers.sim.__main__ import build_parser
+
+    assert build_parser().parse_args(["--platform", "cisco_mds", "--production-zoning"]).production_zoning
+    assert not build_parser().parse_args(["--platform", "cisco_mds"]).production_zoning

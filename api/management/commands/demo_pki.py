@@ -1,7 +1,8 @@
 """`python manage.py demo_pki`: the demo PKI in .demo/pki/, idempotently, with its principals.
 
-Writes ca.pem, server.pem/server.key, alice.pem/alice.key (operator, scoped to the demo sites and
-zones), bob.pem/bob.key (viewer) and crl.pem; registers alice and bob. Run after `loaddemo`.
+Writes ca.pem, server.pem/server.key, alice.pem/alice.key (operator, scoped to the demo sites, the
+FCIP pair's too when loaded, and every zone), bob.pem/bob.key (viewer) and crl.pem; registers alice
+and bob. Run after `loaddemo`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from api import pki, principals
 from registry.models import Role, Site, Zone
 
 DEMO_SITES = ("primary-site", "remote-site")
+FCIP_SITES = ("east-site", "west-site")  # present when `loaddemo` loaded the FCIP pair (its default)
 
 
 class Command(BaseCommand):
@@ -26,9 +28,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         directory = options["dir"] or Path(settings.FLEXZONE_PKI_DIR)
         certs = pki.demo_pki(directory)
-        sites = list(Site.objects.filter(name__in=DEMO_SITES).values_list("name", flat=True))
+        sites = list(Site.objects.filter(name__in=DEMO_SITES + FCIP_SITES).values_list("name", flat=True))
         zones = list(Zone.objects.values_list("zone_id", flat=True))
-        if len(sites) < len(DEMO_SITES):
+        if not set(DEMO_SITES) <= set(sites):
             self.stderr.write("demo sites not loaded yet (run `manage.py loaddemo`); alice gets no site scope")
         principals.register(certs["alice"], "alice", Role.OPERATOR, sites=sites, zones=zones)
         principals.register(certs["bob"], "bob", Role.VIEWER)

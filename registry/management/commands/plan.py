@@ -17,18 +17,20 @@ class Command(BaseCommand):
         target.add_argument("--device-description", help="e.g. XRAID2")
         target.add_argument("--wwn", help="e.g. 21:00:00:e0:8b:0e:95:17")
         target.add_argument("--zone", help="zone id, e.g. 2")
+        parser.add_argument("--host", action="append", dest="hosts", metavar="NAME",
+                            help="FCIP: zone only this host's initiators (repeatable; default all the site's hosts)")
         parser.add_argument("--remove", action="store_true", help="plan the disconnect instead")
         parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     def handle(self, *args, **options):
-        planner = plan_disconnect if options["remove"] else plan_connect
+        selectors = {name: options[name] for name in ("site", "device_description", "wwn", "zone")}
+        if options["hosts"] and options["remove"]:
+            raise CommandError("--host goes with a connect plan: a disconnect removes the whole link")
         try:
-            plan = planner(
-                site=options["site"],
-                device_description=options["device_description"],
-                wwn=options["wwn"],
-                zone=options["zone"],
-            )
+            if options["remove"]:
+                plan = plan_disconnect(**selectors)
+            else:
+                plan = plan_connect(**selectors, hosts=options["hosts"])
         except PlanError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(json.dumps(plan.as_dict(), indent=2) if options["json"] else plan.describe())

@@ -1,0 +1,150 @@
+"""What the FCIP drivers (Brocade FOS, Cisco MDS) share about zoning on a live fabric.
+
+The rule: never replace or disable the fabric's configuration
+----------------------------------------------------------------
+A fabric has exactly one configuration in effect (FOS: the enabled cfg; MDS: the active zoneset of
+a VSAN), and it holds every production zone of every other host. flexzone therefore adds its own
+zones to *that* configuration and re-enables *that* one, takes them out again on remove, and never
+edits, disables or replaces anything it did not create. Only a fabric with no configuration in
+effect gets one of flexzone's own, with a warning in the journal. This is how OpenStack Cinder's FC
+zone manager drives both platforms (cinder/zonemanager/drivers/brocade and .../cisco).
+
+Re-enabling a configuration puts its whole *defined* content in force. If someone else has staged
+changes in it (edited and saved, to be enabled in their own maintenance window), re-enabling would
+enforce their half-finished work. So before re-enabling, the defined configuration is compared with
+the one in effect, flexzone's own zones of the link aside: any other difference refuses the
+operation and names it.
+
+Zone shape: one zone per initiator-target pair
+----------------------------------------------
+A link zones each of the requesting site's initiator ports with the device's target port, one zone
+per pair, named ``<link prefix>_<initiator>_<target>`` (16 hex digits each, no colons). Why pairs:
+it is the single-initiator/single-target practice both vendors recommend and Cinder's default
+(initiators never see each other, so no RSCN noise between hosts); it is the same on both platforms
+(FOS peer zones and MDS smart zoning would be two different mechanisms, and smart zoning is a
+VSAN-wide setting flexzone must not change); and every zone's name says exactly what it grants, so
+the switch itself tells which link a zone belongs to and whether its members are right.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from routers.drivers.base import LinkSpec, RouterLink
+
+# The configuration in effect is read from the switch at run time; a dry run names it like this.
+EFFECTIVE = "<effective cfg>"
+ACTIVE_ZONESET = "<active zoneset>"
+
+
+def hex16(wwn: str) -> str:
+    return wwn.replace(":", "")
+
+
+def wwn_of(hex_digits: str) -> str:
+    return ":".join(hex_digits[i : i + 2] for i in range(0, 16, 2))
+
+
+def pair_zones(prefix: str, spec: LinkSpec) -> dict[str, list[str]]:
+    """Zone name -> [initiator, target] for every initiator of the link, in the spec's order."""
+    assert spec.wwn is not None
+    return {f"{prefix}_{hex16(initiator)}_{hex16(spec.wwn)}": [initiator, spec.wwn] for initiator in spec.initiators}
+
+
+@dataclass
+class FabricZoning:
+    """One fabric's (FOS) or VSAN's (MDS) zoning as read from the switch, aliases resolved.
+
+    `configs` are the defined configurations (FOS cfgs, MDS full zonesets) with their zone names;
+    `zones` the defined zones with their members; `in_effect` the name of the configuration in
+    effect (None: none) and `active` its zones with their members as enforced.
+    """
+
+    configs: dict[str, list[str]] = field(default_factory=dict)
+    zones: dict[str, list[str]] = field(default_factory=dict)
+    in_effect: str | None = None
+    active: dict[str, list[str]] = field(default_factory=dict)
+
+    def names(self) -> set[str]:
+        return set(self.zones) | set(self.active)
+
+    def staged_changes(self, config: str, ours: Iterable[str]) -> list[str]:
+        """How the defined `config` differs from the one in effect, zones in `ours` aside."""
+        ours = set(ours)
+        defined = set(self.configs.get(config, [])) - ours
+        active = set(self.active) - ours
+        changes = [f"zone {name} is defined in {config} but not in effect" for name in sorted(defined - active)]
+        changes += [f"zone {name} is in effect but no longer in the defined {config}"
+                    for name in sorted(active - defined)]
+        changes += [
+            f"zone {name} has other members defined than in effect"
+            for name in sorted(defined & active)
+            if sorted(self.zones.get(name, [])) != sorted(self.active[name])
+        ]
+        return changes
+
+    def cfgs_holding(self, names: Iterable[str]) -> list[str]:
+        names = set(names)
+        return [config for config, members in self.configs.items() if names & set(members)]
+
+
+def link_zones(fabric: FabricZoning, pattern: re.Pattern[str], spec: LinkSpec) -> set[str]:
+    """flexzone's zones of the link (zone, port) on the switch, defined or in effect."""
+    return {
+        name for name in fabric.names()
+        if (match := pattern.fullmatch(name)) and (int(match.group(1)), int(match.group(2))) == (spec.zone, spec.port)
+    }
+
+
+def refuse_staged_changes(fabric: FabricZoning, config: str, ours: Iterable[str]) -> str | None:
+    """The refusal message when re-enabling `config` would also enforce someone else's changes."""
+    changes = fabric.staged_changes(config, ours)
+    if not changes:
+        return None
+    shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+    return (f"the defined configuration {config} differs from the one in effect beyond flexzone's zones ({shown}): "
+            f"someone has staged zoning changes, and re-enabling {config} would put them in force; flexzone leaves "
+            "that to whoever staged them")
+
+
+def zone_members_differ(fabric: FabricZoning, name: str, members: list[str]) -> bool:
+    return sorted(fabric.zones.get(name, [])) != sorted(members)
+
+
+def fabric_links(fabric: FabricZoning, pattern: re.Pattern[str], remote_of: dict[int, str | None],
+                 online: dict[int, bool]) -> list[RouterLink]:
+    """A RouterLink per (zone, port) group of flexzone zones whose port reaches a remote gateway.
+
+    Up when every zone of the group is in effect, defined and enforced with exactly the members its
+    name says (an old-style zone: the members it is defined with), and the port's tunnel or
+    interface is up; otherwise down. Members are read from the pair names.
+    """
+    groups: dict[tuple[int, int], list[str]] = {}
+    for name in sorted(fabric.names()):
+        if match := pattern.fullmatch(name):
+            groups.setdefault((int(match.group(1)), int(match.group(2))), []).append(name)
+    links = []
+    for (zone, port), names in groups.items():
+        remote = remote_of.get(port)
+        if not remote:
+            continue
+        initiators: set[str] = set()
+        targets: set[str] = set()
+        enforced = True
+        for name in names:
+            match = pattern.fullmatch(name)
+            assert match is not None
+            if match.group(3):
+                expected = [wwn_of(match.group(3)), wwn_of(match.group(4))]
+                initiators.add(expected[0])
+                targets.add(expected[1])
+            else:
+                expected = fabric.zones.get(name) or fabric.active.get(name) or []
+                targets.update(expected)
+            defined_right = name not in fabric.zones or not zone_members_differ(fabric, name, expected)
+            enforced &= name in fabric.active and sorted(fabric.active[name]) == sorted(expected) and defined_right
+        state = "up" if enforced and online.get(port, False) else "down"
+        links.append(RouterLink(port, zone, remote, state, tuple(sorted(initiators)), tuple(sorted(targets))))
+    return sorted(links, key=lambda link: link.key)

@@ -1,0 +1,183 @@
+"""Operations on FCIP routers (a Brocade FOS switch and a Cisco MDS) whose fabrics carry production zoning.
+
+The demo registry's two sites are rewired: primary-rtr becomes a FOS simulator (VE port 24), remote-rtr an
+MDS simulator (fcip 25), both over real SSH, each with PROD set up first by another administrator's
+session. Every operation must leave PROD in force and registry and routers in agreement.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from registry.models import DeviceLock, Initiator, Link, Site
+from registry.operations import execute, reconcile, submit
+from tests.ops.conftest import wire
+from tests.routers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
+
+CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
+XRAID1 = "20:00:00:04:53:00:01:a0"
+
+
+@dataclass
+class FcipLab:
+    sims: dict
+    admins: dict
+    routers: dict
+
+    def production_everywhere(self) -> bool:
+        return all(production_in_force(self.sims[name], platform) for name, platform in PLATFORMS.items())
+
+    def flexzone_zones(self, name: str) -> dict[str, list[str]]:
+        return {zone: members for zone, members in zones_in_force(self.sims[name], PLATFORMS[name]).items()
+                if zone.startswith("fz_")}
+
+
+PLATFORMS = {"primary-rtr": "brocade_fos", "remote-rtr": "cisco_mds"}
+
+
+def router_keys(sim):
+    return {link.key for link in sim.links() if link.state == "up"}
+
+
+def registry_keys(router):
+    return {(link.port, link.zone.zone_id, link.remote_ip) for link in Link.objects.filter(router=router, state="up")}
+
+
+def assert_agreement(lab: FcipLab) -> None:
+    for name, router in lab.routers.items():
+        assert registry_keys(router) == router_keys(lab.sims[name]), name
+
+
+@pytest.fixture
+def fcip_lab(demo, ops_settings, sim_factory, secrets_dir):
+    Site.objects.filter(name="primary-site").update(router_port=24)
+    Site.objects.filter(name="remote-site").update(router_port=25)
+    sims, admins, routers = {}, {}, {}
+    for key, platform in PLATFORMS.items():
+        router = demo["primary_rtr"] if key == "primary-rtr" else demo["remote_rtr"]
+        sims[key] = sim_factory(platform, ssh=("127.0.0.1", 0))
+        router.platform, router.transport = platform, "ssh"
+        wire(router, sims[key].addresses["ssh"], secrets_dir, command_timeout=5.0)
+        admins[key] = FabricAdmin(sims[key], platform)
+        admins[key].seed_production()
+        routers[key] = router
+    yield FcipLab(sims, admins, routers)
+    for admin in admins.values():
+        admin.close()
+
+
+@pytest.mark.django_db
+def test_connect_zones_the_sites_initiators_with_the_device_and_keeps_production(fcip_lab):
+    op = execute(submit("add", CONNECT).pk)
+    assert op.state == "succeeded", op.error
+    initiators = sorted(Initiator.objects.filter(host__site__name="remote-site").values_list("wwn", flat=True))
+    for name in PLATFORMS:
+        members = sorted(tuple(m) for m in fcip_lab.flexzone_zones(name).values())
+        assert members == [(i, XRAID1) for i in initiators], name
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+    assert {tuple(link.initiators) for link in Link.objects.filter(state="up")} == {tuple(initiators)}
+    op = execute(submit("remove", CONNECT).pk)
+    assert op.state == "succeeded", op.error
+    assert fcip_lab.production_everywhere()
+    assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
+    assert_agreement(fcip_lab)
+    assert not DeviceLock.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_connect_waits_for_another_admins_open_edit_and_succeeds_once_it_is_released(fcip_lab):
+    admin = fcip_lab.admins["primary-rtr"]
+    admin.start_edit()
+    release = threading.Timer(1.5, admin.abandon_edit)
+    release.start()
+    started = time.monotonic()
+    try:
+        op = execute(submit("add", CONNECT).pk)
+    finally:
+        release.join()
+    assert op.state == "succeeded", op.error
+    assert time.monotonic() - started >= 1.5
+    assert "another session holds the fabric's zoning transaction" in op.transcript
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+
+
+@pytest.mark.django_db
+def test_a_connect_blocked_until_its_time_limit_fails_with_nothing_half_applied(fcip_lab, settings):
+    settings.FLEXZONE_OPS_TOTAL_TIMEOUT = 3.0
+    fcip_lab.admins["remote-rtr"].enhanced_mode()
+    fcip_lab.admins["remote-rtr"].start_edit()  # the MDS admin holds the enhanced-mode lock and goes home
+    op = execute(submit("add", CONNECT).pk)
+    assert op.state == "rolled_back", (op.state, op.error)
+    assert "time limit" in op.error and "remote-rtr" in op.error
+    assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
+    assert fcip_lab.sims["primary-rtr"].state().running["tunnels"] == {}
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+    assert not DeviceLock.objects.exists()
+    assert set(Link.objects.values_list("state", flat=True)) == {"failed"}
+
+
+@pytest.mark.django_db
+def test_a_refused_step_rolls_the_other_router_back_and_production_stays(fcip_lab):
+    fcip_lab.admins["remote-rtr"].stage_change()  # PROD on the MDS holds someone's staged changes
+    op = execute(submit("add", CONNECT).pk)
+    assert op.state == "rolled_back", (op.state, op.error)
+    assert "staged" in op.error
+    assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+
+
+@pytest.mark.django_db
+def test_reconcile_reports_and_repairs_changed_zone_members_without_touching_production(fcip_lab):
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    [zone] = fcip_lab.flexzone_zones("primary-rtr")
+    admin = fcip_lab.admins["primary-rtr"]
+    admin.fos(f'zoneadd "{zone}", "10:00:00:90:fa:c7:43:22"')  # someone adds a stranger to our zone
+    admin.fos_confirmed('cfgenable "PROD"')
+    report = reconcile().result["routers"]["primary-rtr"]
+    assert [(d["port"], d["zone"], d["router"]) for d in report["mismatched"]] == [(24, 1, "down")]
+    assert report["extra"] == [] and report["repaired"] == []
+    op = reconcile(repair=True)
+    assert op.state == "succeeded", op.error
+    assert op.result["routers"]["primary-rtr"]["converged"] is True
+    assert fcip_lab.flexzone_zones("primary-rtr") == {zone: [fcip_lab_initiator(), XRAID1]}
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+
+
+def fcip_lab_initiator() -> str:
+    return Initiator.objects.get(host__site__name="remote-site").wwn
+
+
+@pytest.mark.django_db
+def test_reconcile_repair_removes_flexzone_leftovers_and_nothing_else(fcip_lab):
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    Link.objects.update(state="down")  # the registry forgot the link: the switch's zones are extras now
+    report = reconcile(repair=True).result["routers"]
+    assert [d["action"] for d in report["primary-rtr"]["repaired"]] == ["removed from router"]
+    assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
+    assert fcip_lab.production_everywhere()
+    for name, platform in PLATFORMS.items():
+        zones = zones_in_force(fcip_lab.sims[name], platform)
+        assert list(zones) == ["prod_oradb1_vmax"], name
+
+
+@pytest.mark.django_db
+def test_the_first_link_on_an_empty_fabric_journals_a_warning(demo, ops_settings, sim_factory, secrets_dir):
+    Site.objects.filter(name__in=["primary-site", "remote-site"]).update(router_port=24)
+    for router in (demo["primary_rtr"], demo["remote_rtr"]):
+        sim = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+        router.platform, router.transport = "brocade_fos", "ssh"
+        wire(router, sim.addresses["ssh"], secrets_dir, command_timeout=5.0)
+    op = execute(submit("add", CONNECT).pk)
+    assert op.state == "succeeded", op.error
+    assert len(op.result["warnings"]) == 2
+    assert all("created and enabled fz_cfg" in warning for warning in op.result["warnings"])
+    assert "# warning: primary-rtr: no zoning configuration was in effect" in op.transcript

@@ -1,0 +1,101 @@
+"""FCIP steps in plans: the requesting site's initiators are the zone members, and what the driver sends is shown."""
+
+import pytest
+from django.core.management import call_command
+
+from registry.models import Host, Initiator, Link, Router, Site
+from registry.planner import PlanError, plan_connect, plan_disconnect
+from routers.drivers.zoning import ACTIVE_ZONESET, EFFECTIVE
+
+XRAID1 = "20:00:00:04:53:00:01:a0"
+
+
+@pytest.fixture
+def fcip(demo):
+    """The demo's two sites on FCIP switches: primary-rtr a Brocade FOS (VE 24), remote-rtr a Cisco MDS (fcip 25)."""
+    Site.objects.filter(name="primary-site").update(router_port=24)
+    Site.objects.filter(name="remote-site").update(router_port=25)
+    Router.objects.filter(name="primary-rtr").update(platform="brocade_fos", transport="ssh")
+    Router.objects.filter(name="remote-rtr").update(platform="cisco_mds", transport="ssh", vsan=10)
+    return demo
+
+
+def remote_initiators():
+    return sorted(Initiator.objects.filter(host__site__name="remote-site").values_list("wwn", flat=True))
+
+
+def test_fcip_steps_zone_the_requesting_sites_initiators_with_the_device(fcip):
+    plan = plan_connect(site="remote-site", device_description="XRAID1")
+    members = remote_initiators()
+    assert members, "the demo's remote site has a host with initiators"
+    for step in plan.steps:
+        assert step.initiators == members and step.wwn == XRAID1
+    fos, mds = plan.steps
+    for initiator in members:
+        pair = f"{initiator.replace(':', '')}_{XRAID1.replace(':', '')}"
+        assert f'zonecreate "fz_z1_ve24_{pair}", "{initiator}; {XRAID1}"' in fos.commands
+        assert f"zone name fz_z1_fcip25_{pair} vsan 10" in mds.commands
+    assert f'cfgenable "{EFFECTIVE}"' in fos.commands
+    assert f"zoneset activate name {ACTIVE_ZONESET} vsan 10" in mds.commands
+    assert (fos.vsan, mds.vsan) == (None, 10)
+    assert any("never replaces or disables it" in note for note in fos.notes)
+    assert any("zone commit vsan 10" in note for note in mds.notes)
+
+
+def test_the_plan_text_shows_the_members_and_the_notes(fcip):
+    text = plan_connect(site="remote-site", device_description="XRAID1").describe()
+    assert f"zone members: initiators {', '.join(remote_initiators())}; target {XRAID1}" in text
+    assert "note: <effective cfg> is the zoning configuration in effect" in text
+
+
+def test_hosts_narrow_the_members_to_the_named_hosts(fcip):
+    site = Site.objects.get(name="remote-site")
+    extra = Host.objects.create(site=site, name="backup-server")
+    Initiator.objects.create(host=extra, wwn="10:00:00:10:9b:5e:c0:01")
+    everyone = plan_connect(site="remote-site", device_description="XRAID1")
+    assert "10:00:00:10:9b:5e:c0:01" in everyone.steps[0].initiators
+    only = plan_connect(site="remote-site", device_description="XRAID1", hosts=["backup-server"])
+    assert [step.initiators for step in only.steps] == [["10:00:00:10:9b:5e:c0:01"]] * 2
+
+
+def test_an_unknown_host_names_the_field_and_close_matches(fcip):
+    with pytest.raises(PlanError) as refused:
+        plan_connect(site="remote-site", device_description="XRAID1", hosts=["management-servr"])
+    assert refused.value.field == "hosts"
+    assert refused.value.suggestions == ["management-server"]
+
+
+def test_an_fcip_step_for_a_site_without_initiators_is_a_plan_error_naming_the_field(fcip):
+    Initiator.objects.filter(host__site__name="remote-site").delete()
+    with pytest.raises(PlanError) as refused:
+        plan_connect(site="remote-site", device_description="XRAID1")
+    assert refused.value.field == "hosts"
+    assert "no initiators registered" in refused.value.message and "primary-rtr" in refused.value.message
+    # A disconnect must stay possible whatever happened to the site's hosts since.
+    assert plan_disconnect(site="remote-site", device_description="XRAID1").steps
+
+
+def test_ifcp_steps_need_no_initiators(demo):
+    Initiator.objects.all().delete()
+    plan = plan_connect(site="remote-site", device_description="XRAID1")
+    assert [step.initiators for step in plan.steps] == [[], []]
+    assert all(step.notes == [] and step.vsan is None for step in plan.steps)
+
+
+def test_a_disconnect_renders_the_initiators_the_link_was_configured_with(fcip):
+    plan = plan_connect(site="remote-site", device_description="XRAID1")
+    device = fcip["xraid1"]
+    for step in plan.steps:
+        Link.objects.create(site=fcip["remote"], device=device, router_id=step.router_id, port=step.port,
+                            zone=device.zone, remote_ip=step.remote_ip, state="up",
+                            initiators=["10:00:00:10:9b:5e:d0:01"])
+    Initiator.objects.filter(host__site__name="remote-site").delete()
+    disconnect = plan_disconnect(site="remote-site", device_description="XRAID1")
+    assert [step.initiators for step in disconnect.steps] == [["10:00:00:10:9b:5e:d0:01"]] * 2
+    assert any("fz_z1_fcip25_100000109b5ed001" in command for command in disconnect.steps[0].commands)
+
+
+def test_the_plan_command_prints_the_fcip_members(fcip, capsys):
+    call_command("plan", "--device-description", "XRAID1", "--site", "remote-site")
+    out = capsys.readouterr().out
+    assert "zone members: initiators" in out and "cfgenable" in out
