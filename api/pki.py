@@ -6,7 +6,8 @@ record of everything issued and revoked from which the CRL is rebuilt. Nothing h
 so the gunicorn config and the tests can use it on their own.
 
 pyOpenSSL's certificate and CRL builders are deprecated or removed; `cryptography` is the library
-for issuing (see shared/research/mtls.md section 6).
+for issuing (pyOpenSSL 24.3.0 removed its CRL API and 26.2/26.3 removed or deprecated the
+certificate builders; its README says to use cryptography for anything but TLS connections).
 """
 
 from __future__ import annotations

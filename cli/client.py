@@ -1,7 +1,7 @@
 """REST over mutual TLS with `requests`, and every failure turned into a CliError with an exit code.
 
 requests is used rather than httpx: httpx silently drops a client certificate given as a path
-together with `verify=<CA path>` (shared/research/mtls.md section 8).
+together with `verify=<CA path>` (httpx 0.28.1; encode/httpx pull request #3718 is still open).
 """
 
 from __future__ import annotations

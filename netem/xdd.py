@@ -1,7 +1,7 @@
 """xdd-style block transfers: fio's nbd engine against an nbdkit target, reported in MB/s (10^6 B/s) as xdd does.
 
-xdd is not packaged anywhere we can install, so its methodology is reproduced with fio (see
-shared/research/netem_xdd.md section 3.2). An `XddRun` maps the xdd options we use onto fio:
+xdd is not packaged anywhere we can install, so its methodology is reproduced with fio (Debian's
+fio is built with libnbd: `fio --enghelp` lists the `nbd` engine). An `XddRun` maps the xdd options we use onto fio:
 
     xdd -op read|write            fio --rw=read|write            (-seek random: randread|randwrite)
     xdd -blocksize B -reqsize R   fio --bs=B*R                   (we give the request ("record") size directly)
