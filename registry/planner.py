@@ -276,6 +276,8 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
             f"initiator ports with the device, and router {zoning[0].name} ({zoning[0].platform}) is FCIP. Register "
             f"the site's hosts and their initiator WWNs (/api/hosts/) first.",
         )
+    if zoning and action == "add":
+        _refuse_shared_fcip_link(devices, routers, requester, zone)
     configured = _configured_initiators(steps, zone) if zoning and action == "remove" else {}
     plan_steps = []
     for order, (router, local, remote, device) in enumerate(steps, start=1):
@@ -291,6 +293,26 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
         steps=plan_steps,
         ids={"site": requester.pk, "devices": {d.description: [d.pk, d.zone_id] for d in devices}},
     )
+
+
+def _refuse_shared_fcip_link(devices: list[Device], routers: dict[int, Router], requester: Site, zone: Zone) -> None:
+    """An FCIP link zones one device: a zone connect that would share one between devices is refused.
+
+    (An iFCP link serves every device of its zone, because the gateway zones them; the plan then
+    has one link per owner and lists all the devices.)
+    """
+    by_owner: dict[int, list[str]] = {}
+    for device in devices:
+        by_owner.setdefault(device.owner_site_id, []).append(device.description)
+    for owner_id, names in by_owner.items():
+        fcip = [r for r in (routers[owner_id], routers[requester.pk]) if _zones_initiators(r.platform)]
+        if len(names) > 1 and fcip:
+            raise PlanError(
+                "zone",
+                f"zone {zone.zone_id} has {len(names)} devices of one site ({', '.join(names)}), and router "
+                f"{fcip[0].name} ({fcip[0].platform}) is FCIP: an FCIP link zones one device, and flexzone does "
+                "not share one between devices. Connect one device by its description.",
+            )
 
 
 def _zones_initiators(platform: str) -> bool:

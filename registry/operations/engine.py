@@ -787,14 +787,17 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
         active = {
             (link.router_id, link.port, link.zone_id, link.remote_ip): link
             for link in Link.objects.select_for_update(of=("self",))
-            .select_related("operation")
+            .select_related("operation", "device")
             .filter(_endpoints(steps, rows), state__in=Link.ACTIVE_STATES)
         }
         result: list[tuple[Link, bool]] = []
         new: list[Link] = []
         for step, (device_id, zone_id) in zip(steps, rows, strict=True):
             link = active.get((step.router_id, step.port, zone_id, step.remote_ip))
-            if link is not None and link.state != Link.State.UP:
+            if link is not None and link.state == Link.State.UP:
+                if refusal := _fcip_link_lacks(link, routers[step.router_id], step, device_id):
+                    raise OperationFailed(refusal)
+            elif link is not None:
                 if _busy_elsewhere(link, op):
                     raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
                 link.state, link.operation = Link.State.CONFIGURING, op
@@ -806,6 +809,29 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
             result.append((link, link.state != Link.State.UP))
         Link.objects.bulk_create(new)
     return result
+
+
+def _fcip_link_lacks(link: Link, router: Router, step: PlanStep, device_id: int) -> str | None:
+    """Why an up FCIP link cannot serve this step as it is (None: it can, or the router is iFCP).
+
+    An iFCP link serves every device of its zone (the gateway zones them). An FCIP link grants
+    exactly the pair zones it was configured with, its device's target with the initiators recorded
+    on it; reusing it for another device or other initiators would report access that nobody has.
+    Extending a link in place is not done (its failure part-way would touch what serves others), so
+    such a request is refused before anything is sent, with what to do instead.
+    """
+    if not DRIVERS[router.platform].zones_initiators:
+        return None
+    if link.device_id != device_id:
+        return (f"link {link} was created for {link.device.description}, and an FCIP link zones that one device: "
+                f"{step.device} would not be reachable through it. flexzone does not share an FCIP link between "
+                f"devices; disconnect {link.device.description} first to connect {step.device}.")
+    missing = sorted(set(step.initiators) - set(link.initiators))
+    if missing:
+        return (f"link {link} zones {step.device} with initiators {', '.join(link.initiators) or 'none'}; this "
+                f"request also needs {', '.join(missing)}, and flexzone does not extend an FCIP link's zoning in "
+                "place: disconnect the link and connect again naming every host it should serve.")
+    return None
 
 
 def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:

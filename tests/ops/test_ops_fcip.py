@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from registry.models import DeviceLock, Initiator, Link, Site
+from registry.models import Device, DeviceLock, Host, Initiator, Link, Site
 from registry.operations import execute, reconcile, submit
 from tests.ops.conftest import wire
 from tests.routers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
@@ -181,3 +181,41 @@ def test_the_first_link_on_an_empty_fabric_journals_a_warning(demo, ops_settings
     assert len(op.result["warnings"]) == 2
     assert all("created and enabled fz_cfg" in warning for warning in op.result["warnings"])
     assert "# warning: primary-rtr: no zoning configuration was in effect" in op.transcript
+
+
+def second_host(wwn: str = "21:00:00:e0:8b:10:3a:77") -> None:
+    host = Host.objects.create(site=Site.objects.get(name="remote-site"), name="backup-server")
+    Initiator.objects.create(host=host, wwn=wwn)
+
+
+@pytest.mark.django_db
+def test_a_request_for_hosts_the_up_link_does_not_zone_is_refused_not_reported_done(fcip_lab):
+    second_host()
+    first = execute(submit("add", {**CONNECT, "hosts": ["management-server"]}).pk)
+    assert first.state == "succeeded", first.error
+    before = {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS}
+    again = execute(submit("add", {**CONNECT, "hosts": ["backup-server"]}).pk)
+    assert again.state == "failed", (again.state, again.error)
+    assert "21:00:00:e0:8b:10:3a:77" in again.error and "disconnect" in again.error
+    assert {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS} == before  # nothing sent
+    assert set(Link.objects.values_list("state", "operation_id")) == {("up", first.pk)}
+    assert DeviceLock.objects.get().operation_id == first.pk  # the first link keeps its holder
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+    # Asking again for hosts the link already zones is the idempotent re-add.
+    assert execute(submit("add", {**CONNECT, "hosts": ["management-server"]}).pk).state == "succeeded"
+
+
+@pytest.mark.django_db
+def test_a_second_device_on_an_up_fcip_link_is_refused_not_reported_done(fcip_lab):
+    xraid1 = Device.objects.get(description="XRAID1")
+    Device.objects.create(device_id="xraid4", description="XRAID4", wwn="20:00:00:04:53:00:01:a4",
+                          zone=xraid1.zone, owner_site=xraid1.owner_site)
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    before = {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS}
+    second = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk)
+    assert second.state == "failed", (second.state, second.error)
+    assert "XRAID1" in second.error and "XRAID4" in second.error
+    assert {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS} == before
+    assert not DeviceLock.objects.filter(device__description="XRAID4").exists()  # its lock is given back
+    assert_agreement(fcip_lab)

@@ -3,7 +3,7 @@
 import pytest
 from django.core.management import call_command
 
-from registry.models import Host, Initiator, Link, Router, Site
+from registry.models import Device, Host, Initiator, Link, Router, Site
 from registry.planner import PlanError, plan_connect, plan_disconnect
 from routers.drivers.zoning import ACTIVE_ZONESET, EFFECTIVE
 
@@ -99,3 +99,24 @@ def test_the_plan_command_prints_the_fcip_members(fcip, capsys):
     call_command("plan", "--device-description", "XRAID1", "--site", "remote-site")
     out = capsys.readouterr().out
     assert "zone members: initiators" in out and "cfgenable" in out
+
+
+def test_a_zone_connect_with_several_devices_of_one_owner_over_fcip_is_refused_by_name(fcip):
+    xraid1 = Device.objects.get(description="XRAID1")
+    Device.objects.create(device_id="xraid4", description="XRAID4", wwn="20:00:00:04:53:00:01:a4",
+                          zone=xraid1.zone, owner_site=xraid1.owner_site)
+    with pytest.raises(PlanError) as refused:
+        plan_connect(site="remote-site", zone=xraid1.zone.zone_id)
+    assert refused.value.field == "zone"
+    assert "XRAID1" in refused.value.message and "XRAID4" in refused.value.message
+    # One device of the zone at a time, and taking the zone's links down, still work.
+    assert plan_connect(site="remote-site", device_description="XRAID4").devices == ["XRAID4"]
+    assert len(plan_disconnect(site="remote-site", zone=xraid1.zone.zone_id).steps) == 2
+
+
+def test_a_zone_connect_with_several_devices_over_ifcp_is_one_shared_link(demo):
+    xraid1 = Device.objects.get(description="XRAID1")
+    Device.objects.create(device_id="xraid4", description="XRAID4", wwn="20:00:00:04:53:00:01:a4",
+                          zone=xraid1.zone, owner_site=xraid1.owner_site)
+    plan = plan_connect(site="remote-site", zone=xraid1.zone.zone_id)
+    assert plan.devices == ["XRAID1", "XRAID4"] and len(plan.steps) == 2
