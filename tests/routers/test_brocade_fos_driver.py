@@ -151,6 +151,17 @@ def test_a_device_error_becomes_command_rejected_with_the_router_message(fos, dr
     assert "Unable to locate tunnel 24." in caught.value.router_message
 
 
+def test_any_output_from_a_zoning_edit_that_is_silent_on_success_is_an_error(fos, driver_for):
+    driver = driver_for(fos)
+    driver.zoning_edit('zonecreate "fz_probe", "10:00:00:10:9b:5e:c0:01"')  # silent: accepted
+    with pytest.raises(CommandRejected) as caught:
+        driver.zoning_edit('zoneadd "no_such_zone", "10:00:00:10:9b:5e:c0:02"')
+    assert caught.value.router_message == '"no_such_zone" not found'
+    with pytest.raises(CommandRejected):
+        driver.zoning_edit('zonecreate "fz_probe", "10:00:00:10:9b:5e:c0:03"')  # duplicate name
+    driver.close()
+
+
 def test_listing_pages_through_long_output(sim_factory, driver_for):
     fos = sim_factory("brocade_fos")
     driver = driver_for(fos)
