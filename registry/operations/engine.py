@@ -658,8 +658,7 @@ def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool
     """Make the router hold (add) or not hold (remove) the link, then read it back to verify."""
     driver = lease.driver
     if read_first:
-        present = spec.key in {link.key for link in driver.list_links()}
-        needed = not present if action == "add" else present
+        needed = not _holds(driver, spec) if action == "add" else _lists(driver, spec)
     else:
         needed = True
     if needed:
@@ -672,9 +671,30 @@ def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool
             pass  # already as wanted: a lost reply whose change took effect, or a repeated request
         lease.changed = True
     run.phase(Phase.VERIFYING)
-    present = spec.key in {link.key for link in driver.list_links()}
-    if present != (action == "add"):
+    if not (_holds(driver, spec) if action == "add" else not _lists(driver, spec)):
         raise VerifyFailed(f"the router accepted the {action} of {spec.key} but its listing disagrees")
+
+
+def _lists(driver: RouterDriver, spec: LinkSpec) -> bool:
+    """Whether anything of the link is on the router (a remove has work to do)."""
+    return spec.key in {link.key for link in driver.list_links()}
+
+
+def _holds(driver: RouterDriver, spec: LinkSpec) -> bool:
+    """Whether the router holds the link as the spec wants it.
+
+    On FCIP switches a listed link may be only part-way there (zones defined but not in force, a
+    tunnel down) or zone other members: it holds only when it is up and zones exactly the spec's
+    initiators with its target, so a retry after a lost reply finishes the link instead of taking
+    the key for it. (The iFCP gateways' listing has no members; there the key is the link.)
+    """
+    for link in driver.list_links():
+        if link.key == spec.key:
+            if not driver.zones_initiators:
+                return True
+            return link.state == "up" and (link.initiators, link.targets) == (tuple(sorted(spec.initiators)),
+                                                                               (spec.wwn,))
+    return False
 
 
 def _drive(run: Run, router: Router, spec: LinkSpec, action: str) -> None:

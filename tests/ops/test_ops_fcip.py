@@ -15,6 +15,7 @@ import pytest
 
 from registry.models import Device, DeviceLock, Host, Initiator, Link, Site
 from registry.operations import execute, reconcile, submit
+from routers.sim.faults import Fault
 from tests.ops.conftest import wire
 from tests.routers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
 
@@ -218,4 +219,18 @@ def test_a_second_device_on_an_up_fcip_link_is_refused_not_reported_done(fcip_la
     assert "XRAID1" in second.error and "XRAID4" in second.error
     assert {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS} == before
     assert not DeviceLock.objects.filter(device__description="XRAID4").exists()  # its lock is given back
+    assert_agreement(fcip_lab)
+
+
+@pytest.mark.django_db
+def test_a_retry_after_a_connection_lost_before_activation_puts_the_zones_in_force(fcip_lab):
+    # The zones are defined in PROD but not active when the reply is lost: the listing shows the link
+    # `down`, and the retry must finish it rather than take the key for a link that is up.
+    fcip_lab.sims["remote-rtr"].faults = [Fault("drop_before_apply", match="^zoneset activate", count=1)]
+    op = execute(submit("add", CONNECT).pk)
+    assert op.state == "succeeded", op.error
+    initiator = fcip_lab_initiator()
+    for name in PLATFORMS:
+        assert sorted(fcip_lab.flexzone_zones(name).values()) == [[initiator, XRAID1]], name
+    assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
