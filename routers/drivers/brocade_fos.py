@@ -16,8 +16,11 @@ Zoning transactions: every zoning edit runs inside the session's transaction, en
 or ``cfgsave`` or dropped by ``cfgtransabort``. Before any change the driver reads ``cfgtransshow``:
 another session's open transaction is ZoningBusy (the engine waits and retries within the
 operation's time limit; flexzone never aborts it), while a transaction of this session's own, left
-by a failed attempt, is aborted first. A failed edit aborts this session's transaction at once, so
-nothing half-done is ever enabled or saved.
+by a failed attempt, is aborted first. Which one is ours is told by its token, read with
+``cfgtransshow`` right after this session's first accepted edit (FOS keeps one transaction per
+fabric, so the token names it); "It is abortable" alone is not taken as proof of ownership. A
+failed edit aborts this session's transaction at once, so nothing half-done is ever enabled or
+saved.
 
 How a flexzone link maps onto FOS FCIP
 --------------------------------------
@@ -87,7 +90,7 @@ YES_NO = r"\(yes, y, no, n\): \[no\]\s*$"
 SUCCEEDED = r"(?m)^Operation Succeeded\.\s*$"
 TUNNEL_EXISTS = r"Tunnel ID \S+ already exists\."
 CIRCUIT_EXISTS = r"Circuit \S+ already exists\."
-ZONE_RE = re.compile(r"fz_z(\d+)_ve(\d+)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")
+ZONE_RE = re.compile(r"fz_z(0|[1-9]\d*)_ve(0|[1-9]\d*)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")  # as flexzone writes them
 BUSY = r"(?i)another zoning transaction|transaction is in progress"
 NO_TRANSACTION = "There is no outstanding zoning transaction"
 TUNNEL_DESCRIPTION = "flexzone"
@@ -106,6 +109,15 @@ ZONING_LINE = re.compile(
 )
 TRANSACTION_LINE = re.compile(r"There is no outstanding zoning transaction|Current transaction token is \S+"
                               r"|It is (?:not )?abortable|")
+TOKEN = re.compile(r"Current transaction token is (\S+)")
+
+
+def token_of(transaction: str | None) -> str | None:
+    """The token in a ``cfgtransshow`` reply (None: no transaction open)."""
+    match = TOKEN.search(transaction or "")
+    return match.group(1) if match else None
+
+
 ECHO_CHECK_LIMIT = 70  # FOS wraps the echo at 80 columns, prompt included
 
 
@@ -206,7 +218,9 @@ class BrocadeFosDriver(SessionGuardedDriver):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._editing = False  # this session has sent zoning edits not yet enabled, saved or aborted
+        # The token of the zoning transaction this session's own edits opened (None: none open).
+        # FOS has one transaction per fabric; its token is how this session tells it from another's.
+        self._own_token: str | None = None
 
     # --- pure rendering ----------------------------------------------------------------------
     @classmethod
@@ -265,7 +279,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
 
     def connect(self) -> None:
         if self._conn is None:
-            self._editing = False  # a new login has no transaction of ours
+            self._own_token = None  # a new login has no transaction of ours
         super().connect()
 
     def run_paged(self, command: str, max_pages: int = 200) -> str:
@@ -315,23 +329,29 @@ class BrocadeFosDriver(SessionGuardedDriver):
         return CommandRejected(f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript())
 
     def zoning_edit(self, command: str) -> None:
-        """A zoning edit: silent on success, so any output is an error (Cinder's rule)."""
-        self._editing = True
+        """A zoning edit: silent on success, so any output is an error (Cinder's rule).
+
+        The first edit that succeeds opens this session's transaction; its token is read at once,
+        so that only that transaction is ever aborted (an edit refused because another session got
+        there first opened nothing of ours).
+        """
         output = self.run(command).strip()
         if output:
             raise self.rejection(command, output)
+        if self._own_token is None:
+            self._own_token = token_of(self.transaction())
 
     def enable(self, cfg: str) -> None:
         output = self.confirm(f'cfgenable "{cfg}"')
         if not re.search(r"is in effect", output):
             raise self.rejection(f'cfgenable "{cfg}"', output)
-        self._editing = False
+        self._own_token = None
 
     def save(self) -> None:
         output = self.confirm("cfgsave")
         if not re.search(r"Nothing changed|Updating flash", output):
             raise self.rejection("cfgsave", output)
-        self._editing = False
+        self._own_token = None
 
     # --- reading -----------------------------------------------------------------------------
     def read(self, command: str, grammar: re.Pattern[str]) -> str:
@@ -365,14 +385,14 @@ class BrocadeFosDriver(SessionGuardedDriver):
     def claim_zoning(self) -> None:
         """Before changing anything: wait for another session's transaction (ZoningBusy), abort our own.
 
-        Ours means this session sent edits that were never enabled or saved and FOS says the open
-        transaction is abortable from here; anything else belongs to someone else and is left alone.
+        Ours is the one whose token this session read after its own first edit (a failed attempt left
+        it open); any other transaction belongs to someone else and is left alone.
         """
         open_transaction = self.transaction()
         if open_transaction is None:
-            self._editing = False
+            self._own_token = None
             return
-        if self._editing and re.search(r"It is abortable", open_transaction):
+        if self._own_token is not None and token_of(open_transaction) == self._own_token:
             self.abort_own_transaction()
             return
         summary = " ".join(open_transaction.split())
@@ -383,7 +403,13 @@ class BrocadeFosDriver(SessionGuardedDriver):
         output = self.run("cfgtransabort").strip()
         if output and NO_TRANSACTION not in output:
             raise self.rejection("cfgtransabort", output)
-        self._editing = False
+        self._own_token = None
+
+    def abort_if_own(self) -> None:
+        """Drop this session's transaction if it is still the one open (after a failed edit)."""
+        if self._own_token is not None and token_of(self.transaction()) == self._own_token:
+            self.abort_own_transaction()
+        self._own_token = None
 
     def list_links(self) -> list[RouterLink]:
         tunnels = self.tunnels()
@@ -441,9 +467,9 @@ class BrocadeFosDriver(SessionGuardedDriver):
         try:
             return work()
         except (CommandRejected, GarbledOutput, ZoningBusy):
-            if self._editing and self._conn is not None:
+            if self._own_token is not None and self._conn is not None:
                 try:
-                    self.abort_own_transaction()
+                    self.abort_if_own()
                 except Exception:  # noqa: BLE001 - the original failure is what the caller must see
                     pass
             raise
@@ -532,7 +558,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
             self.warn(f"zones {', '.join(sorted(held_elsewhere))} stay defined: other configurations list them")
         if cfg is not None and (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
             self.enable(cfg)
-        elif self._editing:
+        elif self._own_token is not None:
             self.save()
 
     def _disable_own_cfg(self, fabric: FosZoning, ours: set[str]) -> None:
@@ -548,7 +574,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
     def save_config(self) -> None:
         """Extension config is written to flash as applied and zoning by cfgenable; only a transaction
         of this session's own (edits sent outside add/remove) is saved. Another session's is theirs."""
-        if self._editing:
+        if self._own_token is not None:
             self.save()
 
     def logout(self, conn: BaseConnection) -> None:

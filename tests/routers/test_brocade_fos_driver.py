@@ -18,11 +18,13 @@ from routers.drivers.base import (
     Platform,
     RouterConnectError,
     RouterLink,
+    ZoningBusy,
 )
 from routers.drivers.brocade_fos import BrocadeFosDriver
 from routers.sim.faults import Fault
 
 from .conftest import PASSWORD, USERNAME
+from .fabric_admin import FabricAdmin, production_in_force
 
 WWN = "50:00:09:73:98:06:c8:08"
 HOST = "10:00:00:10:9b:5e:b0:01"
@@ -160,6 +162,49 @@ def test_any_output_from_a_zoning_edit_that_is_silent_on_success_is_an_error(fos
     with pytest.raises(CommandRejected):
         driver.zoning_edit('zonecreate "fz_probe", "10:00:00:10:9b:5e:c0:03"')  # duplicate name
     driver.close()
+
+
+def test_a_transaction_another_session_opens_after_the_check_is_never_aborted(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    admin = FabricAdmin(fos, "brocade_fos")
+    try:
+        admin.seed_production()
+        driver = driver_for(fos)
+        first_edit = driver.zoning_edit
+
+        def admin_gets_there_first(command: str) -> None:  # between our cfgtransshow and our first edit
+            driver.zoning_edit = first_edit
+            admin.start_edit()
+            first_edit(command)
+
+        driver.zoning_edit = admin_gets_there_first
+        with pytest.raises(ZoningBusy):
+            driver.add_link(SPEC)
+        assert "cfgtransabort" not in driver.take_transcript()
+        assert "token" in admin.fos("cfgtransshow")  # the admin's transaction is still open, theirs to finish
+        admin.abandon_edit()
+        driver.add_link(SPEC)
+        assert production_in_force(fos, "brocade_fos")
+    finally:
+        admin.close()
+
+
+def test_a_zone_named_like_flexzones_but_not_written_by_it_is_never_touched(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    admin = FabricAdmin(fos, "brocade_fos")
+    lookalike = "fz_z07_ve24_100000109b5eb0ff_500009739806c808"  # flexzone never writes a leading zero
+    try:
+        admin.seed_production()
+        admin.fos(f'zonecreate "{lookalike}", "10:00:00:10:9b:5e:b0:ff; {WWN}"')
+        admin.fos(f'cfgadd "PROD", "{lookalike}"')
+        admin.fos_confirmed('cfgenable "PROD"')
+        driver = driver_for(fos)
+        driver.add_link(SPEC)
+        assert lookalike in admin.fos("cfgactvshow")
+        driver.remove_link(SPEC)
+        assert lookalike in admin.fos("cfgactvshow") and production_in_force(fos, "brocade_fos")
+    finally:
+        admin.close()
 
 
 def test_listing_pages_through_long_output(sim_factory, driver_for):
