@@ -15,8 +15,9 @@ running-config | startup-config | version | vsan | feature | terminal``, ``exit`
 ``| include X``, ``| exclude X``. Config: ``[no] feature fcip``, ``[no] fcip profile N`` (``ip address
 A``), ``[no] interface fcip N`` (``use-profile N``, ``peer-info ipaddr A [port P]``, ``[no] shutdown``,
 ``[no] switchport description T``, ``switchport mode|trunk ...``, ``tcp-connections N``),
-``[no] zone name Z vsan N`` (``[no] member pwwn W``), ``[no] zoneset name S vsan N`` (``[no] member Z``),
-``[no] zoneset activate name S vsan N``, ``[no] zone mode enhanced vsan N``, ``[no] zone commit vsan N``,
+``[no] zone name Z vsan N`` (``[no] member pwwn W | device-alias A``), ``[no] zoneset name S vsan N``
+(``[no] member Z``), ``[no] zoneset activate name S vsan N``, ``[no] zone mode enhanced vsan N``,
+``[no] zone default-zone permit vsan N``, ``[no] zone commit vsan N``,
 ``vsan database`` (``[no] vsan N [name X]``), ``hostname H``, ``do <exec>``, ``show ...``, ``exit``, ``end``.
 Zoning (modes, the enhanced-mode lock, the zoning shows) lives in routers.sim.mds_zoning; with
 ``terminal dont-ask`` the session's confirmation questions are not asked.
@@ -27,10 +28,11 @@ State layout (``SimState.running``)::
     profiles: {"5": {"ip": "10.1.1.1" | None}}
     interfaces: {"5": {"profile": "5"|None, "peer": ip|None, "shutdown": bool, "description": str}}
     vsans: {"1": {"name": "VSAN0001"}}
-    zones: {"1": {"fz_z7_fcip5": ["10:00:..."]}}       # per VSAN, the full zone database
+    zones: {"1": {"fz_z7_fcip5": ["10:00:...", "device-alias hostA"]}}   # per VSAN, the full zone database
     zonesets: {"1": {"fz_zoneset": ["fz_z7_fcip5"]}}   # per VSAN
     active: {"1": {"name": "fz_zoneset", "zones": {"fz_z7_fcip5": ["10:00:..."]}}}
     zone_modes: {"1": "enhanced"}                      # absent: basic
+    default_zones: {"1": "permit"}                     # absent: deny
 
 ``copy running-config startup-config`` copies running to ``saved`` (the startup configuration).
 """
@@ -490,7 +492,7 @@ class MdsPersonality(Personality):
         return vsan
 
     async def _zone_command(self, session: Session, out: _Sink, words: Words, negate: bool) -> None:
-        action = words.keyword("name", "mode", "commit")
+        action = words.keyword("name", "mode", "commit", "default-zone")
         if action == "name":
             name = words.name()
             words.keyword("vsan")
@@ -501,10 +503,14 @@ class MdsPersonality(Personality):
             return
         if action == "mode":
             words.keyword("enhanced")
+        elif action == "default-zone":
+            words.keyword("permit")
         words.keyword("vsan")
         vsan = self._vsan(words)
         words.end()
-        if action == "mode":
+        if action == "default-zone":
+            self.zoning.set_default_zone(session, out, vsan, permit=not negate)
+        elif action == "mode":
             await self.zoning.set_mode(session, out, vsan, enhanced=not negate)
         elif negate:
             self.zoning.discard(session, out, vsan)
@@ -574,13 +580,16 @@ class MdsPersonality(Personality):
             return True
         if kind == "config-zone" and word and "member".startswith(word):
             words.keyword("member")
-            words.keyword("pwwn")
+            kind = words.keyword("pwwn", "device-alias")
             position = words.position()
-            wwn = words.value()
-            if not WWN_RE.match(wwn):
-                raise CliError("Invalid command", position)
+            if kind == "device-alias":
+                member = f"device-alias {words.name()}"  # the device-alias database itself is not modelled
+            else:
+                member = words.value().lower()
+                if not WWN_RE.match(member):
+                    raise CliError("Invalid command", position)
             words.end()
-            self.zoning.zone_member(session, out, int(ids[0]), ids[1], wwn.lower(), negate)
+            self.zoning.zone_member(session, out, int(ids[0]), ids[1], member, negate)
             return True
         if kind == "config-zoneset" and word and "member".startswith(word):
             words.keyword("member")

@@ -7,16 +7,20 @@ Committed state (``SimState.running``, persisted)::
     zonesets:   {"1": {"PROD": ["prod_oradb1_vmax"]}}
     active:     {"1": {"name": "PROD", "zones": {"prod_oradb1_vmax": ["10:00:..."]}}}   # one per VSAN
     zone_modes: {"1": "enhanced"}                                # absent: basic
+    default_zones: {"1": "permit"}                               # absent: deny
+
+A zone member is a pwwn (stored as the WWN alone) or ``device-alias NAME`` (stored as written; the
+device-alias database itself is not modelled).
 
 Basic mode: edits change the full database at once and ``zoneset activate`` activates at once.
 Enhanced mode: the first zoning edit of a session in a VSAN takes the VSAN's zone session lock (in
 memory only, lost on restart) and a pending copy of its full database; later edits change the copy,
-``zoneset activate`` only stages the activation, and ``zone commit vsan N`` makes the copy the full
-database and performs the staged activation. ``no zone commit vsan N`` drops the copy (the lock is
-the user's: any session of the same user may), ``clear zone lock vsan N`` drops anybody's. A session
-that ends keeps its lock, as NX-OS does. While someone else holds the lock, or the ``zoning_locked``
-fault is armed (user ``san-admin`` holds every enhanced-mode VSAN), edits print ``Lock is currently
-busy`` and change nothing.
+``zoneset activate`` and ``zone default-zone permit`` only stage, and ``zone commit vsan N`` makes the
+copy the full database and performs the staged activation and default-zone change. ``no zone commit
+vsan N`` drops the copy (the lock is the user's: any session of the same user may), ``clear zone lock
+vsan N`` drops anybody's. A session that ends keeps its lock, as NX-OS does. While someone else holds
+the lock, or the ``zoning_locked`` fault is armed (user ``san-admin`` holds every enhanced-mode VSAN),
+edits print ``Lock is currently busy`` and change nothing.
 
 Verified texts (public NX-OS captures, Cisco's mdssdk and cisco.nxos fixtures, netmiko #154):
 ``Enhanced zone session has been created. Please 'commit' the changes when done.``, ``Commit
@@ -61,14 +65,15 @@ class Output(Protocol):
 
 @dataclass
 class ZoneLock:
-    """A VSAN's enhanced-mode zone session: who holds it, their pending full database and staged
-    activation (``("activate" | "deactivate", zoneset)``)."""
+    """A VSAN's enhanced-mode zone session: who holds it, their pending full database, staged
+    activation (``("activate" | "deactivate", zoneset)``) and default-zone policy."""
 
     session: int
     user: str
     zones: dict[str, list[str]]
     zonesets: dict[str, list[str]]
     staged: tuple[str, str] | None = None
+    default_zone: str | None = None
 
 
 def stamp() -> str:
@@ -85,7 +90,7 @@ class MdsZoning:
     def __init__(self, state: SimState, locked_elsewhere: Callable[[], bool]) -> None:
         self.state = state
         self.locked_elsewhere = locked_elsewhere
-        for key in ("zones", "zonesets", "active", "zone_modes"):
+        for key in ("zones", "zonesets", "active", "zone_modes", "default_zones"):
             state.running.setdefault(key, {})
         self.locks: dict[str, ZoneLock] = {}
         self.status: dict[str, str] = {}  # last zoning action per VSAN, for show zone status
@@ -98,6 +103,9 @@ class MdsZoning:
     # --- who may edit ----------------------------------------------------------------------------
     def enhanced(self, vsan: int) -> bool:
         return self.running["zone_modes"].get(str(vsan)) == "enhanced"
+
+    def default_zone(self, vsan: int) -> str:
+        return self.running["default_zones"].get(str(vsan), "deny")
 
     def phantom_holds(self, vsan: int) -> bool:
         return self.enhanced(vsan) and self.locked_elsewhere()
@@ -164,20 +172,20 @@ class MdsZoning:
                 members.remove(name)
         return False
 
-    def zone_member(self, session: Session, out: Output, vsan: int, zone: str, wwn: str, negate: bool) -> None:
-        """``[no] member pwwn W`` inside ``zone name Z vsan N``."""
+    def zone_member(self, session: Session, out: Output, vsan: int, zone: str, member: str, negate: bool) -> None:
+        """``[no] member pwwn W | device-alias A`` inside ``zone name Z vsan N`` (`member`: W or "device-alias A")."""
         if self._busy(session, vsan, out):
             return
         zones, _ = self.view(session, vsan)
-        if negate and wwn not in zones.get(zone, []):
-            out.write(f'Zone member "pwwn {wwn}" not present in zone "{zone}"\n')  # [R]
+        if negate and member not in zones.get(zone, []):
+            out.write(f'Zone member "{member_spec(member)}" not present in zone "{zone}"\n')  # [R]
             return
         zones, _ = self._edit_db(session, vsan, out)
         members = zones.setdefault(zone, [])  # a lock cleared meanwhile: the zone starts again here
         if negate:
-            members.remove(wwn)
-        elif wwn not in members:
-            members.append(wwn)
+            members.remove(member)
+        elif member not in members:
+            members.append(member)
         out.changed = True
 
     def zoneset_name(self, session: Session, out: Output, name: str, vsan: int, negate: bool) -> bool:
@@ -269,6 +277,8 @@ class MdsZoning:
             elif name in lock.zonesets:
                 self.running["active"][key] = {
                     "name": name, "zones": {z: list(lock.zones.get(z, [])) for z in lock.zonesets[name]}}
+        if lock.default_zone is not None:
+            self._store_default_zone(vsan, lock.default_zone)
         del self.locks[key]
         self.status[key] = f"Commit completed at {stamp()}"
         out.write("Commit operation initiated. Check zone status\n")
@@ -284,6 +294,24 @@ class MdsZoning:
             out.write(BUSY)
         else:
             out.write(NOT_LOCKED)
+
+    def set_default_zone(self, session: Session, out: Output, vsan: int, permit: bool) -> None:
+        """``[no] zone default-zone permit vsan N``: at once in basic mode, at commit in enhanced mode."""
+        if self._busy(session, vsan, out):
+            return
+        policy = "permit" if permit else "deny"
+        out.changed = True
+        if self.enhanced(vsan):
+            self._edit_db(session, vsan, out)
+            self.locks[str(vsan)].default_zone = policy
+            return
+        self._store_default_zone(vsan, policy)
+
+    def _store_default_zone(self, vsan: int, policy: str) -> None:
+        if policy == "permit":
+            self.running["default_zones"][str(vsan)] = "permit"
+        else:
+            self.running["default_zones"].pop(str(vsan), None)
 
     async def set_mode(self, session: Session, out: Output, vsan: int, enhanced: bool) -> None:
         """``[no] zone mode enhanced vsan N``."""
@@ -328,7 +356,7 @@ class MdsZoning:
                     continue
                 text += f"zoneset name {info['name']} vsan {key}\n"
                 for zone, members in info["zones"].items():
-                    text += f"  zone name {zone} vsan {key}\n" + "".join(f"    pwwn {m}\n" for m in members)
+                    text += f"  zone name {zone} vsan {key}\n" + "".join(f"    {member_spec(m)}\n" for m in members)
                 text += "\n"
             if not text and vsan is not None:
                 text = "Zoneset not present\n"  # [R]
@@ -341,7 +369,7 @@ class MdsZoning:
                 text += f"zoneset name {name} vsan {key}\n"
                 for zone in members:
                     text += f"  zone name {zone} vsan {key}\n"
-                    text += "".join(f"    pwwn {m}\n" for m in zones.get(zone, []))
+                    text += "".join(f"    {member_spec(m)}\n" for m in zones.get(zone, []))
                 text += "\n"
         return text
 
@@ -351,7 +379,7 @@ class MdsZoning:
             if vsan is not None and key != str(vsan):
                 continue
             for name, members in zones.items():
-                text += f"zone name {name} vsan {key}\n" + "".join(f"  pwwn {m}\n" for m in members) + "\n"
+                text += f"zone name {name} vsan {key}\n" + "".join(f"  {member_spec(m)}\n" for m in members) + "\n"
         return text
 
     def zone_status(self, vsan: int) -> str:
@@ -375,7 +403,7 @@ class MdsZoning:
                      else "    Database Not Available\n")  # [R] the no-active-zoneset line
         default_status = "Activation completed" if active else "Deactivation completed"
         used = full_size + active_size
-        return (f"VSAN: {vsan} default-zone: deny distribute: {distribute} Interop: default\n"
+        return (f"VSAN: {vsan} default-zone: {self.default_zone(vsan)} distribute: {distribute} Interop: default\n"
                 f"    mode: {mode} merge-control: allow\n"
                 f"    session:  {f'cli [{holder}]' if holder else 'none'}\n"  # [R] the holder form
                 "    hard-zoning: enabled broadcast: unsupported\n"
@@ -422,6 +450,11 @@ class MdsZoning:
         self.locks.pop("1", None)
 
 
+def member_spec(member: str) -> str:
+    """How a stored member is written after ``member`` (config) or alone (shows)."""
+    return member if " " in member else f"pwwn {member}"
+
+
 def _db_size(zones: dict[str, list[str]], zonesets: dict[str, list[str]]) -> int:
     """A plausible encoded size: NX-OS reports bytes; the simulator only needs them to grow with the DB."""
     if not zones and not zonesets:
@@ -433,13 +466,15 @@ def _db_size(zones: dict[str, list[str]], zonesets: dict[str, list[str]]) -> int
 def render_zoning(config: dict[str, Any]) -> list[str]:
     """The zoning lines of ``show running-config`` (or startup-config) for `config`."""
     lines: list[str] = []
+    for key in sorted(config.get("default_zones", {}), key=int):
+        lines += ["", f"zone default-zone permit vsan {key}"]
     for key in sorted(config.get("zone_modes", {}), key=int):
         lines += ["", f"zone mode enhanced vsan {key}"]
     for key, active in sorted(config.get("active", {}).items(), key=lambda item: int(item[0])):
         lines += ["", f"!Active Zone Database Section for vsan {key}"]
         for zone, members in active["zones"].items():
             lines.append(f"zone name {zone} vsan {key}")
-            lines += [f"    member pwwn {m}" for m in members]
+            lines += [f"    member {member_spec(m)}" for m in members]
         lines += ["", f"zoneset name {active['name']} vsan {key}"]
         lines += [f"    member {zone}" for zone in active["zones"]]
         lines += ["", f"zoneset activate name {active['name']} vsan {key}", f"do clear zone database vsan {key}"]
@@ -448,7 +483,7 @@ def render_zoning(config: dict[str, Any]) -> list[str]:
         lines += [f"!Full Zone Database Section for vsan {key}"]
         for zone, members in config.get("zones", {}).get(key, {}).items():
             lines.append(f"zone name {zone} vsan {key}")
-            lines += [f"    member pwwn {m}" for m in members]
+            lines += [f"    member {member_spec(m)}" for m in members]
         for name, members in config.get("zonesets", {}).get(key, {}).items():
             lines += ["", f"zoneset name {name} vsan {key}"]
             lines += [f"    member {zone}" for zone in members]

@@ -140,6 +140,43 @@ def test_basic_mode_edits_and_activation_apply_at_once(mds, me, other):
     assert re.search(rf"^Status: Deactivation completed at {STAMP}$", text, re.M)
 
 
+def test_the_default_zone_policy_is_per_vsan_shown_in_the_status_and_the_running_config(mds, me):
+    me("configure terminal")
+    assert me("zone default-zone permit vsan 2").text == ""
+    assert status(me, 2).startswith("VSAN: 2 default-zone: permit distribute: active only")
+    assert status(me, 1).startswith("VSAN: 1 default-zone: deny distribute: active only")
+    assert "\nzone default-zone permit vsan 2\n" in me("show running-config").text
+    assert mds.running["default_zones"] == {"2": "permit"}
+    me("no zone default-zone permit vsan 2")
+    assert status(me, 2).startswith("VSAN: 2 default-zone: deny")
+    assert "default-zone" not in me("show running-config").text
+
+
+def test_an_enhanced_default_zone_change_takes_the_lock_and_applies_at_commit(mds, me, other):
+    enhanced(me)
+    me("configure terminal")
+    assert me("zone default-zone permit vsan 1").text == CREATED
+    assert "default-zone: deny" in status(other)
+    other("configure terminal")
+    assert other("no zone default-zone permit vsan 1").text == BUSY
+    assert me("zone commit vsan 1").text == COMMITTED
+    assert "default-zone: permit" in status(other)
+
+
+def test_device_alias_members_are_kept_shown_and_removed(mds, me):
+    me.script(["configure terminal", "zone name prod_alias vsan 1"])
+    assert me("member device-alias hostA").text == ""
+    assert me("member pwwn 10:00:00:00:C9:AA:BB:01").text == ""
+    assert mds.running["zones"]["1"]["prod_alias"] == ["device-alias hostA", WWN1]
+    absent = 'Zone member "device-alias hostB" not present in zone "prod_alias"\n'
+    assert me("no member device-alias hostB").text == absent
+    me("end")
+    assert "    member device-alias hostA\n    member pwwn 10:00:00:00:c9:aa:bb:01\n" in me("show running-config").text
+    assert me("show zone vsan 1").text == f"zone name prod_alias vsan 1\n  device-alias hostA\n  pwwn {WWN1}\n\n"
+    me.script(["configure terminal", "zone name prod_alias vsan 1", "no member device-alias hostA", "end"])
+    assert mds.running["zones"]["1"]["prod_alias"] == [WWN1]
+
+
 # --- enhanced mode: the lock ----------------------------------------------------------------------
 
 
