@@ -6,8 +6,10 @@ Each router has a VSAN in the registry (default 1). Its active zoneset carries e
 zone of the VSAN, so flexzone adds its zones to *that* zoneset (``zoneset name <active> vsan N`` /
 ``member <zone>``) and re-activates *that* one; a remove takes them out and re-activates it again.
 flexzone never activates a zoneset of its own in its place. Only a VSAN with no active zoneset gets
-``fz_zoneset``, with a warning in the journal, and only when ``fz_zoneset`` loses its last zone is it
-deactivated again, which puts the VSAN back as flexzone found it. A full zoneset that differs from
+``fz_zoneset``, with a warning in the journal, and only if its default zone is ``deny`` (with
+``permit`` every device there reaches every other, and any active zoneset would cut off those not in
+it: such a VSAN is refused). Only when ``fz_zoneset`` loses its last zone is it deactivated again,
+which puts the VSAN back as flexzone found it. A full zoneset that differs from
 the active one beyond the link's own zones holds someone else's staged changes: the operation is
 refused rather than activating them (routers/drivers/zoning.py has the rules both FCIP drivers
 share).
@@ -95,11 +97,13 @@ _LEFT_LOCKS: set[tuple[str, int, int]] = set()
 
 @dataclass
 class ZoneStatus:
-    """``show zone status vsan N``: the zoning mode and who holds the session lock (None: nobody)."""
+    """``show zone status vsan N``: the zoning mode, who holds the session lock (None: nobody) and the
+    default-zone policy (``deny``, or ``permit``: devices in no zone reach each other)."""
 
     mode: str
     holder: str | None
     status: str
+    default_zone: str
 
     @property
     def enhanced(self) -> bool:
@@ -182,10 +186,11 @@ def parse_zone_status(text: str) -> ZoneStatus:
     mode = re.search(r"^\s*mode:\s*(\w+)", text, re.M)
     session = re.search(r"^\s*session:\s*(.+?)\s*$", text, re.M)
     status = re.search(r"^Status:\s*(.*)$", text, re.M)
-    if not text.startswith("VSAN:") or mode is None or session is None:
+    default_zone = re.match(r"VSAN:\s*\d+\s+default-zone:\s*(\w+)", text)
+    if mode is None or session is None or default_zone is None:
         raise ValueError(f"unrecognised zone status {text[:200]!r}")
     holder = None if session.group(1) == "none" else session.group(1)
-    return ZoneStatus(mode.group(1), holder, status.group(1) if status else "")
+    return ZoneStatus(mode.group(1), holder, status.group(1) if status else "", default_zone.group(1))
 
 
 def link_prefix(spec: LinkSpec) -> str:
@@ -413,7 +418,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
                            and interface.get("shutdown") == "no" and interface.get("profile") == str(spec.port)
                            and config.profiles.get(spec.port) == spec.local_ip)
         lines = [] if interface_ready else self._interface_lines(spec)
-        zoning = self._zone(spec, config.fabric(spec.vsan))
+        zoning = self._zone(spec, config.fabric(spec.vsan), status)
         if zoning and status.enhanced:
             zoning.append(f"zone commit vsan {spec.vsan}")
         if not lines and not zoning and not freeing:
@@ -456,7 +461,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
         if spec.vsan != self.target.vsan:
             raise ValueError(f"vsan: the link says vsan {spec.vsan}, the router {self.target.vsan}")
 
-    def _zone(self, spec: LinkSpec, fabric: FabricZoning) -> list[str]:
+    def _zone(self, spec: LinkSpec, fabric: FabricZoning, status: ZoneStatus) -> list[str]:
         """The zoning lines that make the active zoneset enforce exactly the link's pair zones."""
         vsan = spec.vsan
         wanted = pair_zones(link_prefix(spec), spec)
@@ -464,6 +469,14 @@ class CiscoMdsDriver(SessionGuardedDriver):
         stale = sorted(ours - set(wanted))  # the link's zones for initiators no longer chosen
         zoneset = fabric.in_effect
         if zoneset is None:
+            # With no active zoneset, the default zone decides: permit lets every device reach every
+            # other, and activating any zoneset would cut off all those not in it.
+            if status.default_zone != "deny":
+                raise CommandRejected(
+                    f"no zoneset is active in vsan {vsan} and the default zone of vsan {vsan} is "
+                    f"{status.default_zone}: every device reaches every other, and activating {self.zoneset} would "
+                    "cut off every device not in it, so flexzone will not create one here",
+                    router_message=f"default-zone: {status.default_zone}", transcript=self._peek_transcript())
             zoneset = self.zoneset
         elif refusal := refuse_staged_changes(fabric, zoneset, ours | set(wanted)):
             raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())

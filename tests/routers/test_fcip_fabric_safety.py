@@ -308,3 +308,21 @@ def test_mds_a_lock_held_by_another_user_is_never_freed(mds, driver_for):
         assert "no zone commit" not in driver.take_transcript()
     finally:
         admin.close()
+
+
+def test_mds_refuses_to_create_a_zoneset_when_the_default_zone_permits_everyone(mds, driver_for):
+    admin = FabricAdmin(mds, "cisco_mds")
+    try:
+        admin.conn.send_config_set(["zone default-zone permit vsan 1"])
+        before = mds.state()
+        driver = driver_for(mds)
+        driver.take_transcript()
+        with pytest.raises(CommandRejected, match="default zone of vsan 1 is permit") as refused:
+            driver.add_link(spec_for("cisco_mds"))
+        assert not isinstance(refused.value, LinkExists)
+        assert sent_commands(driver.take_transcript(), "cisco_mds") == []
+        assert mds.state() == before
+        assert configuration_in_force(mds, "cisco_mds") is None
+    finally:
+        admin.close()
+
