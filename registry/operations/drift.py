@@ -153,19 +153,26 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             if found.state != "up":
                 Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
                 report["repaired"].append(_describe(key, action="registry: up -> down"))
+            elif found.targets != (up[key].device.wwn,):  # it zones another device: not this record's link
+                Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
+                report["repaired"].append(_describe(key, action="registry: up -> down (the router zones "
+                                                    f"{', '.join(found.targets) or 'no target'})"))
             else:
                 Link.objects.filter(pk=up[key].pk).update(initiators=list(found.initiators), updated_at=now)
                 report["repaired"].append(_describe(key, action="registry: initiators taken from the router"))
         for key in extra:
-            link = _record_from_router(router, key, actual[key])
-            if link is None:
+            link = _record_from_router(router, key, actual[key], zoning) if actual[key].state == "up" else None
+            if actual[key].state != "up":
+                report["unresolved"].append(_describe(key, reason="the router lists this link down; nothing recorded"))
+            elif link is None:
                 report["unresolved"].append(_describe(key, reason="no registered site/device matches this link"))
             else:
                 report["repaired"].append(_describe(key, action=f"registry: recorded as link {link.pk}"))
         for row in stuck:
+            found = actual.get(_key(row))
             final = (
                 Link.State.UP
-                if _key(row) in actual
+                if found is not None and found.state == "up" and not (zoning and _members_differ(row, found))
                 else (
                     Link.State.FAILED
                     if row.state in (Link.State.CONFIGURING, Link.State.REQUESTED)
@@ -182,14 +189,19 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     return report
 
 
-def _record_from_router(router: Router, key: tuple[int, int, str], found: RouterLink) -> Link | None:
+def _record_from_router(router: Router, key: tuple[int, int, str], found: RouterLink, zoning: bool) -> Link | None:
     """Create the registry record for a link found only on the router (policy "router")."""
     port, zone_id, remote_ip = key
     remote = Site.objects.filter(data_ip=remote_ip).first()
     zone = Zone.objects.filter(zone_id=zone_id).first()
     if remote is None or zone is None:
         return None
-    device = Device.objects.filter(zone=zone, owner_site__in=[router.site, remote]).order_by("description").first()
+    devices = Device.objects.filter(zone=zone, owner_site__in=[router.site, remote]).order_by("description")
+    if zoning:  # an FCIP link names its device: the target its zones hold
+        if len(found.targets) != 1 or not found.initiators:
+            return None
+        devices = devices.filter(wwn=found.targets[0])
+    device = devices.first()
     if device is None:
         return None
     requester = remote if device.owner_site_id == router.site_id else router.site

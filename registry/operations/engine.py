@@ -608,12 +608,12 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
     while True:
         attempt += 1
         run.attempt()
-        reused = False
+        reused = in_session = False
         try:
             with router_lock(router.pk, max(0.0, min(conf.router_wait, run.remaining()))):
                 run.phase(Phase.CONNECTING)
                 with pool.session(router.pk, target, run.absorb, deadline=run.deadline) as lease:
-                    reused = lease.reused
+                    reused, in_session = lease.reused, True
                     run.phase(Phase.ON_ROUTER)
                     return work(lease, run.recovering or attempt > 1)
         except RouterBusy as exc:
@@ -628,13 +628,13 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
                                  untouched=not touched) from None
             time.sleep(delay)
         except RouterError as exc:
-            touched = True
+            touched |= in_session  # a refused or failed login sent nothing
             failures += 1
             if exc.transcript and not run.transcripts:
                 run.transcripts.append(f"--- {router.name} (error) ---\n{exc.transcript.rstrip()}")
             if not _is_transient(exc):
                 message = getattr(exc, "router_message", "") or str(exc)
-                raise StepFailed(router.name, message, permanent=True) from None
+                raise StepFailed(router.name, message, permanent=True, untouched=not touched) from None
             if failures >= conf.max_attempts:
                 raise StepFailed(router.name, f"gave up after {failures} attempts: {exc}", permanent=False) from None
             delay = 0.0 if reused and failures == 1 else _backoff(failures)
@@ -747,9 +747,10 @@ def _execute_add(run: Run) -> None:
             try:
                 _drive(run, link.router, step.spec, "add")
             except StepFailed as exc:
-                # Steps not yet sent never reached a router; a refused one (login or command) neither.
+                # Steps not yet sent never reached a router, nor did a refused login. A command
+                # refused part-way may follow others that took effect: that step is undone too.
                 untouched = [lk.pk for lk, mine in links[index + 1 :] if mine]
-                if exc.permanent or exc.untouched:
+                if exc.untouched:
                     untouched.append(link.pk)
                 else:
                     done.append((step, link, True))
@@ -891,10 +892,14 @@ def _execute_remove(run: Run) -> None:
         try:
             _drive(run, router, step.spec, "remove")
         except StepFailed as exc:
-            # Steps not yet sent are untouched, and a refused one is still there: as they were.
+            # Steps not yet sent are untouched: as they were. A step refused part-way may have taken
+            # some of the link down (its zones out of force, say): failed, for reconcile to settle.
             untouched = [lk for lk in links[index + 1 :] if lk is not None]
-            if link is not None and (exc.permanent or exc.untouched):
+            if link is not None and exc.untouched:
                 untouched.append(link)
+            elif link is not None:
+                Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
+                                                       updated_at=timezone.now())
             for lk in untouched:
                 Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
             _mark_down(removed)  # verified gone from their routers

@@ -234,3 +234,35 @@ def test_a_retry_after_a_connection_lost_before_activation_puts_the_zones_in_for
         assert sorted(fcip_lab.flexzone_zones(name).values()) == [[initiator, XRAID1]], name
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
+
+
+@pytest.mark.django_db
+def test_a_step_refused_part_way_is_undone_and_what_others_configured_stays(fcip_lab):
+    # A customer's tunnel already uses the two sites' addresses: flexzone's tunnel is created, then
+    # its circuit is refused. The tunnel flexzone made is taken away again; the customer's stays.
+    local = Site.objects.get(name="primary-site").data_ip
+    remote = Site.objects.get(name="remote-site").data_ip
+    admin = fcip_lab.admins["primary-rtr"]
+    admin.fos("portcfg fciptunnel 26 create -d customer")
+    admin.fos(f"portcfg fcipcircuit 26 create 0 --local-ip {local} --remote-ip {remote}")
+    op = execute(submit("add", CONNECT).pk)
+    assert op.state == "rolled_back", (op.state, op.error)
+    assert "already used by circuit 26.0" in op.error
+    assert set(fcip_lab.sims["primary-rtr"].state().running["tunnels"]) == {"26"}
+    assert fcip_lab.production_everywhere()
+    assert set(Link.objects.values_list("state", flat=True)) == {"failed"}
+    assert not DeviceLock.objects.exists()
+
+
+@pytest.mark.django_db
+def test_repair_by_the_router_never_records_up_a_link_the_switch_lists_down(fcip_lab):
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    [zone] = fcip_lab.flexzone_zones("primary-rtr")
+    admin = fcip_lab.admins["primary-rtr"]
+    admin.fos(f'cfgremove "PROD", "{zone}"')  # someone takes our zone out of force; it stays defined
+    admin.fos_confirmed('cfgenable "PROD"')
+    Link.objects.filter(router__name="primary-rtr").update(state="configuring")  # a record left mid-change
+    op = reconcile(repair=True, policy="router")
+    assert op.state == "succeeded", op.error
+    assert Link.objects.get(router__name="primary-rtr").state == "failed"
+    assert fcip_lab.production_everywhere()
