@@ -29,9 +29,11 @@ How a flexzone link maps onto MDS FCIP
 ``LinkSpec(port, zone, remote_ip, local_ip, wwn, initiators, vsan)`` is, on the switch:
 
 * FCIP interface ``fcip<port>`` (ids 1-255, the range every MDS release accepts) described
-  ``flexzone`` (so we only ever delete interfaces we created), using FCIP profile ``<port>`` bound to
-  ``local_ip`` and peering with ``remote_ip``. The interface is shared by every flexzone zone carried
-  to that remote gateway;
+  ``flexzone`` (so we only ever change or delete interfaces we created), using FCIP profile
+  ``<port>`` bound to ``local_ip`` and peering with ``remote_ip``. The interface is shared by every
+  flexzone zone carried to that remote gateway. An existing ``fcip<port>`` without that description,
+  or a profile ``<port>`` that any other interface uses (or that flexzone's interface does not), is
+  someone else's: the add is refused, and a remove never deletes a profile another interface uses;
 * one zone per initiator-target pair, ``fz_z<zone>_fcip<port>_<initiator>_<target>`` (16 hex digits
   each) with ``member pwwn`` lines for exactly those two ports, in the VSAN's active zoneset.
 
@@ -191,6 +193,33 @@ def parse_zone_status(text: str) -> ZoneStatus:
         raise ValueError(f"unrecognised zone status {text[:200]!r}")
     holder = None if session.group(1) == "none" else session.group(1)
     return ZoneStatus(mode.group(1), holder, status.group(1) if status else "", default_zone.group(1))
+
+
+def profile_users(config: RunningConfig, profile: int) -> list[int]:
+    """The fcip interfaces that use FCIP profile `profile`."""
+    return sorted(number for number, interface in config.interfaces.items() if interface.get("profile") == str(profile))
+
+
+def foreign_fcip(config: RunningConfig, port: int) -> str | None:
+    """Why the port's fcip interface or profile is not flexzone's to configure (None: it is, or is free).
+
+    The interface is flexzone's only with flexzone's description; profile N only when flexzone's own
+    ``fcip N`` is its one user: a profile any other interface uses, or none, is someone else's.
+    """
+    interface = config.interfaces.get(port)
+    if interface is not None and interface.get("description") != DESCRIPTION:
+        return (f"interface fcip{port} was not created by flexzone (description "
+                f"{interface.get('description', '')!r}, not {DESCRIPTION!r}); flexzone leaves it alone")
+    if port not in config.profiles:
+        return None
+    others = [number for number in profile_users(config, port) if number != port]
+    if others:
+        used_by = ", ".join(f"fcip{number}" for number in others)
+        return f"fcip profile {port} is used by interface {used_by}; flexzone leaves it alone"
+    if interface is None or interface.get("profile") != str(port):
+        return (f"fcip profile {port} exists and no flexzone interface fcip{port} uses it: it is not flexzone's, "
+                "flexzone leaves it alone")
+    return None
 
 
 def link_prefix(spec: LinkSpec) -> str:
@@ -407,10 +436,9 @@ class CiscoMdsDriver(SessionGuardedDriver):
         status, freeing = self.claim_zoning()
         config = self.running_config()
         interface = config.interfaces.get(spec.port)
+        if refusal := foreign_fcip(config, spec.port):
+            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
         if interface is not None:
-            if interface.get("description", DESCRIPTION) != DESCRIPTION:
-                raise CommandRejected(f"fcip{spec.port} is not a flexzone interface ({interface['description']!r})",
-                                      router_message="", transcript=self._peek_transcript())
             if interface.get("peer") not in (None, spec.remote_ip):
                 raise CommandRejected(f"fcip{spec.port} already peers with {interface['peer']}",
                                       router_message="", transcript=self._peek_transcript())
@@ -447,7 +475,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
         lines = [*freeing, *zoning]
         if interface is not None and interface.get("description") == DESCRIPTION and not others:
             lines.append(f"no interface fcip {spec.port}")
-            if spec.port in config.profiles:
+            if spec.port in config.profiles and profile_users(config, spec.port) == [spec.port]:
                 lines.append(f"no fcip profile {spec.port}")
         if lines:
             self.configure(["configure terminal", *lines, "end"])

@@ -326,3 +326,58 @@ def test_mds_refuses_to_create_a_zoneset_when_the_default_zone_permits_everyone(
     finally:
         admin.close()
 
+
+CUSTOMER_FCIP = ["feature fcip", "fcip profile 5", "ip address 198.18.0.77", "interface fcip 9", "use-profile 5",
+                 "peer-info ipaddr 198.18.9.9", "no shutdown"]
+
+
+def test_mds_an_add_on_a_profile_a_customers_interface_uses_is_refused_and_touches_nothing(mds, driver_for):
+    admin = FabricAdmin(mds, "cisco_mds")
+    try:
+        admin.seed_production()
+        admin.conn.send_config_set(CUSTOMER_FCIP)
+        before = mds.state()
+        driver = driver_for(mds)
+        driver.take_transcript()
+        with pytest.raises(CommandRejected, match="fcip profile 5 is used by interface fcip9"):
+            driver.add_link(spec_for("cisco_mds"))
+        assert sent_commands(driver.take_transcript(), "cisco_mds") == []
+        assert mds.state() == before
+    finally:
+        admin.close()
+
+
+def test_mds_a_remove_leaves_a_profile_a_customers_interface_shares(mds, driver_for):
+    admin = FabricAdmin(mds, "cisco_mds")
+    try:
+        admin.seed_production()
+        driver = driver_for(mds)
+        driver.add_link(spec_for("cisco_mds"))
+        admin.conn.send_config_set(CUSTOMER_FCIP[3:])  # the customer's fcip9 also uses profile 5
+        customer = mds.state().running["interfaces"]["9"]
+        driver.take_transcript()
+        driver.remove_link(spec_for("cisco_mds"))
+        assert "no fcip profile 5" not in sent_commands(driver.take_transcript(), "cisco_mds")
+        running = mds.state().running
+        assert running["interfaces"] == {"9": customer}
+        assert running["profiles"] == {"5": {"ip": "198.18.0.1"}}
+        assert production_in_force(mds, "cisco_mds") and flexzone_zones(mds, "cisco_mds") == {}
+    finally:
+        admin.close()
+
+
+def test_mds_an_existing_interface_without_flexzones_description_is_refused(mds, driver_for):
+    admin = FabricAdmin(mds, "cisco_mds")
+    try:
+        admin.seed_production()
+        admin.conn.send_config_set(["feature fcip", "interface fcip 5", "peer-info ipaddr 198.18.1.1"])
+        before = mds.state()
+        driver = driver_for(mds)
+        driver.take_transcript()
+        with pytest.raises(CommandRejected, match="interface fcip5 was not created by flexzone"):
+            driver.add_link(spec_for("cisco_mds"))
+        assert sent_commands(driver.take_transcript(), "cisco_mds") == []
+        assert mds.state() == before
+    finally:
+        admin.close()
+
