@@ -178,7 +178,9 @@ def parse_running_config(text: str) -> RunningConfig:
             if words[:2] == ["member", "pwwn"]:
                 block.append(words[2].lower())
             elif words[0] == "member":
-                block.append(words[1])
+                # A zone's `member device-alias X` / `fcalias X` / `interface ...` is kept whole, so a
+                # staged change from one alias to another shows; a zoneset's `member Z` is a zone name.
+                block.append(" ".join(words[1:]))
         elif line and not line.startswith(" "):
             block = None
     return config

@@ -381,3 +381,21 @@ def test_mds_an_existing_interface_without_flexzones_description_is_refused(mds,
     finally:
         admin.close()
 
+
+def test_mds_a_staged_device_alias_change_of_a_production_zone_is_never_put_in_force(mds, driver_for):
+    admin = FabricAdmin(mds, "cisco_mds")
+    try:
+        admin.seed_production()
+        admin.conn.send_config_set(["zone name prod_alias vsan 1", "member device-alias hostA",
+                                    "zoneset name PROD vsan 1", "member prod_alias",
+                                    "zoneset activate name PROD vsan 1"])
+        admin.conn.send_config_set(["zone name prod_alias vsan 1", "no member device-alias hostA",
+                                    "member device-alias hostB"])  # staged: not activated
+        before = mds.state()
+        assert before.running["active"]["1"]["zones"]["prod_alias"] == ["device-alias hostA"]
+        driver = driver_for(mds)
+        with pytest.raises(CommandRejected, match="prod_alias has other members defined than in effect"):
+            driver.add_link(spec_for("cisco_mds"))
+        assert mds.state() == before
+    finally:
+        admin.close()
