@@ -19,7 +19,8 @@ zoning edit takes a fabric-wide session lock that ``zone commit vsan N`` distrib
 a lock held by anyone else is ZoningBusy (the engine waits and retries within the operation's time
 limit; flexzone never clears another session's lock), our edits end with ``zone commit vsan N``
 and the status is read back. If an edit fails, ``no zone commit vsan N`` discards our pending
-changes and frees our lock; if our session dies holding the lock (NX-OS keeps it), this process
+changes and frees our lock (only while our session is still uncommitted: after our own commit the
+lock may be someone else's); if our session dies holding the lock (NX-OS keeps it), this process
 remembers it and the next session on that router frees it the same way before retrying. In basic
 mode there is no lock and ``zoneset activate`` distributes. Confirmation questions (the activation
 of a much bigger zoneset asks, netmiko #154) are switched off with ``terminal dont-ask`` at login.
@@ -91,6 +92,7 @@ CONFIG_LINE = re.compile(
 BUSY = r"Lock is currently busy"
 CONFIG_ERRORS = rf"% (?:Invalid|Incomplete|Ambiguous)|not present|in use|does not exist|{BUSY}"
 SESSION_CREATED = "Enhanced zone session has been created"
+COMMITTED = "Commit operation initiated"
 
 # Enhanced-mode locks this process's sessions died holding: (host, port, vsan). NX-OS keeps such a
 # lock until it is committed or discarded; the next session of ours to that router discards it.
@@ -222,6 +224,12 @@ def foreign_fcip(config: RunningConfig, port: int) -> str | None:
         return (f"fcip profile {port} exists and no flexzone interface fcip{port} uses it: it is not flexzone's, "
                 "flexzone leaves it alone")
     return None
+
+
+def own_session_open(said: str) -> bool:
+    """Whether a configure session's output shows our enhanced-mode zone session created and not
+    committed since (after ``zone commit`` the lock is free, and may be anyone's)."""
+    return said.rfind(SESSION_CREATED) > said.rfind(COMMITTED)
 
 
 def link_prefix(spec: LinkSpec) -> str:
@@ -363,27 +371,45 @@ class CiscoMdsDriver(SessionGuardedDriver):
                     conn.exit_config_mode()  # leave the session usable for the next operation
                 except Exception:  # noqa: BLE001 - the rejection is what matters; a dead session is dropped later
                     pass
-                if SESSION_CREATED in said:
+                if own_session_open(said):
                     self.discard_zone_session()
                 else:
+                    # Never locked, or our commit already freed the lock, which may be someone else's now
+                    # (NX-OS lets any session of the same user discard it): nothing of ours to discard.
                     self._holding.discard(vsan)
                 if re.search(BUSY, message):
                     raise ZoningBusy(f"configure: {message} (another session holds the zoning lock of vsan {vsan})",
                                      transcript=self._peek_transcript()) from exc
                 raise CommandRejected(f"configure: {message}", router_message=message,
                                       transcript=self._peek_transcript()) from exc
+            except Exception:
+                said = self._peek_transcript()[mark:]
+                if COMMITTED in said and not own_session_open(said):
+                    self._holding.discard(vsan)  # the session dropped after our commit freed the lock
+                raise
         self._holding.discard(vsan)  # committed (enhanced mode) or never locked (basic mode)
         return output
 
     def discard_zone_session(self) -> None:
-        """Free our enhanced-mode lock and drop our pending changes (``no zone commit vsan N``)."""
+        """Free our enhanced-mode lock and drop our pending changes (``no zone commit vsan N``).
+
+        Only a discard the switch accepted frees it here; otherwise the lock stays remembered, and the
+        next session frees it if it is still ours (claim_zoning)."""
         vsan = self.target.vsan
         try:
             self.conn.send_config_set([f"no zone commit vsan {vsan}"], exit_config_mode=True,
-                                      read_timeout=self.wait_limit(self.target.command_timeout))
-            self._holding.discard(vsan)
-        except Exception:  # noqa: BLE001 - a dead session is remembered in _drop and freed next time
-            pass
+                                      read_timeout=self.wait_limit(self.target.command_timeout),
+                                      error_pattern=CONFIG_ERRORS)
+        except Exception as exc:  # noqa: BLE001 - a dead session is remembered in _drop and freed next time
+            self.warn(f"no zone commit vsan {vsan} failed ({_first_line(str(exc))}); the zoning lock stays "
+                      "remembered for the next session")
+            if isinstance(exc, ConfigInvalidException):
+                try:
+                    self.conn.exit_config_mode()
+                except Exception:  # noqa: BLE001 - a dead session is dropped later
+                    pass
+            return
+        self._holding.discard(vsan)
 
     def zone_status(self) -> ZoneStatus:
         vsan = self.target.vsan
@@ -582,6 +608,10 @@ class CiscoMdsDriver(SessionGuardedDriver):
 
 def _is_zoning(line: str) -> bool:
     return bool(re.match(r"(?:no )?(?:zone |zoneset |member )", line))
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
 
 
 def _error_line(text: str) -> str:

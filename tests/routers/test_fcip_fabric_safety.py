@@ -399,3 +399,34 @@ def test_mds_a_staged_device_alias_change_of_a_production_zone_is_never_put_in_f
         assert mds.state() == before
     finally:
         admin.close()
+
+
+def test_mds_a_failure_after_our_own_commit_discards_nothing(mds, driver_for):
+    admin = FabricAdmin(mds, "cisco_mds")
+    try:
+        admin.seed_production()
+        admin.enhanced_mode()
+        driver = driver_for(mds)
+        driver.take_transcript()
+        with pytest.raises(CommandRejected, match="Invalid command"):
+            # Our commit releases the lock, which may be someone else's by the time the next line fails.
+            driver.configure(["configure terminal", "zone name fz_probe vsan 1", f"member pwwn {TARGET}",
+                              "zone commit vsan 1", "fcip profile 5", "end"])  # feature fcip is off
+        assert "no zone commit" not in driver.take_transcript()
+        assert mds.state().running["zones"]["1"]["fz_probe"] == [TARGET]
+    finally:
+        admin.close()
+
+
+def test_mds_a_discard_the_switch_refuses_leaves_the_lock_remembered(mds, driver_for):
+    admin = FabricAdmin(mds, "cisco_mds")
+    try:
+        admin.enhanced_mode()
+        mds.faults = [Fault("zoning_locked")]  # san-admin's lock: our `no zone commit` is refused
+        driver = driver_for(mds)
+        driver._holding.add(1)
+        driver.discard_zone_session()
+        assert "Lock is currently busy" in driver.take_transcript()
+        assert driver._holding == {1}  # still ours to free (or to find gone) in the next session
+    finally:
+        admin.close()
