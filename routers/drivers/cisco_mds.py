@@ -81,7 +81,7 @@ from routers.drivers.zoning import (
 
 FCIP_IDS = range(1, 256)
 ZONESET = "fz_zoneset"
-ZONE_RE = re.compile(r"fz_z(\d+)_fcip(\d+)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")
+ZONE_RE = re.compile(r"fz_z(0|[1-9]\d*)_fcip(0|[1-9]\d*)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")  # as flexzone writes them
 DESCRIPTION = "flexzone"
 # Running-config lines are keywords and values; free text and secrets appear only after the
 # keywords listed. A line outside this grammar means the reply was damaged on the way.
