@@ -150,6 +150,13 @@ class ZoningBusy(RouterError):
     transient = True
 
 
+class ZoningChanged(RouterError):
+    """The fabric's zoning changed under an edit: between flexzone's read and its first edit another
+    admin enabled or saved a configuration. flexzone dropped its own edits; read again and retry."""
+
+    transient = True
+
+
 def validate_link_spec(spec: LinkSpec) -> None:
     """Refuse anything that must never reach a router command line."""
     if not isinstance(spec.port, int) or isinstance(spec.port, bool) or not 0 <= spec.port <= 4095:

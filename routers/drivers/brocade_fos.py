@@ -20,7 +20,10 @@ by a failed attempt, is aborted first. Which one is ours is told by its token, r
 ``cfgtransshow`` right after this session's first accepted edit (FOS keeps one transaction per
 fabric, so the token names it); "It is abortable" alone is not taken as proof of ownership. A
 failed edit aborts this session's transaction at once, so nothing half-done is ever enabled or
-saved.
+saved. Between the first read and the first edit another admin can still act, so the zoning is read
+again just before ``cfgenable``, inside the transaction (where nobody else can change it): a
+different configuration in effect drops our edits and the step starts again on the new one
+(ZoningChanged, transient), and newly staged changes refuse the step.
 
 How a flexzone link maps onto FOS FCIP
 --------------------------------------
@@ -72,6 +75,7 @@ from routers.drivers.base import (
     RouterLink,
     Transport,
     ZoningBusy,
+    ZoningChanged,
 )
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
 from routers.drivers.zoning import (
@@ -438,7 +442,8 @@ class BrocadeFosDriver(SessionGuardedDriver):
         if not circuit_existed and not self.extension(circuit_line, exists=CIRCUIT_EXISTS):
             circuit_existed = True
         if cfg is not None:
-            self._transactional(lambda: self._apply(cfg, edits, fabric))
+            ours = link_zones(fabric, ZONE_RE, spec) | set(pair_zones(link_prefix(spec), spec))
+            self._transactional(lambda: self._apply(cfg, edits, fabric, ours))
         elif tunnel_existed and circuit_existed:
             raise LinkExists(f"link {spec.key} already configured", router_message="",
                              transcript=self._peek_transcript())
@@ -466,7 +471,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
         """Run zoning edits; if one fails, drop this session's transaction so nothing half-done stays."""
         try:
             return work()
-        except (CommandRejected, GarbledOutput, ZoningBusy):
+        except (CommandRejected, GarbledOutput, ZoningBusy, ZoningChanged):
             if self._own_token is not None and self._conn is not None:
                 try:
                     self.abort_if_own()
@@ -517,13 +522,29 @@ class BrocadeFosDriver(SessionGuardedDriver):
             return None, []
         return cfg, edits
 
-    def _apply(self, cfg: str, edits: list[str], fabric: FosZoning) -> None:
+    def _apply(self, cfg: str, edits: list[str], fabric: FosZoning, ours: set[str]) -> None:
         for command in edits:
             self.zoning_edit(command)
+        self._still_as_read(fabric, cfg, ours)
         self.enable(cfg)
         if fabric.in_effect is None:
             self.warn(f"no zoning configuration was in effect on the fabric; flexzone created and enabled "
                       f"{cfg} for its zones (default zone access was {fabric.default_access})")
+
+    def _still_as_read(self, before: FosZoning, cfg: str, ours: set[str]) -> None:
+        """Just before enabling, inside this session's transaction (so nobody else can change the
+        zoning any more): the configuration in effect must still be the one read before the first
+        edit, and the defined one must hold nothing new but the link's zones. Otherwise another admin
+        acted in between, and enabling would replace their configuration or enforce their staged work.
+        """
+        now = self.zoning()
+        if now.in_effect != before.in_effect:
+            raise ZoningChanged(
+                f"the configuration in effect changed from {before.in_effect or 'none'} to {now.in_effect or 'none'} "
+                "while flexzone was editing; its edits were dropped, to be made again on what is in effect now",
+                transcript=self._peek_transcript())
+        if before.in_effect is not None and (refusal := refuse_staged_changes(now, cfg, ours)):
+            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
 
     def _unzone(self, fabric: FosZoning, ours: set[str]) -> None:
         """Take the link's zones out of the cfg in effect and re-enable it (see the module doc)."""
@@ -557,6 +578,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
         if held_elsewhere:
             self.warn(f"zones {', '.join(sorted(held_elsewhere))} stay defined: other configurations list them")
         if cfg is not None and (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
+            self._still_as_read(fabric, cfg, ours)
             self.enable(cfg)
         elif self._own_token is not None:
             self.save()

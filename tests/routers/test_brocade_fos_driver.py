@@ -19,6 +19,7 @@ from routers.drivers.base import (
     RouterConnectError,
     RouterLink,
     ZoningBusy,
+    ZoningChanged,
 )
 from routers.drivers.brocade_fos import BrocadeFosDriver
 from routers.sim.faults import Fault
@@ -164,20 +165,25 @@ def test_any_output_from_a_zoning_edit_that_is_silent_on_success_is_an_error(fos
     driver.close()
 
 
+def race_before_first_edit(driver, admin_step) -> None:
+    """Let another administrator act between the driver's reads and its first zoning edit."""
+    first_edit = driver.zoning_edit
+
+    def admin_acts_first(command: str) -> None:
+        driver.zoning_edit = first_edit
+        admin_step()
+        first_edit(command)
+
+    driver.zoning_edit = admin_acts_first
+
+
 def test_a_transaction_another_session_opens_after_the_check_is_never_aborted(sim_factory, driver_for):
     fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
     admin = FabricAdmin(fos, "brocade_fos")
     try:
         admin.seed_production()
         driver = driver_for(fos)
-        first_edit = driver.zoning_edit
-
-        def admin_gets_there_first(command: str) -> None:  # between our cfgtransshow and our first edit
-            driver.zoning_edit = first_edit
-            admin.start_edit()
-            first_edit(command)
-
-        driver.zoning_edit = admin_gets_there_first
+        race_before_first_edit(driver, admin.start_edit)  # between our cfgtransshow and our first edit
         with pytest.raises(ZoningBusy):
             driver.add_link(SPEC)
         assert "cfgtransabort" not in driver.take_transcript()
@@ -185,6 +191,33 @@ def test_a_transaction_another_session_opens_after_the_check_is_never_aborted(si
         admin.abandon_edit()
         driver.add_link(SPEC)
         assert production_in_force(fos, "brocade_fos")
+    finally:
+        admin.close()
+
+
+@pytest.mark.parametrize("change", ["stage", "enable_other"])
+def test_zoning_changed_by_someone_else_after_the_read_is_never_put_in_force(sim_factory, driver_for, change):
+    fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    admin = FabricAdmin(fos, "brocade_fos")
+    try:
+        admin.seed_production()
+
+        def enable_other() -> None:  # another admin puts a cfg of their own in effect
+            admin.fos('cfgcreate "PROD2", "prod_oradb1_vmax"')
+            admin.fos_confirmed('cfgenable "PROD2"')
+
+        driver = driver_for(fos)
+        race_before_first_edit(driver, admin.stage_change if change == "stage" else enable_other)
+        with pytest.raises(CommandRejected if change == "stage" else ZoningChanged):
+            driver.add_link(SPEC)
+        active = admin.fos("cfgactvshow")
+        assert "fz_" not in active and "adm_staged" not in active
+        assert ("cfg:\tPROD2" in active) == (change == "enable_other")
+        assert "token" not in admin.fos("cfgtransshow")  # our own transaction was dropped
+        if change == "enable_other":  # the retry works on what is in effect now
+            driver.add_link(SPEC)
+            active = admin.fos("cfgactvshow")
+            assert "cfg:\tPROD2" in active and ZONE in active
     finally:
         admin.close()
 
