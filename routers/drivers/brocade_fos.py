@@ -84,6 +84,7 @@ from routers.drivers.zoning import (
     fabric_links,
     link_zones,
     pair_zones,
+    refuse_foreign_zones,
     refuse_staged_changes,
 )
 
@@ -494,6 +495,8 @@ class BrocadeFosDriver(SessionGuardedDriver):
                     router_message=f"No Effective configuration: ({fabric.default_access})",
                     transcript=self._peek_transcript())
             cfg = self.zone_cfg
+            if refusal := refuse_foreign_zones(fabric, cfg, ZONE_RE):
+                raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
         elif refusal := refuse_staged_changes(fabric, cfg, ours | set(wanted)):
             raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
         edits = []

@@ -76,6 +76,7 @@ from routers.drivers.zoning import (
     fabric_links,
     link_zones,
     pair_zones,
+    refuse_foreign_zones,
     refuse_staged_changes,
 )
 
@@ -534,6 +535,8 @@ class CiscoMdsDriver(SessionGuardedDriver):
                     "cut off every device not in it, so flexzone will not create one here",
                     router_message=f"default-zone: {status.default_zone}", transcript=self._peek_transcript())
             zoneset = self.zoneset
+            if refusal := refuse_foreign_zones(fabric, zoneset, ZONE_RE):
+                raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
         elif refusal := refuse_staged_changes(fabric, zoneset, ours | set(wanted)):
             raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
         lines = self._zone_lines({name: members for name, members in wanted.items() if name not in fabric.zones},

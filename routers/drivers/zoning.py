@@ -109,6 +109,19 @@ def refuse_staged_changes(fabric: FabricZoning, config: str, ours: Iterable[str]
             "that to whoever staged them")
 
 
+def refuse_foreign_zones(fabric: FabricZoning, config: str, pattern: re.Pattern[str]) -> str | None:
+    """The refusal message when flexzone's own-named `config` already lists zones it did not create.
+
+    flexzone's configuration is only ever put in force on a fabric with nothing in force; if someone
+    has defined one by that name with zones of their own, enabling it would enforce their work.
+    """
+    foreign = sorted(name for name in fabric.configs.get(config, []) if not pattern.fullmatch(name))
+    if not foreign:
+        return None
+    return (f"{config} is already defined with zones flexzone did not create ({', '.join(foreign)}); putting it in "
+            "force would enforce them, so flexzone leaves it to whoever defined it")
+
+
 def zone_members_differ(fabric: FabricZoning, name: str, members: list[str]) -> bool:
     return sorted(fabric.zones.get(name, [])) != sorted(members)
 

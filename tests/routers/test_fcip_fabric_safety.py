@@ -191,6 +191,22 @@ def test_a_fabric_with_nothing_in_force_gets_flexzones_own_configuration_with_a_
     assert "back to no" in driver.take_warnings()[0]
 
 
+def test_an_own_named_configuration_holding_other_zones_is_never_put_in_force(switch, admin, driver_for, platform):
+    # Nothing is in force, but someone has defined fz_cfg / fz_zoneset with a zone of their own.
+    if platform == "brocade_fos":
+        admin.fos(f'zonecreate "{PROD_ZONE}", "10:00:00:90:fa:c7:43:10; 50:00:09:73:f0:2c:51:04"')
+        admin.fos(f'cfgcreate "fz_cfg", "{PROD_ZONE}"')
+        assert "Updating flash" in admin.fos_confirmed("cfgsave")
+    else:
+        admin.conn.send_config_set([f"zone name {PROD_ZONE} vsan 1", "member pwwn 10:00:00:90:fa:c7:43:10",
+                                    "zoneset name fz_zoneset vsan 1", f"member {PROD_ZONE}"])
+    before = switch.state()
+    with pytest.raises(CommandRejected, match=PROD_ZONE):
+        driver_for(switch).add_link(spec_for(platform))
+    assert configuration_in_force(switch, platform) is None
+    assert switch.state() == before
+
+
 def test_a_configuration_of_someone_elses_is_never_emptied(switch, admin, driver_for, platform):
     admin.seed_production()
     driver = driver_for(switch)
