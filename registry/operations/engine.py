@@ -369,6 +369,7 @@ class Run:
     lease_expires_at: datetime | None = None
     links_down: list[int] = field(default_factory=list)
     release_locks: tuple[int, list[int]] | None = None
+    renew: tuple[int, list[int], list[int]] | None = None  # site, devices, links whose expiry an add sets
 
     def row(self, model: type[T], **lookup: Any) -> T:
         """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
@@ -500,7 +501,7 @@ def _finish(run: Run, started: float) -> None:
     text = "\n".join([*(f"# {note}" for note in notes), *run.transcripts])
     op.transcript = "\n".join(part for part in (op.transcript, text) if part)
     if op.state != State.SUCCEEDED:
-        run.links_up, run.links_down, run.release_locks = [], [], None
+        run.links_up, run.links_down, run.release_locks, run.renew = [], [], None, None
     if connection.vendor == "postgresql":
         _finish_in_one_statement(run)
         return
@@ -510,6 +511,10 @@ def _finish(run: Run, started: float) -> None:
             state=Link.State.UP, up_at=now, lease_expires_at=run.lease_expires_at, updated_at=now
         )
         _mark_down(run.links_down, now)
+        if run.renew:
+            site_id, device_ids, link_ids = run.renew
+            Link.objects.filter(pk__in=link_ids).update(lease_expires_at=run.lease_expires_at, updated_at=now)
+            DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).update(expires_at=run.lease_expires_at)
         if run.release_locks:
             site_id, device_ids = run.release_locks
             DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).exclude(
@@ -534,6 +539,12 @@ _FINISH_SQL = """
     ), down AS (
         UPDATE registry_link SET state = %(down)s, down_at = %(now)s, updated_at = %(now)s
          WHERE id = ANY(%(links_down)s)
+    ), renewed AS (
+        UPDATE registry_link SET lease_expires_at = %(lease)s, updated_at = %(now)s
+         WHERE id = ANY(%(links_renewed)s)
+    ), renewed_locks AS (
+        UPDATE registry_devicelock SET expires_at = %(lease)s
+         WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s)
     ), released AS (
         DELETE FROM registry_devicelock AS held
          WHERE held.site_id = %(site)s AND held.device_id = ANY(%(devices)s)
@@ -552,7 +563,9 @@ _FINISH_SQL = """
 def _finish_in_one_statement(run: Run) -> None:
     op = run.op
     site_id, device_ids = run.release_locks or (None, [])
+    renew_site, renew_devices, links_renewed = run.renew or (None, [], [])
     params = {
+        "renew_site": renew_site, "renew_devices": renew_devices, "links_renewed": links_renewed,
         "up": Link.State.UP, "down": Link.State.DOWN, "now": op.finished_at, "lease": run.lease_expires_at,
         "links_up": run.links_up, "links_down": run.links_down, "site": site_id, "devices": device_ids,
         "created": op.created_at, "state": op.state, "phase": op.phase, "error": op.error,
@@ -760,6 +773,12 @@ def _execute_add(run: Run) -> None:
     # Every step is verified on its router: the records say `up` in the commit that says `succeeded`.
     run.links_up = [link.pk for _, link, ours in done if ours]
     run.lease_expires_at = expires_at
+    if not plan.get("raw"):
+        # A repeated add renews: the site's locks on these devices and the links it already had take
+        # this add's expiry, later or sooner or none, so that what the result says is what holds.
+        ids = _plan_ids(plan)
+        run.renew = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()],
+                     [link.pk for _, link, ours in done if not ours])
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat()}
 
 

@@ -1,0 +1,56 @@
+"""Renewing a lease: a second add by the same site moves the expiry of its lock and of the links it
+holds, in both directions, and the operation's result says what is now true."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from registry.models import DeviceLock, Link
+from registry.operations import execute, submit
+from tests.ops.test_ops_basics import assert_agreement
+
+ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
+
+
+def add(duration: int | None = None):
+    op = execute(submit("add", {**ADD_XRAID1, **({"duration": duration} if duration else {})}).pk)
+    assert op.state == "succeeded", op.error
+    return op
+
+
+def near(when: datetime | None, seconds: int) -> bool:
+    return when is not None and abs((when - timezone.now()) - timedelta(seconds=seconds)) < timedelta(seconds=30)
+
+
+def lease_everywhere(op) -> tuple[datetime | None, set[datetime | None], datetime | None]:
+    result = op.result["lease_expires_at"]
+    return (DeviceLock.objects.get().expires_at,
+            set(Link.objects.filter(state="up").values_list("lease_expires_at", flat=True)),
+            result and datetime.fromisoformat(result))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("first, second", [(90, 7200), (7200, 90)])
+def test_renewing_a_lease_moves_the_lock_and_the_links_expiry(ops_lab, first, second):
+    add(first)
+    lock, links, said = lease_everywhere(add(second))
+    assert near(lock, second) and near(said, second)
+    assert links == {lock}
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_lease_given_to_a_connection_that_had_none_makes_it_expire(ops_lab):
+    add()
+    lock, links, said = lease_everywhere(add(7200))
+    assert near(lock, 7200) and near(said, 7200) and links == {lock}
+
+
+@pytest.mark.django_db
+def test_an_add_without_a_lease_makes_the_connection_permanent_and_says_so(ops_lab):
+    add(90)
+    lock, links, said = lease_everywhere(add())
+    assert lock is None and said is None and links == {None}
