@@ -904,16 +904,20 @@ def _execute_remove(run: Run) -> None:
     op, plan = run.op, run.op.plan
     steps = _steps(plan)
     with run.registry():
-        links, previous = _links_for_remove(run, steps)
+        links, previous, kept = _links_for_remove(run, steps)
     removed: list[int] = []
     for index, (step, link) in enumerate(zip(steps, links, strict=True)):
+        if index in kept:
+            run.notes.append(f"{link}: kept, another device of {plan['site']} still uses it")
+            continue
         router = link.router if link else run.row(Router, pk=step.router_id)
         try:
             _drive(run, router, step.spec, "remove")
         except StepFailed as exc:
             # Steps not yet sent are untouched: as they were. A step refused part-way may have taken
             # some of the link down (its zones out of force, say): failed, for reconcile to settle.
-            untouched = [lk for lk in links[index + 1 :] if lk is not None]
+            untouched = [lk for later, lk in enumerate(links[index + 1 :], index + 1)
+                         if lk is not None and later not in kept]
             if link is not None and exc.untouched:
                 untouched.append(link)
             elif link is not None:
@@ -932,32 +936,56 @@ def _execute_remove(run: Run) -> None:
     op.result = {"links": removed}
 
 
-def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None], dict[int, str]]:
-    """Each step's active link (if any), marked `removing` before any router is touched (one transaction)."""
+def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None], dict[int, str], set[int]]:
+    """Each step's active link (if any), marked `removing` before any router is touched (one transaction).
+
+    A link that another lock of the requesting site still needs (another device of the same owner
+    and zone, reached through the same link) is not removed: it is handed to that device and kept
+    up; the indexes of those steps are returned, and nothing is sent for them.
+    """
     op = run.op
     rows = _step_rows(run, steps)
+    ids = _plan_ids(op.plan)
+    leaving = [pk for pk, _zone_id in ids["devices"].values()]
     with transaction.atomic():
         active = {
             (link.router_id, link.port, link.zone_id, link.remote_ip): link
             for link in Link.objects.select_for_update(of=("self",))
-            .select_related("operation", "router")
+            .select_related("operation", "router", "device")
             .filter(_endpoints(steps, rows), state__in=Link.ACTIVE_STATES)
         }
         links = [
             active.get((step.router_id, step.port, zone_id, step.remote_ip))
             for step, (_device_id, zone_id) in zip(steps, rows, strict=True)
         ]
-        previous = {}
-        for link in links:
+        previous, kept = {}, set()
+        for index, link in enumerate(links):
             if link is None:
                 continue
             if _busy_elsewhere(link, op):
                 raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
+            holder = None if op.plan.get("raw") else _other_holder(link, ids["site"], leaving)  # V1 is literal
+            if holder is not None and link.state == Link.State.UP:
+                Link.objects.filter(pk=link.pk).update(device_id=holder, updated_at=timezone.now())
+                kept.add(index)
+                continue
             previous[link.pk] = link.state
         Link.objects.filter(pk__in=list(previous)).update(
             state=Link.State.REMOVING, operation=op, updated_at=timezone.now()
         )
-    return links, previous
+    return links, previous, kept
+
+
+def _other_holder(link: Link, site_id: int, leaving: list[int]) -> int | None:
+    """A device the site still holds a lock on that this link serves (same zone and owner), if any."""
+    return (
+        DeviceLock.objects.filter(site_id=site_id, device__zone_id=link.zone_id,
+                                  device__owner_site_id=link.device.owner_site_id)
+        .exclude(device_id__in=leaving)
+        .order_by("device_id")
+        .values_list("device_id", flat=True)
+        .first()
+    )
 
 
 def _mark_down(link_ids: list[int], now: datetime | None = None) -> None:

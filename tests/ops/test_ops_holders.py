@@ -1,0 +1,40 @@
+"""Who holds a link: a link stays up on the routers while a lock of its site still needs it."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry.models import Device, DeviceLock, Link
+from registry.operations import execute, submit
+from tests.ops.test_ops_basics import assert_agreement, router_keys
+
+
+@pytest.fixture
+def xraid4(demo):
+    xraid1 = Device.objects.get(description="XRAID1")
+    return Device.objects.create(device_id="xraid4", description="XRAID4", wwn="20:00:00:04:53:00:01:a4",
+                                 zone=xraid1.zone, owner_site=xraid1.owner_site)
+
+
+def add(description: str):
+    op = execute(submit("add", {"site": "remote-site", "device_description": description}).pk)
+    assert op.state == "succeeded", op.error
+    return op
+
+
+@pytest.mark.django_db
+def test_removing_one_device_keeps_the_link_another_device_of_the_site_still_holds(ops_lab, xraid4):
+    add("XRAID1")
+    add("XRAID4")
+    keys = (router_keys(ops_lab.primary_sim), router_keys(ops_lab.remote_sim))
+    removed = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID1"}).pk)
+    assert removed.state == "succeeded", removed.error
+    assert (router_keys(ops_lab.primary_sim), router_keys(ops_lab.remote_sim)) == keys  # still up for XRAID4
+    assert list(DeviceLock.objects.values_list("device__description", flat=True)) == ["XRAID4"]
+    assert set(Link.objects.filter(state="up").values_list("device__description", flat=True)) == {"XRAID4"}
+    assert_agreement(ops_lab)
+    last = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID4"}).pk)
+    assert last.state == "succeeded", last.error
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
+    assert not DeviceLock.objects.exists()
+    assert_agreement(ops_lab)
