@@ -745,10 +745,10 @@ def _execute_add(run: Run) -> None:
     expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
     steps = _steps(plan)
     with run.registry():
-        if run.recovering:
-            _take_locks_or_fail(op, plan, expires_at)
-        elif expires_at is not None:
-            DeviceLock.objects.filter(operation=op).update(expires_at=expires_at)
+        # The locks were taken at submit, but a remove queued before this add may have released
+        # them since (or a crash came between): the site holds its devices again before any router
+        # is touched, or the add fails if another site took one meanwhile.
+        _take_locks_or_fail(op, plan, expires_at)
         try:
             links = _links_for_add(run, steps)
         except OperationFailed:

@@ -38,3 +38,17 @@ def test_removing_one_device_keeps_the_link_another_device_of_the_site_still_hol
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
     assert not DeviceLock.objects.exists()
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_remove_then_an_add_queued_in_that_order_leave_the_site_holding_its_lock(ops_lab):
+    add("XRAID1")
+    remove = submit("remove", {"site": "remote-site", "device_description": "XRAID1"})
+    again = submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+    assert execute(remove.pk).state == "succeeded"
+    op = execute(again.pk)
+    assert op.state == "succeeded", op.error
+    assert router_keys(ops_lab.primary_sim) and router_keys(ops_lab.remote_sim)
+    lock = DeviceLock.objects.get()
+    assert (lock.site.name, lock.device.description, lock.operation_id) == ("remote-site", "XRAID1", again.pk)
+    assert_agreement(ops_lab)
