@@ -370,6 +370,7 @@ class Run:
     links_down: list[int] = field(default_factory=list)
     release_locks: tuple[int, list[int]] | None = None
     renew: tuple[int, list[int], list[int]] | None = None  # site, devices, links whose expiry an add sets
+    joined: list[int] = field(default_factory=list)  # operations in flight this one waited for
 
     def row(self, model: type[T], **lookup: Any) -> T:
         """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
@@ -515,6 +516,16 @@ def _finish(run: Run, started: float) -> None:
             site_id, device_ids, link_ids = run.renew
             Link.objects.filter(pk__in=link_ids).update(lease_expires_at=run.lease_expires_at, updated_at=now)
             DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).update(expires_at=run.lease_expires_at)
+            held = set(DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).values_list("device_id",
+                                                                                                       flat=True))
+            for device in Device.objects.filter(pk__in=set(device_ids) - held):
+                with transaction.atomic():  # another site's exclusive lock wins (see _FINISH_SQL)
+                    try:
+                        DeviceLock.objects.create(device=device, site_id=site_id, exclusive=not device.shareable,
+                                                  expires_at=run.lease_expires_at, operation=op,
+                                                  reason=f"operation {op.pk}", acquired_at=now)
+                    except IntegrityError:
+                        pass
         if run.release_locks:
             site_id, device_ids = run.release_locks
             DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).exclude(
@@ -545,6 +556,14 @@ _FINISH_SQL = """
     ), renewed_locks AS (
         UPDATE registry_devicelock SET expires_at = %(lease)s
          WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s)
+    ), relocked AS (
+        -- A remove that ran while this add was under way (it saw no links yet) released the lock:
+        -- the add's links are up, so its site holds the devices again.
+        INSERT INTO registry_devicelock (device_id, site_id, exclusive, acquired_at, expires_at, reason, operation_id)
+        SELECT device.id, %(renew_site)s, NOT device.shareable, %(now)s, %(lease)s, %(reason)s, %(id)s
+          FROM registry_device AS device
+         WHERE device.id = ANY(%(renew_devices)s)
+        ON CONFLICT DO NOTHING
     ), released AS (
         DELETE FROM registry_devicelock AS held
          WHERE held.site_id = %(site)s AND held.device_id = ANY(%(devices)s)
@@ -566,6 +585,7 @@ def _finish_in_one_statement(run: Run) -> None:
     renew_site, renew_devices, links_renewed = run.renew or (None, [], [])
     params = {
         "renew_site": renew_site, "renew_devices": renew_devices, "links_renewed": links_renewed,
+        "reason": f"operation {op.pk}",
         "up": Link.State.UP, "down": Link.State.DOWN, "now": op.finished_at, "lease": run.lease_expires_at,
         "links_up": run.links_up, "links_down": run.links_down, "site": site_id, "devices": device_ids,
         "created": op.created_at, "state": op.state, "phase": op.phase, "error": op.error,
@@ -734,13 +754,75 @@ def _endpoints(steps: list[PlanStep], rows: list[list[int]]) -> Q:
     return endpoints
 
 
+class _InFlight(OperationFailed):
+    """A link of the plan is being changed by another operation that is queued or running."""
+
+    def __init__(self, link: Link) -> None:
+        super().__init__(f"link {link} is being changed by operation {link.operation_id}")
+        self.operation_id = link.operation_id
+
+
+_IN_FLIGHT_POLL = 0.2  # s between looks at an operation in flight; its own journal row says when it is done
+
+
+def _after_operations_in_flight(run: Run, take: Callable[[], T]) -> T:
+    """`take` the plan's link rows, first waiting for any other operation changing one of them.
+
+    An identical request then finds the links as that operation left them (up: reused, and the
+    result names the operation joined) and a conflicting one runs after it, instead of failing
+    for a state that was reached. The wait is bounded by this operation's own time limit.
+    """
+    while True:
+        try:
+            with run.registry():
+                return take()
+        except _InFlight as busy:
+            if busy.operation_id not in run.joined:
+                run.joined.append(busy.operation_id)
+                run.notes.append(f"{busy}: waiting for it to finish")
+            if run.remaining() <= _IN_FLIGHT_POLL:
+                raise OperationFailed(f"{busy}, and it did not finish within this operation's time limit") from None
+            time.sleep(_IN_FLIGHT_POLL)
+
+
 def _busy_elsewhere(link: Link, op: Operation) -> bool:
     other = link.operation
     return other is not None and other.pk != op.pk and other.state in (State.QUEUED, State.RUNNING)
 
 
+def _after_earlier_requests(run: Run) -> None:
+    """Wait until no earlier add/remove of the same site for any of the same devices is unfinished.
+
+    Requests for one site and device take effect in the order they were submitted: a remove queued
+    behind an add (or the reverse) runs after it, whichever worker picks which first, and identical
+    requests find the state the earlier one reached. Bounded by this operation's own time limit.
+    """
+    op, plan = run.op, run.op.plan
+    if plan.get("raw") or not plan.get("devices"):
+        return
+    devices = set(plan["devices"])
+    while True:
+        earlier = [
+            pk for pk, other in Operation.objects.filter(
+                pk__lt=op.pk, state__in=(State.QUEUED, State.RUNNING), kind__in=(Kind.ADD, Kind.REMOVE, Kind.EXPIRE),
+                plan__site=plan["site"],
+            ).values_list("pk", "plan")
+            if devices & set(other.get("devices", []))
+        ]
+        if not earlier:
+            return
+        if earlier[0] not in run.joined:
+            run.joined.append(earlier[0])
+            run.notes.append(f"waiting for operation {earlier[0]}, submitted earlier for the same site and device")
+        if run.remaining() <= _IN_FLIGHT_POLL:
+            raise OperationFailed(f"operation {earlier[0]}, submitted earlier for {plan['site']} and "
+                                  f"{', '.join(sorted(devices))}, did not finish within this operation's time limit")
+        time.sleep(_IN_FLIGHT_POLL)
+
+
 def _execute_add(run: Run) -> None:
     op, plan = run.op, run.op.plan
+    _after_earlier_requests(run)
     duration = op.request.get("duration")
     expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
     steps = _steps(plan)
@@ -749,11 +831,11 @@ def _execute_add(run: Run) -> None:
         # them since (or a crash came between): the site holds its devices again before any router
         # is touched, or the add fails if another site took one meanwhile.
         _take_locks_or_fail(op, plan, expires_at)
-        try:
-            links = _links_for_add(run, steps)
-        except OperationFailed:
-            DeviceLock.objects.filter(operation=op).delete()  # nothing reached a router
-            raise
+    try:
+        links = _after_operations_in_flight(run, lambda: _links_for_add(run, steps))
+    except OperationFailed:
+        DeviceLock.objects.filter(operation=op).delete()  # nothing reached a router
+        raise
     done: list[tuple[PlanStep, Link, bool]] = []
     for index, (step, (link, ours)) in enumerate(zip(steps, links, strict=True)):
         if ours:
@@ -779,7 +861,8 @@ def _execute_add(run: Run) -> None:
         ids = _plan_ids(plan)
         run.renew = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()],
                      [link.pk for _, link, ours in done if not ours])
-    op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat()}
+    op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat(),
+                 **({"joined": run.joined} if run.joined else {})}
 
 
 def _take_locks_or_fail(op: Operation, plan: dict[str, Any], expires_at) -> None:
@@ -829,6 +912,7 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
             for link in Link.objects.select_for_update(of=("self",))
             .select_related("operation", "device")
             .filter(_endpoints(steps, rows), state__in=Link.ACTIVE_STATES)
+            .order_by("pk")  # one lock order for every operation: concurrent ones queue, never deadlock
         }
         result: list[tuple[Link, bool]] = []
         new: list[Link] = []
@@ -839,7 +923,7 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
                     raise OperationFailed(refusal)
             elif link is not None:
                 if _busy_elsewhere(link, op):
-                    raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
+                    raise _InFlight(link)
                 link.state, link.operation = Link.State.CONFIGURING, op
                 link.save(update_fields=["state", "operation", "updated_at"])
             elif link is None:
@@ -902,9 +986,9 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
 
 def _execute_remove(run: Run) -> None:
     op, plan = run.op, run.op.plan
+    _after_earlier_requests(run)
     steps = _steps(plan)
-    with run.registry():
-        links, previous, kept = _links_for_remove(run, steps)
+    links, previous, kept = _after_operations_in_flight(run, lambda: _links_for_remove(run, steps))
     removed: list[int] = []
     for index, (step, link) in enumerate(zip(steps, links, strict=True)):
         if index in kept:
@@ -933,7 +1017,7 @@ def _execute_remove(run: Run) -> None:
     if not plan.get("raw"):
         ids = _plan_ids(plan)
         run.release_locks = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()])
-    op.result = {"links": removed}
+    op.result = {"links": removed, **({"joined": run.joined} if run.joined else {})}
 
 
 def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None], dict[int, str], set[int]]:
@@ -953,6 +1037,7 @@ def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None
             for link in Link.objects.select_for_update(of=("self",))
             .select_related("operation", "router", "device")
             .filter(_endpoints(steps, rows), state__in=Link.ACTIVE_STATES)
+            .order_by("pk")
         }
         links = [
             active.get((step.router_id, step.port, zone_id, step.remote_ip))
@@ -963,7 +1048,7 @@ def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None
             if link is None:
                 continue
             if _busy_elsewhere(link, op):
-                raise OperationFailed(f"link {link} is being changed by operation {link.operation_id}; try again")
+                raise _InFlight(link)
             holder = None if op.plan.get("raw") else _other_holder(link, ids["site"], leaving)  # V1 is literal
             if holder is not None and link.state == Link.State.UP:
                 Link.objects.filter(pk=link.pk).update(device_id=holder, updated_at=timezone.now())

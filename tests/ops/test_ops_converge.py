@@ -1,0 +1,50 @@
+"""Requests that meet an operation in flight on the same link wait for it instead of failing."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from registry.models import DeviceLock, Operation
+from registry.operations import execute, submit
+from tests.ops.test_ops_basics import assert_agreement, router_keys
+
+ADD = {"site": "remote-site", "device_description": "XRAID1"}
+
+
+def run_together(operation_ids: list[int]) -> list[Operation]:
+    def work(pk: int) -> None:
+        try:
+            execute(pk)
+        finally:
+            connection.close()  # this thread's own connection
+
+    threads = [threading.Thread(target=work, args=(pk,)) for pk in operation_ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return list(Operation.objects.filter(pk__in=operation_ids).order_by("pk"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_identical_adds_started_together_all_succeed_with_the_same_links(ops_lab):
+    ops = run_together([submit("add", ADD).pk for _ in range(4)])
+    assert [op.state for op in ops] == ["succeeded"] * 4, [op.error for op in ops]
+    assert len({tuple(op.result["links"]) for op in ops}) == 1
+    assert any(op.result.get("joined") for op in ops)  # those that waited say for which operation
+    assert DeviceLock.objects.count() == 1
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_remove_that_meets_the_add_in_flight_runs_after_it(ops_lab):
+    add = submit("add", ADD)
+    remove = submit("remove", ADD)
+    ops = run_together([add.pk, remove.pk])
+    assert [op.state for op in ops] == ["succeeded", "succeeded"], [op.error for op in ops]
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
+    assert not DeviceLock.objects.exists()
+    assert_agreement(ops_lab)
