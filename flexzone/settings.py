@@ -239,6 +239,13 @@ FLEXZONE_OPS_BACKOFF_MAX = env_float("FLEXZONE_OPS_BACKOFF_MAX", 8.0)
 FLEXZONE_OPS_ROUTER_WAIT = env_float("FLEXZONE_OPS_ROUTER_WAIT", 120.0)  # wait for another op on the router (s)
 FLEXZONE_OPS_HEARTBEAT = env_float("FLEXZONE_OPS_HEARTBEAT", 2.0, minimum=0.05)
 FLEXZONE_OPS_STALE_AFTER = env_float("FLEXZONE_OPS_STALE_AFTER", 15.0, minimum=0.1)  # then a worker is presumed dead
+if FLEXZONE_OPS_HEARTBEAT > FLEXZONE_OPS_STALE_AFTER / 2:
+    # A live worker whose heartbeat is late once must not be taken for dead and have its operation
+    # run a second time beside it.
+    raise ImproperlyConfigured(
+        f"FLEXZONE_OPS_HEARTBEAT ({FLEXZONE_OPS_HEARTBEAT:g} s) must be at most half of FLEXZONE_OPS_STALE_AFTER "
+        f"({FLEXZONE_OPS_STALE_AFTER:g} s)"
+    )
 FLEXZONE_OPS_REAP_EVERY = env_int("FLEXZONE_OPS_REAP_EVERY", 5, minimum=1)  # seconds between stalled-op sweeps
 FLEXZONE_OPS_LEASE_EVERY = env_int("FLEXZONE_OPS_LEASE_EVERY", 10, minimum=1)  # seconds between lease sweeps
 FLEXZONE_OPS_MAX_LEASE = env_float("FLEXZONE_OPS_MAX_LEASE", 30 * 86400.0, minimum=1.0)
