@@ -87,10 +87,29 @@ def expire_leases() -> list[int]:
             try:
                 op = submit(Operation.Kind.EXPIRE, request)
             except PlanError as exc:
-                log.error("lease of %s for %s expired but cannot be planned: %s", lock.device, lock.site.name, exc)
+                # Never dropped: the lease stays due (later sweeps try again, say after the registry
+                # is mended), and the failure is journaled once where operators look for it.
+                lock.expires_at = expired_at
+                lock.save(update_fields=["expires_at"])
+                _journal_unplannable(request, exc)
                 continue
             created.append(op.pk)
     return created
+
+
+def _journal_unplannable(request: dict, exc: PlanError) -> None:
+    """A failed expire operation saying why the lease's removal cannot be planned (once per lease)."""
+    if Operation.objects.filter(kind=Operation.Kind.EXPIRE, state=Operation.State.FAILED, request=request).exists():
+        return
+    log.error("lease of %s for %s expired but cannot be planned: %s", request["device_description"],
+              request["site"], exc)
+    now = timezone.now()
+    Operation.objects.create(
+        kind=Operation.Kind.EXPIRE, request=request, state=Operation.State.FAILED, phase=Operation.Phase.DONE,
+        error=f"the lease expired but removing {request['device_description']} from {request['site']} cannot be "
+              f"planned ({exc}); the link stays up and the lease due until the registry is mended",
+        started_at=now, finished_at=now,
+    )
 
 
 _chores_lock = threading.Lock()

@@ -54,3 +54,21 @@ def test_an_add_without_a_lease_makes_the_connection_permanent_and_says_so(ops_l
     add(90)
     lock, links, said = lease_everywhere(add())
     assert lock is None and said is None and links == {None}
+
+
+@pytest.mark.django_db
+def test_a_lease_whose_removal_cannot_be_planned_is_kept_and_the_failure_journaled_once(ops_lab):
+    import time as clock
+
+    from registry.models import Device, Operation
+    from registry.operations.maintenance import expire_leases
+
+    add(1)
+    expires_at = DeviceLock.objects.get().expires_at
+    clock.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()) + 0.05)
+    Device.objects.filter(description="XRAID1").update(owner_site=DeviceLock.objects.get().site)  # unplannable now
+    assert expire_leases() == [] and expire_leases() == []
+    [failed] = Operation.objects.filter(kind="expire")
+    assert failed.state == "failed" and "XRAID1" in failed.error
+    assert DeviceLock.objects.get().expires_at == expires_at  # still due: not dropped, retried by later sweeps
+    assert Link.objects.filter(state="up").count() == 2
