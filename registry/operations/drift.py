@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from registry.models import Device, Link, Operation, Router, Site, Zone
+from registry.models import Device, DeviceLock, Link, Operation, Router, Site, Zone
 from registry.operations.conf import ops_settings
 from registry.planner import router_vsan
 from routers.drivers import DRIVERS
@@ -181,12 +181,35 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             )
             Link.objects.filter(pk=row.pk).update(state=final, updated_at=now)
             report["repaired"].append(_describe(_key(row), action=f"registry: {row.state} -> {final}"))
+    if report["repaired"]:
+        _release_unheld_locks(settled, report)
     if report["repaired"] and policy == "registry":
         after = {link.key: link for link in driver.list_links()}
         report["converged"] = set(after) - in_flight == set(up) and all(
             after[key].state == "up" and not (zoning and _members_differ(row, after[key])) for key, row in up.items()
         )
     return report
+
+
+def _release_unheld_locks(rows: list[Link], report: dict[str, Any]) -> None:
+    """After a repair: a site's locks that no active link serves any more are released.
+
+    A lock is what keeps another site off a device; once repair has ended every link through which
+    the site reached it (same zone and owner), keeping the lock would hold the device for nobody.
+    Locks of operations still queued or running are theirs to settle.
+    """
+    groups = {(row.site_id, row.zone_id, row.device.owner_site_id) for row in rows}
+    for site_id, zone_id, owner_id in sorted(groups):
+        if Link.objects.filter(site_id=site_id, zone_id=zone_id, device__owner_site_id=owner_id,
+                               state__in=Link.ACTIVE_STATES).exists():
+            continue
+        locks = DeviceLock.objects.filter(site_id=site_id, device__zone_id=zone_id,
+                                          device__owner_site_id=owner_id).exclude(
+            operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
+        for lock in locks.select_related("device", "site"):
+            report["repaired"].append({"action": f"registry: lock of {lock.device.description} for "
+                                                 f"{lock.site.name} released (no link serves it any more)"})
+        locks.delete()
 
 
 def _record_from_router(router: Router, key: tuple[int, int, str], found: RouterLink, zoning: bool) -> Link | None:

@@ -52,3 +52,18 @@ def test_a_remove_then_an_add_queued_in_that_order_leave_the_site_holding_its_lo
     lock = DeviceLock.objects.get()
     assert (lock.site.name, lock.device.description, lock.operation_id) == ("remote-site", "XRAID1", again.pk)
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_repair_that_ends_the_last_link_of_a_holder_releases_its_lock(ops_lab):
+    from registry.operations import reconcile
+
+    add("XRAID1")
+    Link.objects.update(state="configuring")  # records left mid-change by an add that is long finished
+    op = reconcile(repair=True)
+    assert op.state == "succeeded", op.error
+    assert set(Link.objects.values_list("state", flat=True)) == {"failed"}
+    assert not DeviceLock.objects.exists()  # no link holds XRAID1 for remote-site any more
+    assert any("lock" in entry.get("action", "") for report in op.result["routers"].values()
+               for entry in report["repaired"])
+    assert_agreement(ops_lab)
