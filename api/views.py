@@ -369,7 +369,9 @@ class InvokeView(OperationView):
             if zone is None:
                 raise planner.PlanError("zone", f"zone {data['zone']} does not exist.")
             zones = [zone]
-        require_scope(principal, sites=[router.site], zones=zones)
+        # The router's site, and the site at the other end of the link, which the link serves.
+        served = Site.objects.filter(data_ip=data["ifcpip"]).first() if data.get("ifcpip") else None
+        require_scope(principal, sites=[router.site, *([served] if served else [])], zones=zones)
         request = {key: value for key, value in data.items() if key != "ifcpip"}
         if data.get("ifcpip") is not None:
             request["remote_ip"] = data["ifcpip"]  # V1 called it --ifcpip; the engine says remote_ip

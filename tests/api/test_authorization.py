@@ -102,6 +102,16 @@ def test_v1_invoke_is_journaled_with_its_arguments(call, cast):
     assert {error["field"] for error in missing.json()["errors"]} == {"port", "zone", "ifcpip"}
 
 
+def test_v1_invoke_needs_the_scope_of_the_site_the_link_serves_too(call, cast):
+    # carol is scoped to primary-site: its router is hers, but a link from it to remote-site's
+    # gateway serves remote-site, which is not.
+    body = {"router": "primary-rtr", "command": "addifcp", "port": 8, "zone": 1, "ifcpip": "127.0.0.22"}
+    response = call("carol", "POST", "/api/invoke/", json=body)
+    assert response.status_code == 403, response.text
+    assert response.json()["detail"] == "Principal carol is not scoped to site remote-site."
+    assert not Operation.objects.exists()
+
+
 def test_reconcile_report_is_for_operators_and_repair_for_admins(call, cast):
     assert call("alice", "POST", "/api/reconcile/", json={}).status_code == 202
     repair = call("alice", "POST", "/api/reconcile/", json={"repair": True})
