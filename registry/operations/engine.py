@@ -216,9 +216,7 @@ def _lockable_devices(plan: dict[str, Any], expires_at=None) -> list[_Device]:
     Raises DeviceBusy if another site holds one exclusively (or any lock on a device that is not
     shareable). A lock the site already holds is kept, its expiry moved to `expires_at` if given.
     """
-    if plan.get("raw"):
-        return []
-    ids = _plan_ids(plan)
+    ids = _plan_ids(plan)  # a V1 addifcp too: its link serves the inferred site, which holds the device
     site_id = ids["site"]
     device_ids = sorted(pk for pk, _zone_id in ids["devices"].values())
     in_list = ", ".join(["%s"] * len(device_ids))
@@ -1014,9 +1012,13 @@ def _execute_remove(run: Run) -> None:
         if link is not None:
             removed.append(link.pk)
     run.links_down = removed
-    if not plan.get("raw"):
-        ids = _plan_ids(plan)
-        run.release_locks = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()])
+    ids = _plan_ids(plan)
+    devices = list(ids["devices"].values())
+    # A V1 rmifcp takes down one link: the site lets the device go only if no other link serves it.
+    if not plan.get("raw") or not Link.objects.filter(
+        site_id=ids["site"], zone_id__in=[zone_id for _pk, zone_id in devices], state__in=Link.ACTIVE_STATES
+    ).exclude(pk__in=removed).exists():
+        run.release_locks = (ids["site"], [pk for pk, _zone_id in devices])
     op.result = {"links": removed, **({"joined": run.joined} if run.joined else {})}
 
 

@@ -67,3 +67,17 @@ def test_repair_that_ends_the_last_link_of_a_holder_releases_its_lock(ops_lab):
     assert any("lock" in entry.get("action", "") for report in op.result["routers"].values()
                for entry in report["repaired"])
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_v1_link_is_held_like_any_other_and_its_removal_releases_the_device(ops_lab):
+    from registry.operations import invoke
+
+    added = invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22")
+    assert added.state == "succeeded", added.error
+    lock = DeviceLock.objects.get()
+    assert (lock.site.name, lock.device.description) == ("remote-site", "XRAID1")
+    removed = invoke("primary-rtr", "rmifcp", port=8, zone=1, remote_ip="127.0.0.22")
+    assert removed.state == "succeeded", removed.error
+    assert not DeviceLock.objects.exists()
+    assert_agreement(ops_lab)
