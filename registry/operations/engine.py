@@ -16,6 +16,7 @@ import logging
 import os
 import random
 import re
+import secrets
 import socket
 import threading
 import time
@@ -461,7 +462,7 @@ def _claim(operation_id: int) -> tuple[Operation | None, bool]:
     if connection.vendor == "postgresql":
         # One statement, so one round trip (its own transaction outside an atomic block): the claim
         # sits on every operation's path.
-        params = {"now": now, "worker": WORKER_ID, "id": operation_id, "stale": stale}
+        params = {"now": now, "worker": _claim_token(), "id": operation_id, "stale": stale}
         claimed = list(Operation.objects.raw(_CLAIM_SQL, params))
         if not claimed:
             return None, False
@@ -476,11 +477,17 @@ def _claim(operation_id: int) -> tuple[Operation | None, bool]:
         if op is None:
             return None, False
         recovering = op.state == State.RUNNING
+        token = _claim_token()
         Operation.objects.filter(pk=op.pk).update(
-            state=State.RUNNING, started_at=Coalesce(F("started_at"), now), heartbeat_at=now, claimed_by=WORKER_ID
+            state=State.RUNNING, started_at=Coalesce(F("started_at"), now), heartbeat_at=now, claimed_by=token
         )
-    op.state, op.started_at, op.heartbeat_at, op.claimed_by = State.RUNNING, op.started_at or now, now, WORKER_ID
+    op.state, op.started_at, op.heartbeat_at, op.claimed_by = State.RUNNING, op.started_at or now, now, token
     return op, recovering
+
+
+def _claim_token() -> str:
+    """Who holds a claim: this worker, and which claim of it (a fence for the operation's end)."""
+    return f"{WORKER_ID}#{secrets.token_hex(4)}"[-120:]
 
 
 def _finish(run: Run, started: float) -> None:
@@ -505,6 +512,9 @@ def _finish(run: Run, started: float) -> None:
         _finish_in_one_statement(run)
         return
     with transaction.atomic():
+        if not Operation.objects.select_for_update().filter(pk=op.pk, claimed_by=op.claimed_by).exists():
+            log.warning("operation %s was taken over by another worker; this worker's end is not written", op.pk)
+            return
         now = op.finished_at
         Link.objects.filter(pk__in=run.links_up).update(
             state=Link.State.UP, up_at=now, lease_expires_at=run.lease_expires_at, updated_at=now
@@ -541,39 +551,44 @@ _JOURNAL_FIELDS = [
 # every operation's path; the ORM's four statements cost ~4 ms on small machines, `bench ops`).
 # Locks taken by an operation submitted after this one (a new add racing this remove) are kept.
 _FINISH_SQL = """
-    WITH up AS (
+    WITH claim AS (
+        -- The fence: only the worker holding the claim writes the end (a stalled one taken over does
+        -- not); every other change below waits for this row and applies only if it was written.
+        UPDATE registry_operation
+           SET state = %(state)s, phase = %(phase)s, error = %(error)s, result = %(result)s::jsonb,
+               transcript = %(transcript)s, router_ms = %(router_ms)s, registry_ms = %(registry_ms)s,
+               invocation_ms = %(invocation_ms)s, total_ms = %(total_ms)s, finished_at = %(now)s,
+               attempts = %(attempts)s
+         WHERE id = %(id)s AND claimed_by = %(claimed_by)s
+         RETURNING id
+    ), up AS (
         UPDATE registry_link
            SET state = %(up)s, up_at = %(now)s, lease_expires_at = %(lease)s, updated_at = %(now)s
-         WHERE id = ANY(%(links_up)s)
+         WHERE id = ANY(%(links_up)s) AND EXISTS (SELECT 1 FROM claim)
     ), down AS (
         UPDATE registry_link SET state = %(down)s, down_at = %(now)s, updated_at = %(now)s
-         WHERE id = ANY(%(links_down)s)
+         WHERE id = ANY(%(links_down)s) AND EXISTS (SELECT 1 FROM claim)
     ), renewed AS (
         UPDATE registry_link SET lease_expires_at = %(lease)s, updated_at = %(now)s
-         WHERE id = ANY(%(links_renewed)s)
+         WHERE id = ANY(%(links_renewed)s) AND EXISTS (SELECT 1 FROM claim)
     ), renewed_locks AS (
         UPDATE registry_devicelock SET expires_at = %(lease)s
-         WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s)
+         WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
     ), relocked AS (
         -- A remove that ran while this add was under way (it saw no links yet) released the lock:
         -- the add's links are up, so its site holds the devices again.
         INSERT INTO registry_devicelock (device_id, site_id, exclusive, acquired_at, expires_at, reason, operation_id)
         SELECT device.id, %(renew_site)s, NOT device.shareable, %(now)s, %(lease)s, %(reason)s, %(id)s
           FROM registry_device AS device
-         WHERE device.id = ANY(%(renew_devices)s)
+         WHERE device.id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
         ON CONFLICT DO NOTHING
     ), released AS (
         DELETE FROM registry_devicelock AS held
-         WHERE held.site_id = %(site)s AND held.device_id = ANY(%(devices)s)
+         WHERE held.site_id = %(site)s AND held.device_id = ANY(%(devices)s) AND EXISTS (SELECT 1 FROM claim)
            AND NOT EXISTS (SELECT 1 FROM registry_operation AS newer
                             WHERE newer.id = held.operation_id AND newer.created_at > %(created)s)
     )
-    UPDATE registry_operation
-       SET state = %(state)s, phase = %(phase)s, error = %(error)s, result = %(result)s::jsonb,
-           transcript = %(transcript)s, router_ms = %(router_ms)s, registry_ms = %(registry_ms)s,
-           invocation_ms = %(invocation_ms)s, total_ms = %(total_ms)s, finished_at = %(now)s,
-           attempts = %(attempts)s
-     WHERE id = %(id)s
+    SELECT count(*) FROM claim
 """
 
 
@@ -583,7 +598,7 @@ def _finish_in_one_statement(run: Run) -> None:
     renew_site, renew_devices, links_renewed = run.renew or (None, [], [])
     params = {
         "renew_site": renew_site, "renew_devices": renew_devices, "links_renewed": links_renewed,
-        "reason": f"operation {op.pk}",
+        "reason": f"operation {op.pk}", "claimed_by": op.claimed_by,
         "up": Link.State.UP, "down": Link.State.DOWN, "now": op.finished_at, "lease": run.lease_expires_at,
         "links_up": run.links_up, "links_down": run.links_down, "site": site_id, "devices": device_ids,
         "created": op.created_at, "state": op.state, "phase": op.phase, "error": op.error,
