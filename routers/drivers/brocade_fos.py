@@ -84,7 +84,7 @@ from routers.drivers.zoning import (
     fabric_links,
     link_zones,
     pair_zones,
-    refuse_foreign_zones,
+    plan_link_zoning,
     refuse_staged_changes,
 )
 
@@ -483,22 +483,16 @@ class BrocadeFosDriver(SessionGuardedDriver):
     def _zoning_plan(self, spec: LinkSpec, fabric: FosZoning) -> tuple[str | None, list[str]]:
         """The cfg to enable and the edits that make it enforce exactly the link's pair zones
         (None: nothing to do). Refuses, before anything is sent, what flexzone must not do."""
-        wanted = pair_zones(link_prefix(spec), spec)
-        ours = link_zones(fabric, ZONE_RE, spec)
-        stale = sorted(ours - set(wanted))  # the link's zones for initiators no longer chosen
-        cfg = fabric.in_effect
-        if cfg is None:
-            if fabric.default_access != "No Access":
-                raise CommandRejected(
-                    f"no zoning configuration is in effect and the default zone gives {fabric.default_access}; "
-                    "enabling one would cut every other device off, so flexzone will not create one here",
-                    router_message=f"No Effective configuration: ({fabric.default_access})",
-                    transcript=self._peek_transcript())
-            cfg = self.zone_cfg
-            if refusal := refuse_foreign_zones(fabric, cfg, ZONE_RE):
-                raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
-        elif refusal := refuse_staged_changes(fabric, cfg, ours | set(wanted)):
-            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+        open_refusal = None if fabric.default_access == "No Access" else (
+            f"no zoning configuration is in effect and the default zone gives {fabric.default_access}; "
+            "enabling one would cut every other device off, so flexzone will not create one here",
+            f"No Effective configuration: ({fabric.default_access})")
+        try:
+            plan = plan_link_zoning(fabric, spec, link_prefix(spec), ZONE_RE, self.zone_cfg, open_refusal)
+        except CommandRejected as refused:
+            refused.transcript = self._peek_transcript()
+            raise
+        cfg, wanted, stale = plan.config, plan.wanted, plan.stale
         edits = []
         for name, members in wanted.items():
             have = fabric.zones.get(name)

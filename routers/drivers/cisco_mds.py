@@ -76,7 +76,7 @@ from routers.drivers.zoning import (
     fabric_links,
     link_zones,
     pair_zones,
-    refuse_foreign_zones,
+    plan_link_zoning,
     refuse_staged_changes,
 )
 
@@ -521,24 +521,18 @@ class CiscoMdsDriver(SessionGuardedDriver):
     def _zone(self, spec: LinkSpec, fabric: FabricZoning, status: ZoneStatus) -> list[str]:
         """The zoning lines that make the active zoneset enforce exactly the link's pair zones."""
         vsan = spec.vsan
-        wanted = pair_zones(link_prefix(spec), spec)
-        ours = link_zones(fabric, ZONE_RE, spec)
-        stale = sorted(ours - set(wanted))  # the link's zones for initiators no longer chosen
-        zoneset = fabric.in_effect
-        if zoneset is None:
-            # With no active zoneset, the default zone decides: permit lets every device reach every
-            # other, and activating any zoneset would cut off all those not in it.
-            if status.default_zone != "deny":
-                raise CommandRejected(
-                    f"no zoneset is active in vsan {vsan} and the default zone of vsan {vsan} is "
-                    f"{status.default_zone}: every device reaches every other, and activating {self.zoneset} would "
-                    "cut off every device not in it, so flexzone will not create one here",
-                    router_message=f"default-zone: {status.default_zone}", transcript=self._peek_transcript())
-            zoneset = self.zoneset
-            if refusal := refuse_foreign_zones(fabric, zoneset, ZONE_RE):
-                raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
-        elif refusal := refuse_staged_changes(fabric, zoneset, ours | set(wanted)):
-            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+        # With no active zoneset, the default zone decides: permit lets every device reach every
+        # other, and activating any zoneset would cut off all those not in it.
+        open_refusal = None if status.default_zone == "deny" else (
+            f"no zoneset is active in vsan {vsan} and the default zone of vsan {vsan} is {status.default_zone}: "
+            f"every device reaches every other, and activating {self.zoneset} would cut off every device not in "
+            "it, so flexzone will not create one here", f"default-zone: {status.default_zone}")
+        try:
+            plan = plan_link_zoning(fabric, spec, link_prefix(spec), ZONE_RE, self.zoneset, open_refusal)
+        except CommandRejected as refused:
+            refused.transcript = self._peek_transcript()
+            raise
+        zoneset, wanted, stale = plan.config, plan.wanted, plan.stale
         lines = self._zone_lines({name: members for name, members in wanted.items() if name not in fabric.zones},
                                  vsan)
         for name, members in wanted.items():

@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from routers.drivers.base import LinkSpec, RouterLink
+from routers.drivers.base import CommandRejected, LinkSpec, RouterLink
 
 # The configuration in effect is read from the switch at run time; a dry run names it like this.
 EFFECTIVE = "<effective cfg>"
@@ -120,6 +120,40 @@ def refuse_foreign_zones(fabric: FabricZoning, config: str, pattern: re.Pattern[
         return None
     return (f"{config} is already defined with zones flexzone did not create ({', '.join(foreign)}); putting it in "
             "force would enforce them, so flexzone leaves it to whoever defined it")
+
+
+@dataclass
+class LinkZoning:
+    """What one link needs of a fabric's zoning: the configuration to put its zones in, its pair
+    zones (name -> members), and its zones for initiators no longer chosen."""
+
+    config: str
+    wanted: dict[str, list[str]]
+    stale: list[str]
+
+
+def plan_link_zoning(fabric: FabricZoning, spec: LinkSpec, prefix: str, pattern: re.Pattern[str], own_config: str,
+                     open_refusal: tuple[str, str] | None) -> LinkZoning:
+    """Decide, before anything is sent, where the link's zones go, or refuse (CommandRejected).
+
+    The configuration in effect, unless it holds someone's staged changes; only with nothing in force
+    flexzone's own `own_config`, and not when the default zone lets every device reach every other
+    (`open_refusal`: the driver's message and the switch's words for that) or when someone else has
+    defined `own_config` with zones of their own.
+    """
+    wanted = pair_zones(prefix, spec)
+    ours = link_zones(fabric, pattern, spec)
+    config = fabric.in_effect
+    if config is None:
+        if open_refusal is not None:
+            raise CommandRejected(open_refusal[0], router_message=open_refusal[1])
+        config = own_config
+        refusal = refuse_foreign_zones(fabric, config, pattern)
+    else:
+        refusal = refuse_staged_changes(fabric, config, ours | set(wanted))
+    if refusal:
+        raise CommandRejected(refusal, router_message="")
+    return LinkZoning(config, wanted, sorted(ours - set(wanted)))
 
 
 def zone_members_differ(fabric: FabricZoning, name: str, members: list[str]) -> bool:
