@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from registry.models import Device, DeviceLock, Link
-from registry.operations import execute, submit
+from registry.operations import execute, invoke, reconcile, submit
 from tests.ops.test_ops_basics import assert_agreement, router_keys
 
 
@@ -56,8 +56,6 @@ def test_a_remove_then_an_add_queued_in_that_order_leave_the_site_holding_its_lo
 
 @pytest.mark.django_db
 def test_repair_that_ends_the_last_link_of_a_holder_releases_its_lock(ops_lab):
-    from registry.operations import reconcile
-
     add("XRAID1")
     Link.objects.update(state="configuring")  # records left mid-change by an add that is long finished
     op = reconcile(repair=True)
@@ -71,8 +69,6 @@ def test_repair_that_ends_the_last_link_of_a_holder_releases_its_lock(ops_lab):
 
 @pytest.mark.django_db
 def test_a_v1_link_is_held_like_any_other_and_its_removal_releases_the_device(ops_lab):
-    from registry.operations import invoke
-
     added = invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22")
     assert added.state == "succeeded", added.error
     lock = DeviceLock.objects.get()

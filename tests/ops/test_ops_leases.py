@@ -3,13 +3,15 @@ holds, in both directions, and the operation's result says what is now true."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
 
-from registry.models import DeviceLock, Link
+from registry.models import Device, DeviceLock, Link, Operation
 from registry.operations import execute, submit
+from registry.operations.maintenance import expire_leases
 from tests.ops.test_ops_basics import assert_agreement
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
@@ -58,14 +60,9 @@ def test_an_add_without_a_lease_makes_the_connection_permanent_and_says_so(ops_l
 
 @pytest.mark.django_db
 def test_a_lease_whose_removal_cannot_be_planned_is_kept_and_the_failure_journaled_once(ops_lab):
-    import time as clock
-
-    from registry.models import Device, Operation
-    from registry.operations.maintenance import expire_leases
-
     add(1)
     expires_at = DeviceLock.objects.get().expires_at
-    clock.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()) + 0.05)
+    time.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()) + 0.05)
     Device.objects.filter(description="XRAID1").update(owner_site=DeviceLock.objects.get().site)  # unplannable now
     assert expire_leases() == [] and expire_leases() == []
     [failed] = Operation.objects.filter(kind="expire")
