@@ -19,13 +19,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from operations.errors import DeviceBusy
 from registry.errors import explain_integrity_error
 from registry.planner import PlanError
-
-try:
-    from registry.operations import DeviceBusy
-except ImportError:  # the API also runs without the engine (journal only)
-    DeviceBusy = None
 
 log = logging.getLogger("flexzone.api")
 
@@ -67,7 +63,7 @@ def exception_handler(exc, context):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {api_settings.NON_FIELD_ERRORS_KEY: exc.messages}
         )
-    if DeviceBusy is not None and isinstance(exc, DeviceBusy):
+    if isinstance(exc, DeviceBusy):
         errors = [{"field": exc.field, "rule": "device_busy", "message": exc.message}]
         return _error(409, str(exc), "device_busy", errors)
     if isinstance(exc, PlanError):

@@ -76,3 +76,12 @@ def ssl_context(conf, default_ssl_context_factory) -> ssl.SSLContext:
                           settings.FLEXZONE_TLS_CRL, exc)
             _cache.update(key=key, context=context)
         return _cache["context"]
+
+
+def post_worker_init(worker) -> None:
+    """Each API worker process that runs operations itself (FLEXZONE_OPS_QUEUE=thread, the SQLite demo)
+    starts the chores and picks up operations still queued from before a restart; with procrastinate
+    this does nothing (the `manage.py worker` processes do both)."""
+    from operations import queue
+
+    queue.current().start()

@@ -13,6 +13,7 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
+from operations.models import Operation
 from registry.models import (
     ZONE_MAX,
     ZONE_MIN,
@@ -21,7 +22,6 @@ from registry.models import (
     Host,
     Initiator,
     Link,
-    Operation,
     Principal,
     Role,
     Router,

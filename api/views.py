@@ -1,12 +1,13 @@
 """API views. Registry viewsets are declarations over `RegistryViewSet`, which owns transactions,
 audit records and logging; the operation endpoints (connect, disconnect, reconcile, invoke) journal
-a request through `api.engine` and answer 202 with the operation's URL."""
+a request through `operations.intake` and answer 202 with the operation's URL."""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
+import time
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -18,25 +19,15 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import audit, engine
+from api import audit
 from api import serializers as s
 from api.authentication import crl_cache
 from api.fields import validate_printable_ascii
 from api.permissions import require_scope, within_site_scope
+from operations import submit
+from operations.models import TERMINAL_STATES, Operation, OperationKind
 from registry import planner
-from registry.models import (
-    AuditEvent,
-    Device,
-    Host,
-    Link,
-    Operation,
-    OperationKind,
-    Principal,
-    Role,
-    Router,
-    Site,
-    Zone,
-)
+from registry.models import AuditEvent, Device, Host, Link, Principal, Role, Router, Site, Zone
 
 log = logging.getLogger("flexzone.api")
 _WAIT = re.compile(r"\A[0-9]{1,6}(\.[0-9]{1,3})?\Z")
@@ -247,11 +238,24 @@ def _plan(action: str, target: dict) -> planner.Plan:
     return planner.plan_disconnect(site=target["site"], **selectors)
 
 
-def _plan_scope(plan: planner.Plan) -> dict:
+def _plan_scope(plan: dict) -> dict:
+    """The sites and zone a plan (as journaled) touches: the requesting site and every router's site."""
     return {
-        "sites": list(Site.objects.filter(name__in={plan.site, *(step.site for step in plan.steps)})),
-        "zones": list(Zone.objects.filter(zone_id=plan.zone)),
+        "sites": list(Site.objects.filter(name__in={plan["site"], *(step["site"] for step in plan["steps"])})),
+        "zones": list(Zone.objects.filter(zone_id=plan["zone"])),
     }
+
+
+_POLL_SECONDS = 0.1
+
+
+def _wait_for(operation: Operation, seconds: float) -> Operation:
+    """Re-read the row until it reaches a terminal state or `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    while operation.state not in TERMINAL_STATES and time.monotonic() < deadline:
+        time.sleep(min(_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        operation.refresh_from_db()
+    return operation
 
 
 class OperationView(AuditedView, APIView):
@@ -261,17 +265,23 @@ class OperationView(AuditedView, APIView):
     serializer_class: type[serializers.Serializer]
     field_aliases: dict[str, str] = {}
 
-    def journal(self, principal: Principal, data: dict) -> tuple[str, dict, dict | None]:
+    def journal(self, principal: Principal, data: dict) -> tuple[str, dict]:
+        """(kind, request) for the engine; refuses what the principal may not ask at all."""
         raise NotImplementedError
+
+    def authorize(self, principal: Principal, plan: dict) -> None:
+        """Refuse (PermissionDenied) a plan that reaches outside the principal's scopes; the engine
+        calls it with the one plan it will run, before anything is locked or queued."""
 
     def post(self, request):
         serializer = self.serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
         wait = self._wait_seconds(request)
         principal = request.user.principal
-        kind, operation_request, plan = self.journal(principal, serializer.validated_data)
+        kind, operation_request = self.journal(principal, serializer.validated_data)
         try:
-            operation = engine.submit(kind, operation_request, principal, plan)
+            operation = submit(kind, operation_request, principal,
+                               authorize=lambda plan: self.authorize(principal, plan))
         except planner.PlanError as exc:
             if exc.field in self.field_aliases:  # name the field the way the client sent it
                 exc.field = self.field_aliases[exc.field]
@@ -281,8 +291,8 @@ class OperationView(AuditedView, APIView):
         audit.note(request, target=f"operation:{operation.pk}", after=operation_request)
         log.info("%s submitted %s operation %s: %s", principal.name, kind, operation.pk, operation_request)
         if wait:
-            operation = engine.wait_for(operation, wait)
-        done = operation.state in engine.TERMINAL_STATES
+            operation = _wait_for(operation, wait)
+        done = operation.state in TERMINAL_STATES
         data = s.OperationSerializer(operation, context={"request": request}).data
         code = status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED
         location = request.build_absolute_uri(reverse("operation-detail", args=[operation.pk]))
@@ -311,9 +321,10 @@ class ConnectView(OperationView):
     kind = OperationKind.ADD
 
     def journal(self, principal, data):
-        plan = _plan("connect" if self.kind == OperationKind.ADD else "disconnect", data)
+        return self.kind, dict(data)
+
+    def authorize(self, principal, plan):
         require_scope(principal, **_plan_scope(plan))
-        return self.kind, dict(data), plan.as_dict()
 
     def audit_action(self, request) -> str:
         return self.audit_noun
@@ -339,7 +350,7 @@ class ReconcileView(OperationView):
         # A report only reads the routers; a repair changes any of them, so it is for admins.
         if data.get("repair") and principal.role != Role.ADMIN:
             raise exceptions.PermissionDenied(f"Principal {principal.name} is not an admin; repair needs admin.")
-        return OperationKind.RECONCILE, dict(data), None
+        return OperationKind.RECONCILE, dict(data)
 
     def audit_action(self, request) -> str:
         return self.audit_noun
@@ -375,7 +386,7 @@ class InvokeView(OperationView):
         request = {key: value for key, value in data.items() if key != "ifcpip"}
         if data.get("ifcpip") is not None:
             request["remote_ip"] = data["ifcpip"]  # V1 called it --ifcpip; the engine says remote_ip
-        return OperationKind.INVOKE, request, None
+        return OperationKind.INVOKE, request
 
     def audit_action(self, request) -> str:
         return f"invoke.{request.data.get('command', '')}"[:64] if isinstance(request.data, dict) else "invoke"

@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "registry",
+    "operations.apps.OperationsConfig",
     "api",
     "netem",
 ]
@@ -213,7 +214,7 @@ SPECTACULAR_SETTINGS.update(
     }
 )
 
-# --- operations engine (registry/operations/) ----------------------------------------------------
+# --- operations engine (operations/) ----------------------------------------------------
 # Queue: "procrastinate" (PostgreSQL job queue; workers run `manage.py worker` on any machine),
 # "thread" (in-process, for the SQLite demo) or "manual" (nothing runs until execute() is called).
 FLEXZONE_OPS_QUEUE = env_choice(
@@ -225,7 +226,7 @@ if FLEXZONE_OPS_QUEUE == "procrastinate" and "postgres" not in _db["ENGINE"]:
     raise ImproperlyConfigured("FLEXZONE_OPS_QUEUE: procrastinate needs DATABASE_URL=postgres://...")
 if "postgres" in _db["ENGINE"]:
     INSTALLED_APPS.append("procrastinate.contrib.django")
-    PROCRASTINATE_IMPORT_PATHS = ["registry.operations.tasks"]
+    PROCRASTINATE_IMPORT_PATHS = ["operations.tasks"]
     PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
 FLEXZONE_OPS_POOL = env_bool("FLEXZONE_OPS_POOL", True)  # keep router sessions logged in between operations
 FLEXZONE_OPS_POOL_IDLE = env_float("FLEXZONE_OPS_POOL_IDLE", 300.0)  # close a session idle this long (s)

@@ -3,7 +3,7 @@ never shown; operation transcripts and a link's initiator snapshot are read-only
 
 from django.contrib import admin
 
-from registry.models import Device, DeviceLock, Host, Initiator, Link, Operation, Principal, Router, Site, Zone
+from registry.models import Device, DeviceLock, Host, Initiator, Link, Principal, Router, Site, Zone
 
 
 class RouterInline(admin.TabularInline):
@@ -114,12 +114,3 @@ class PrincipalAdmin(admin.ModelAdmin):
     search_fields = ("name", "cert_sha256", "cert_serial", "cert_issuer")
     list_filter = ("role", "all_sites", "all_zones")
     filter_horizontal = ("sites", "zones")
-
-
-@admin.register(Operation)
-class OperationAdmin(admin.ModelAdmin):
-    list_display = ("pk", "kind", "state", "phase", "principal", "attempts", "total_ms", "router_ms", "created_at")
-    search_fields = ("error", "principal__name")
-    list_filter = ("kind", "state", "phase")
-    date_hierarchy = "created_at"
-    readonly_fields = ("transcript", "registry_ms", "invocation_ms", "router_ms", "total_ms", "attempts")

@@ -347,7 +347,7 @@ class DeviceLock(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True, help_text="lease expiry; the link is removed then")
     reason = models.CharField(max_length=200, blank=True, validators=[validate_description])
     operation = models.ForeignKey(
-        "registry.Operation",
+        "operations.Operation",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
@@ -410,7 +410,7 @@ class Link(models.Model):
     up_at = models.DateTimeField(null=True, blank=True)
     down_at = models.DateTimeField(null=True, blank=True)
     operation = models.ForeignKey(
-        "registry.Operation",
+        "operations.Operation",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
@@ -515,78 +515,6 @@ class Principal(models.Model):
         return f"{self.name} ({self.role})"
 
 
-class OperationKind(models.TextChoices):
-    ADD = "add"
-    REMOVE = "remove"
-    LIST = "list"
-    RECONCILE = "reconcile"
-    INVOKE = "invoke"
-    EXPIRE = "expire"
-
-
-class OperationState(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    ROLLED_BACK = "rolled_back"
-
-
-class OperationPhase(models.TextChoices):
-    QUEUED = "queued"
-    CONNECTING = "connecting"
-    ON_ROUTER = "on_router"
-    VERIFYING = "verifying"
-    DONE = "done"
-
-
-class Operation(models.Model):
-    """One journaled request (add, remove, list, reconcile, or a V1 invoke) and everything it did.
-
-    Phase timings are the seed's Figure 11-13 quantities: registry_ms (lookups and planning),
-    invocation_ms (flexzone's own work), router_ms (waiting on routers, login included), total_ms.
-    """
-
-    Kind = OperationKind
-    State = OperationState
-    Phase = OperationPhase
-
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    principal = models.ForeignKey(Principal, null=True, blank=True, on_delete=models.PROTECT, related_name="operations")
-    request = models.JSONField(default=dict, help_text="what was asked, as given")
-    plan = models.JSONField(default=dict, blank=True)
-    result = models.JSONField(default=dict, blank=True)
-    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
-    phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    transcript = models.TextField(blank=True, help_text="router session text, secrets masked")
-    registry_ms = models.FloatField(default=0.0)
-    invocation_ms = models.FloatField(default=0.0)
-    router_ms = models.FloatField(default=0.0)
-    total_ms = models.FloatField(default=0.0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    claimed_by = models.CharField(max_length=120, blank=True, help_text="worker running it: host:pid:thread")
-    job_id = models.BigIntegerField(null=True, blank=True, help_text="the queue's job id, when queued")
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [models.Index(fields=["state", "heartbeat_at"], name="registry_operation_state_hb")]
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(state__in=[choice.value for choice in OperationState]),
-                name="registry_operation_state_valid",
-                violation_error_message="Unknown operation state.",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"operation {self.pk} {self.kind} ({self.state})"
-
-
 class AuditOutcome(models.TextChoices):
     ALLOWED = "allowed"
     DENIED = "denied"
@@ -618,7 +546,7 @@ class AuditEvent(models.Model):
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
     operation = models.ForeignKey(
-        Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+        "operations.Operation", null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
     )
     remote_addr = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

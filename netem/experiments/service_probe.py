@@ -74,7 +74,7 @@ def _row(kind: str, rep: int, op: Any, wall_ms: float) -> dict[str, Any]:
 
 def operation(kind: str, rep: int) -> dict[str, Any]:
     """Submit and execute one operation; a request refused at planning is a row too (state "refused")."""
-    from registry.operations import execute, submit
+    from operations import execute, submit
     from registry.planner import PlanError
 
     request = {} if kind == "list" else {"site": REQUESTER, "device_description": DEVICE}
@@ -90,7 +90,7 @@ def operation(kind: str, rep: int) -> dict[str, Any]:
 
 def agreement(tries: int = 3) -> dict[str, Any]:
     """Reconcile (report only) and say whether registry and routers agree; retried, since it crosses the WAN."""
-    from registry.operations import reconcile
+    from operations import reconcile
 
     last: dict[str, Any] = {}
     for _ in range(tries):
@@ -109,7 +109,7 @@ def agreement(tries: int = 3) -> dict[str, Any]:
 
 
 def _final_links() -> Any:
-    from registry.operations import list_links
+    from operations import list_links
 
     try:
         return {name: sorted([link["port"], link["zone"], link["remote_ip"], link.get("state")] for link in links)
@@ -146,14 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.reconcile:
             report = agreement()
             if args.repair and not report["agree"]:
-                from registry.operations import reconcile
+                from operations import reconcile
 
                 op = reconcile(repair=True)
                 report["repair"] = {"state": op.state, "error": op.error[:300], "result": op.result}
                 report["after_repair"] = agreement()
             print(json.dumps({"reconcile": report}, default=str), flush=True)
     finally:
-        from registry.operations.pool import pool
+        from operations.pool import pool
 
         pool.close_all()
     return 0

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from registry.models import AuditEvent, Operation, Principal, Site
+from operations.models import Operation
+from registry.models import AuditEvent, Principal, Site
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from registry.models import AuditEvent, Host, Initiator, Link, Operation, Principal, Router, Site
+from operations.models import Operation
+from registry.models import AuditEvent, Host, Initiator, Link, Principal, Router, Site
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 BACKUP = {"name": "backup-server", "site": "remote-site", "description": "Backup server",

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from registry.models import Operation, Site
+from operations.models import Operation
+from registry.models import Site
 
 HOSTILE_TEXT = [
     "XRAID1\n",

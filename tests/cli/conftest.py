@@ -121,7 +121,7 @@ class StrandedOperationSweeper:
     LOCKED, which skips a row while another transaction holds FOR KEY SHARE on it, and the API's
     audit insert (a foreign key to the operation) takes exactly that lock right after submitting. When
     the two meet, the worker thread skips the row and the operation stays queued for ever (about one
-    session in four here). FOR NO KEY UPDATE in registry/operations/engine.py `_claim` is the fix; once
+    session in four here). FOR NO KEY UPDATE in operations/engine.py `_claim` is the fix; once
     it lands this sweeper finds nothing to do.
     """
 
@@ -135,8 +135,8 @@ class StrandedOperationSweeper:
         from django.db import connection
         from django.utils import timezone
 
-        from registry.models import Operation
-        from registry.operations import execute
+        from operations import execute
+        from operations.models import Operation
 
         try:
             while not self.stop_event.wait(self.every):

@@ -85,7 +85,7 @@ def test_an_unknown_host_exits_2_listing_close_matches(lab, config_for, run_cli)
 
 
 def test_add_sends_the_hosts_in_the_request(api_server, cast, config_for, run_cli):  # noqa: F811
-    from registry.models import Operation
+    from operations.models import Operation
 
     result = run_cli("flexzone", "--add", *CONNECT, "--host", "management-server", "--no-wait", "--json",
                      config=config_for(api_server.url))

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from operations.chores import stop_chores_thread
+from operations.pool import pool
 from registry.models import Router
-from registry.operations.maintenance import stop_chores_thread
-from registry.operations.pool import pool
 from tests.routers.conftest import PASSWORD, sim_factory, sim_process_factory  # noqa: F401 - fixtures
 
 FAST = {

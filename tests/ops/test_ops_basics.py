@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from registry.models import Device, DeviceLock, Link, Operation, Router, Site
-from registry.operations import DeviceBusy, execute, list_links, submit
+from operations import DeviceBusy, execute, list_links, submit
+from operations.models import Operation
+from registry.models import Device, DeviceLock, Link, Router, Site
 from registry.planner import PlanError
 
 

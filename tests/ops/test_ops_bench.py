@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from registry.models import Link, Operation, Router, Site
-from registry.operations import bench
+from operations import bench
+from operations.models import Operation
+from registry.models import Link, Router, Site
 
 
 @pytest.mark.django_db(transaction=True)

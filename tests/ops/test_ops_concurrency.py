@@ -12,9 +12,9 @@ import pytest
 from django.db import connection
 from psycopg.conninfo import make_conninfo
 
+from operations import DeviceBusy, execute, submit
+from operations.locking import ADVISORY_NAMESPACE, router_lock
 from registry.models import DeviceLock, Link
-from registry.operations import DeviceBusy, execute, submit
-from registry.operations.locking import ADVISORY_NAMESPACE, router_lock
 from tests.ops.conftest import wire
 from tests.ops.test_ops_basics import add_third_site, assert_agreement, router_keys
 

@@ -7,8 +7,9 @@ import threading
 import pytest
 from django.db import connection
 
-from registry.models import DeviceLock, Operation
-from registry.operations import execute, submit
+from operations import execute, submit
+from operations.models import Operation
+from registry.models import DeviceLock
 from tests.ops.test_ops_basics import assert_agreement, router_keys
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
-from registry.models import DeviceLock, Link, Operation, Router
-from registry.operations import execute, reconcile, submit
-from registry.operations.pool import pool
+from operations import execute, reconcile, submit
+from operations.models import Operation
+from operations.pool import pool
+from registry.models import DeviceLock, Link, Router
 from tests.ops.test_ops_basics import assert_agreement, router_keys
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from operations import execute, reconcile, submit
 from registry.models import Device, DeviceLock, Host, Initiator, Link, Site
-from registry.operations import execute, reconcile, submit
 from routers.sim.faults import Fault
 from tests.ops.conftest import wire
 from tests.routers.fabric_admin import FabricAdmin, production_in_force, zones_in_force

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from operations import execute, invoke, reconcile, submit
 from registry.models import Device, DeviceLock, Link
-from registry.operations import execute, invoke, reconcile, submit
 from tests.ops.test_ops_basics import assert_agreement, router_keys
 
 

@@ -9,9 +9,10 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from registry.models import Device, DeviceLock, Link, Operation
-from registry.operations import execute, submit
-from registry.operations.maintenance import expire_leases
+from operations import execute, submit
+from operations.chores import expire_leases
+from operations.models import Operation
+from registry.models import Device, DeviceLock, Link
 from tests.ops.test_ops_basics import assert_agreement
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}

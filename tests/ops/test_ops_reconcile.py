@@ -7,10 +7,11 @@ import time
 import pytest
 from django.utils import timezone
 
-from registry.models import DeviceLock, Link, Operation
-from registry.operations import execute, invoke, reconcile, submit
-from registry.operations.engine import router_target
-from registry.operations.maintenance import expire_leases
+from operations import execute, invoke, reconcile, submit
+from operations.chores import expire_leases
+from operations.models import Operation
+from operations.steps import router_target
+from registry.models import DeviceLock, Link
 from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec
 from tests.ops.test_ops_basics import assert_agreement, registry_keys, router_keys

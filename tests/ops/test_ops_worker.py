@@ -7,14 +7,18 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from registry.models import Operation
-from registry.operations import submit
+from operations import submit
+from operations.locking import router_lock
+from operations.models import Operation
+from registry.models import DeviceLock
 from routers.sim.personality import TimingProfile
 from tests.ops.test_ops_basics import assert_agreement, router_keys
 
@@ -38,10 +42,11 @@ def database_url() -> str:
     return f"postgres://{auth}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def start_worker(secrets_dir: Path, log: Path) -> subprocess.Popen:
-    env = {**os.environ, **WORKER_ENV, "DATABASE_URL": database_url(), "FLEXZONE_SECRETS_DIR": str(secrets_dir)}
+def start_worker(secrets_dir: Path, log: Path, concurrency: int = 4, **env_extra: str) -> subprocess.Popen:
+    env = {**os.environ, **WORKER_ENV, "DATABASE_URL": database_url(), "FLEXZONE_SECRETS_DIR": str(secrets_dir),
+           **env_extra}
     return subprocess.Popen(
-        [sys.executable, "manage.py", "worker", "--concurrency", "4"],
+        [sys.executable, "manage.py", "worker", "--concurrency", str(concurrency)],
         cwd=ROOT,
         env=env,
         stdout=log.open("ab"),
@@ -84,14 +89,7 @@ def test_an_operation_survives_its_worker_being_killed_mid_command(lab_factory, 
         assert router_keys(lab.primary_sim) == {(8, 1, "127.0.0.22")}
         assert_agreement(lab)
     finally:
-        for worker in workers:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGTERM)
-                try:
-                    worker.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(worker.pid, signal.SIGKILL)
-                    worker.wait()
+        stop_workers(workers)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -103,3 +101,37 @@ def test_the_thread_queue_runs_operations_in_the_background(ops_lab, settings):
     )
     assert done.state == "succeeded", done.error
     assert_agreement(ops_lab)
+
+
+def stop_workers(workers: list[subprocess.Popen]) -> None:
+    for worker in workers:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            try:
+                worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_lease_expiry_runs_while_every_operation_slot_waits_on_a_busy_router(ops_lab, settings, secrets_dir,
+                                                                               tmp_path):
+    settings.FLEXZONE_OPS_QUEUE = "procrastinate"
+    log = tmp_path / "worker.log"
+    # Another worker's long sessions on both routers: every add waits, holding its slot.
+    with router_lock(ops_lab.primary_rtr.pk, 5.0), router_lock(ops_lab.remote_rtr.pk, 5.0):
+        worker = start_worker(secrets_dir, log, concurrency=2, FLEXZONE_OPS_LEASE_EVERY="1",
+                              FLEXZONE_OPS_ROUTER_WAIT="60")
+        try:
+            waiting = [submit("add", {"site": site, "device_description": device})
+                       for site, device in (("remote-site", "XRAID1"), ("primary-site", "XRAID2"))]
+            wait_for(lambda: Operation.objects.filter(pk__in=[op.pk for op in waiting], state="running").count() == 2,
+                     30, f"both slots to take an add ({log})")
+            DeviceLock.objects.create(device=ops_lab.demo["xraid3"], site=ops_lab.demo["primary"], exclusive=True,
+                                      expires_at=timezone.now() - timedelta(seconds=1), reason="a lease that ran out")
+            wait_for(lambda: Operation.objects.filter(kind="expire").exists(), 10,
+                     f"lease expiry while both operation slots wait ({log})")
+        finally:
+            stop_workers([worker])

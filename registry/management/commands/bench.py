@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 BENCHMARKS = {
     "planner": "registry.bench",
     "routers": "routers.bench",
-    "ops": "registry.operations.bench",
+    "ops": "operations.bench",
     "api": "api.bench",
 }
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
-from registry.operations.conf import ops_settings
-from registry.operations.locking import try_router_lock
+from operations.conf import ops_settings
+from operations.locking import try_router_lock
 from routers.drivers.base import CommandRejected, RouterDriver, RouterError, RouterTarget
 
 log = logging.getLogger(__name__)

@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import Q
 
-from registry.models import Device, DeviceLock, Link, Operation, Router, Site, Zone
-from registry.operations.engine import execute, list_links, submit
-from registry.operations.pool import pool
+from operations.intake import submit
+from operations.models import Operation
+from operations.pool import pool
+from operations.runner import execute, list_links
+from registry.models import Device, DeviceLock, Link, Router, Site, Zone
 from routers.sim.process import SimProcess
 
 PREFIX = "bench-ops"

@@ -1,4 +1,10 @@
-"""Periodic chores: re-run operations whose worker died, and remove links whose lease ran out."""
+"""Periodic chores: re-run operations whose worker died, and remove links whose lease ran out.
+
+They run on a thread of their own in every process that runs operations (the thread queue's
+process, each `manage.py worker`), never in the operations' slots: twenty operations waiting on a
+hung router must not hold up the reaper or lease expiry. Running them in several processes at once
+is safe: a stalled operation is claimed once, and a lease yields one removal.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,11 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from registry.models import DeviceLock, Operation
-from registry.operations.conf import ops_settings
-from registry.operations.engine import submit
+from operations import queue
+from operations.conf import ops_settings
+from operations.intake import submit
+from operations.models import Operation
+from registry.models import DeviceLock
 from registry.planner import PlanError
 
 log = logging.getLogger(__name__)
@@ -28,38 +36,11 @@ def stalled_operations() -> list[int]:
 
 def reap_stalled_operations() -> list[int]:
     """Queue every stalled operation again; `execute` claims it once and re-runs it in recovery mode."""
-    from registry.operations.engine import _enqueue, _thread_executor, run_in_thread
-
     ids = stalled_operations()
-    queue = ops_settings().queue
     for operation_id in ids:
         log.warning("operation %s: worker stopped heart-beating; queueing it again", operation_id)
-        if queue == "procrastinate":
-            _retry_procrastinate_job(operation_id)
-        elif queue == "thread":
-            _thread_executor().submit(run_in_thread, operation_id)
-        else:
-            _enqueue(Operation.objects.get(pk=operation_id))
+        queue.current().requeue(operation_id)
     return ids
-
-
-def _retry_procrastinate_job(operation_id: int) -> None:
-    """Put the dead worker's job back to `todo` (procrastinate's stalled-job retry), or defer a new one."""
-    from procrastinate.exceptions import ProcrastinateException
-
-    from registry.operations.engine import _enqueue
-    from registry.operations.tasks import retry_stalled_job
-
-    op = Operation.objects.get(pk=operation_id)
-    if op.job_id is not None:
-        try:
-            with transaction.atomic():
-                retry_stalled_job(op.job_id)
-            return
-        except ProcrastinateException:
-            log.info("job %s of operation %s is not retryable; deferring a new one", op.job_id, operation_id)
-    with transaction.atomic():
-        Operation.objects.filter(pk=op.pk).update(job_id=_enqueue(op))
 
 
 def expire_leases() -> list[int]:
@@ -118,8 +99,7 @@ _chores_stop = threading.Event()
 
 
 def start_chores_thread() -> None:
-    """With FLEXZONE_OPS_QUEUE=thread (no procrastinate worker, e.g. the SQLite demo) the process that
-    runs operations also runs the periodic chores: stalled-operation reaper and lease expiry."""
+    """Run the reaper and lease expiry every FLEXZONE_OPS_REAP_EVERY / _LEASE_EVERY seconds (idempotent)."""
     global _chores_thread
     with _chores_lock:
         if _chores_thread is not None and _chores_thread.is_alive():

@@ -6,7 +6,7 @@ import logging
 
 from django.core.management.base import BaseCommand, CommandError
 
-from registry.operations.conf import ops_settings
+from operations.conf import ops_settings
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +24,9 @@ class Command(BaseCommand):
             raise CommandError("the worker needs FLEXZONE_OPS_QUEUE=procrastinate and DATABASE_URL=postgres://...")
         from procrastinate.contrib.django import app
 
-        from registry.operations.pool import pool
-        from registry.operations.tasks import QUEUE
+        from operations.chores import start_chores_thread, stop_chores_thread
+        from operations.pool import pool
+        from operations.tasks import QUEUE
 
         concurrency = options["concurrency"] or conf.worker_concurrency
         if options["verbosity"] < 2:
@@ -33,6 +34,7 @@ class Command(BaseCommand):
             logging.getLogger("procrastinate").setLevel(logging.WARNING)
         # Worker liveness for procrastinate matches ours, so a SIGKILLed worker's job is found stalled
         # as soon as its operation's heartbeat is.
+        start_chores_thread()  # on a thread of their own: never waiting behind operations for a slot
         try:
             with app.replace_connector(app.connector.get_worker_connector()):
                 app.run_worker(
@@ -44,4 +46,5 @@ class Command(BaseCommand):
                     delete_jobs="successful",
                 )
         finally:
+            stop_chores_thread()
             pool.close_all()

@@ -21,19 +21,21 @@ Policy "router" makes the registry match the router.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.utils import timezone
 
-from registry.models import Device, DeviceLock, Link, Operation, Router, Site, Zone
-from registry.operations.conf import ops_settings
+from operations.conf import ops_settings
+from operations.errors import OperationFailed, StepFailed
+from operations.intake import router_named
+from operations.journal import Run
+from operations.models import Operation
+from operations.pool import Lease
+from operations.steps import with_router
+from registry.models import Device, DeviceLock, Link, Router, Site, Zone
 from registry.planner import router_vsan
 from routers.drivers import DRIVERS
 from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec, RouterLink
-
-if TYPE_CHECKING:
-    from registry.operations.engine import Run
-    from registry.operations.pool import Lease
 
 
 def _key(link: Link) -> tuple[int, int, str]:
@@ -240,3 +242,23 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
         up_at=now,
         initiators=list(found.initiators),
     )
+
+
+def execute_reconcile(run: Run) -> None:
+    """The reconcile operation: each router (or the named one) read, compared and, with repair, converged."""
+    repair, policy = run.op.request.get("repair", False), run.op.request.get("policy", "registry")
+    report, failed = {}, []
+    name = run.op.request.get("router")
+    for router in [router_named(name)] if name else Router.objects.order_by("name"):
+        try:
+            report[router.name] = with_router(
+                run,
+                router,
+                lambda lease, _read_first, router=router: reconcile_router(run, router, lease, repair, policy),
+            )
+        except StepFailed as exc:
+            report[router.name] = {"error": str(exc)}
+            failed.append(router.name)
+    run.op.result = {"repair": repair, "policy": policy, "routers": report}
+    if failed:
+        raise OperationFailed(f"could not read {', '.join(failed)}")

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from registry.operations import reconcile
+from operations import reconcile
 
 
 class Command(BaseCommand):

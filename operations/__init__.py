@@ -1,6 +1,6 @@
 """The operations engine: every change to a router goes through here, journaled and verified.
 
-Public API (import from ``registry.operations``):
+Public API (import from ``operations``):
 
 ``submit(kind, request, principal=None, *, enqueue=True) -> Operation``
     Validate and plan synchronously, write the journal row (state ``queued``), take the device
@@ -34,7 +34,23 @@ lease expiry), ``tasks`` (procrastinate tasks), ``bench`` (``manage.py bench ops
 flexzone/settings.py.
 """
 
-from registry.operations.engine import execute, invoke, list_links, reconcile, submit
-from registry.operations.errors import DeviceBusy, OperationFailed
+# A Django app's package is imported before the models are ready: the public names are loaded on
+# first use (PEP 562), not here.
+_PUBLIC = {
+    "submit": "operations.intake",
+    "execute": "operations.runner",
+    "invoke": "operations.runner",
+    "list_links": "operations.runner",
+    "reconcile": "operations.runner",
+    "DeviceBusy": "operations.errors",
+    "OperationFailed": "operations.errors",
+}
+__all__ = sorted(_PUBLIC)
 
-__all__ = ["DeviceBusy", "OperationFailed", "execute", "invoke", "list_links", "reconcile", "submit"]
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'operations' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(_PUBLIC[name]), name)

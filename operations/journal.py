@@ -1,0 +1,333 @@
+"""The journal of one run: claiming an operation, its live progress and heartbeats, and its fenced end.
+
+A worker claims a queued operation (or one whose worker stopped heart-beating) with a token of its
+own; progress and heartbeats are written off the operation's path by one thread per process; the
+end (journal row, links and locks) is written in one statement that applies only while the claim
+still holds, so a stalled worker that was taken over writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from operations.conf import ops_settings
+from operations.holders import mark_down
+from operations.models import Operation
+from registry.models import Device, DeviceLock, Link
+from routers.drivers.base import RouterDriver
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+State, Phase = Operation.State, Operation.Phase
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class Run:
+    """One execution of one operation: its clock, deadline, router time and transcripts."""
+
+    op: Operation
+    recovering: bool
+    started: float = field(default_factory=time.perf_counter)
+    deadline: float = 0.0
+    router_s: float = 0.0
+    registry_s: float = 0.0
+    transcripts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    _rows: dict[tuple[str, Any], Any] = field(default_factory=dict)
+    # What success commits together with the journal row: links up (with their lease) or down, and
+    # the requesting site's locks released (site id, device ids).
+    links_up: list[int] = field(default_factory=list)
+    lease_expires_at: datetime | None = None
+    links_down: list[int] = field(default_factory=list)
+    release_locks: tuple[int, list[int]] | None = None
+    renew: tuple[int, list[int], list[int]] | None = None  # site, devices, links whose expiry an add sets
+    joined: list[int] = field(default_factory=list)  # operations in flight this one waited for
+
+    def row(self, model: type[T], **lookup: Any) -> T:
+        """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
+        key = (model.__name__, tuple(sorted(lookup.items())))
+        if key not in self._rows:
+            self._rows[key] = model.objects.get(**lookup)
+        return self._rows[key]
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def absorb(self, driver: RouterDriver) -> None:
+        self.router_s += driver.take_router_seconds()
+        name = driver.target.name or driver.target.host
+        text = driver.take_transcript()
+        if text:
+            self.transcripts.append(f"--- {name} ---\n{text.rstrip()}")
+        self.warnings += [f"{name}: {warning}" for warning in driver.take_warnings()]
+
+    def phase(self, phase: str) -> None:
+        if self.op.phase != phase:
+            self.op.phase = phase
+            heartbeats.progress(self.op.pk, phase=phase)
+
+    def attempt(self) -> None:
+        self.op.attempts += 1
+        heartbeats.progress(self.op.pk, attempts=self.op.attempts)
+
+    @contextmanager
+    def registry(self):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.registry_s += time.perf_counter() - start
+
+
+# FOR NO KEY UPDATE is the lock the UPDATE itself takes. FOR UPDATE would also conflict with the
+# FOR KEY SHARE lock that any insert referencing the operation (a foreign key) holds until it
+# commits, and SKIP LOCKED would then skip a perfectly claimable row, leaving it queued for ever.
+_CLAIM_SQL = """
+    UPDATE registry_operation AS op
+       SET state = 'running', started_at = COALESCE(op.started_at, %(now)s), heartbeat_at = %(now)s,
+           claimed_by = %(worker)s
+      FROM (SELECT id, state FROM registry_operation WHERE id = %(id)s FOR NO KEY UPDATE SKIP LOCKED) AS before
+     WHERE op.id = before.id
+       AND (before.state = 'queued' OR (before.state = 'running' AND op.heartbeat_at < %(stale)s))
+ RETURNING op.*, before.state AS previous_state
+"""
+
+
+def claim(operation_id: int) -> tuple[Operation | None, bool]:
+    """Atomically take a queued operation, or a running one whose worker stopped heart-beating."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=ops_settings().stale_after)
+    if connection.vendor == "postgresql":
+        # One statement, so one round trip (its own transaction outside an atomic block): the claim
+        # sits on every operation's path.
+        params = {"now": now, "worker": claim_token(), "id": operation_id, "stale": stale}
+        claimed = list(Operation.objects.raw(_CLAIM_SQL, params))
+        if not claimed:
+            return None, False
+        return claimed[0], claimed[0].previous_state == State.RUNNING
+    # Elsewhere (SQLite, where several processes may share the file and row locks do not exist) a
+    # conditional UPDATE is the claim: the database applies one writer's at a time, and only the
+    # first finds the row still claimable.
+    token = claim_token()
+    fields = {"state": State.RUNNING, "started_at": Coalesce(F("started_at"), now), "heartbeat_at": now,
+              "claimed_by": token}
+    recovering = False
+    if not Operation.objects.filter(pk=operation_id, state=State.QUEUED).update(**fields):
+        recovering = True
+        if not Operation.objects.filter(pk=operation_id, state=State.RUNNING, heartbeat_at__lt=stale).update(**fields):
+            return None, False
+    op = Operation.objects.get(pk=operation_id)
+    if op.claimed_by != token:  # taken over between our update and this read
+        return None, False
+    return op, recovering
+
+
+def claim_token() -> str:
+    """Who holds a claim: this worker, and which claim of it (a fence for the operation's end)."""
+    return f"{WORKER_ID}#{secrets.token_hex(4)}"[-120:]
+
+
+def finish(run: Run, started: float) -> None:
+    """Write the journal row and, on success, the registry changes it vouches for: one commit."""
+    op = run.op
+    execute_s = time.perf_counter() - started
+    submit_ms = op.registry_ms  # planning at submit; a crashed run's time is lost with its worker
+    op.router_ms = run.router_s * 1000
+    op.registry_ms = submit_ms + run.registry_s * 1000
+    op.total_ms = submit_ms + execute_s * 1000
+    op.invocation_ms = max(0.0, op.total_ms - op.registry_ms - op.router_ms)
+    op.phase = Phase.DONE
+    op.finished_at = timezone.now()
+    if run.warnings:
+        op.result = {**(op.result or {}), "warnings": run.warnings}
+    notes = [*run.notes, *(f"warning: {warning}" for warning in run.warnings)]
+    text = "\n".join([*(f"# {note}" for note in notes), *run.transcripts])
+    op.transcript = "\n".join(part for part in (op.transcript, text) if part)
+    if op.state != State.SUCCEEDED:
+        run.links_up, run.links_down, run.release_locks, run.renew = [], [], None, None
+    if connection.vendor == "postgresql":
+        _finish_in_one_statement(run)
+        return
+    with transaction.atomic():
+        if not Operation.objects.select_for_update().filter(pk=op.pk, claimed_by=op.claimed_by).exists():
+            log.warning("operation %s was taken over by another worker; this worker's end is not written", op.pk)
+            return
+        now = op.finished_at
+        Link.objects.filter(pk__in=run.links_up).update(
+            state=Link.State.UP, up_at=now, lease_expires_at=run.lease_expires_at, updated_at=now
+        )
+        mark_down(run.links_down, now)
+        if run.renew:
+            site_id, device_ids, link_ids = run.renew
+            Link.objects.filter(pk__in=link_ids).update(lease_expires_at=run.lease_expires_at, updated_at=now)
+            DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).update(expires_at=run.lease_expires_at)
+            held = set(DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).values_list("device_id",
+                                                                                                       flat=True))
+            for device in Device.objects.filter(pk__in=set(device_ids) - held):
+                with transaction.atomic():  # another site's exclusive lock wins (see _FINISH_SQL)
+                    try:
+                        DeviceLock.objects.create(device=device, site_id=site_id, exclusive=not device.shareable,
+                                                  expires_at=run.lease_expires_at, operation=op,
+                                                  reason=f"operation {op.pk}", acquired_at=now)
+                    except IntegrityError:
+                        pass
+        if run.release_locks:
+            site_id, device_ids = run.release_locks
+            DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).exclude(
+                operation__created_at__gt=op.created_at
+            ).delete()
+        op.save(update_fields=_JOURNAL_FIELDS)
+
+
+_JOURNAL_FIELDS = [
+    "state", "phase", "error", "result", "transcript", "router_ms", "registry_ms", "invocation_ms", "total_ms",
+    "finished_at", "attempts",
+]  # fmt: skip
+
+# The end of every operation, in one statement and so one round trip and one commit (this runs on
+# every operation's path; the ORM's four statements cost ~4 ms on small machines, `bench ops`).
+# Locks taken by an operation submitted after this one (a new add racing this remove) are kept.
+_FINISH_SQL = """
+    WITH claim AS (
+        -- The fence: only the worker holding the claim writes the end (a stalled one taken over does
+        -- not); every other change below waits for this row and applies only if it was written.
+        UPDATE registry_operation
+           SET state = %(state)s, phase = %(phase)s, error = %(error)s, result = %(result)s::jsonb,
+               transcript = %(transcript)s, router_ms = %(router_ms)s, registry_ms = %(registry_ms)s,
+               invocation_ms = %(invocation_ms)s, total_ms = %(total_ms)s, finished_at = %(now)s,
+               attempts = %(attempts)s
+         WHERE id = %(id)s AND claimed_by = %(claimed_by)s
+         RETURNING id
+    ), up AS (
+        UPDATE registry_link
+           SET state = %(up)s, up_at = %(now)s, lease_expires_at = %(lease)s, updated_at = %(now)s
+         WHERE id = ANY(%(links_up)s) AND EXISTS (SELECT 1 FROM claim)
+    ), down AS (
+        UPDATE registry_link SET state = %(down)s, down_at = %(now)s, updated_at = %(now)s
+         WHERE id = ANY(%(links_down)s) AND EXISTS (SELECT 1 FROM claim)
+    ), renewed AS (
+        UPDATE registry_link SET lease_expires_at = %(lease)s, updated_at = %(now)s
+         WHERE id = ANY(%(links_renewed)s) AND EXISTS (SELECT 1 FROM claim)
+    ), renewed_locks AS (
+        UPDATE registry_devicelock SET expires_at = %(lease)s
+         WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
+    ), relocked AS (
+        -- A remove that ran while this add was under way (it saw no links yet) released the lock:
+        -- the add's links are up, so its site holds the devices again.
+        INSERT INTO registry_devicelock (device_id, site_id, exclusive, acquired_at, expires_at, reason, operation_id)
+        SELECT device.id, %(renew_site)s, NOT device.shareable, %(now)s, %(lease)s, %(reason)s, %(id)s
+          FROM registry_device AS device
+         WHERE device.id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
+        ON CONFLICT DO NOTHING
+    ), released AS (
+        DELETE FROM registry_devicelock AS held
+         WHERE held.site_id = %(site)s AND held.device_id = ANY(%(devices)s) AND EXISTS (SELECT 1 FROM claim)
+           AND NOT EXISTS (SELECT 1 FROM registry_operation AS newer
+                            WHERE newer.id = held.operation_id AND newer.created_at > %(created)s)
+    )
+    SELECT count(*) FROM claim
+"""
+
+
+def _finish_in_one_statement(run: Run) -> None:
+    op = run.op
+    site_id, device_ids = run.release_locks or (None, [])
+    renew_site, renew_devices, links_renewed = run.renew or (None, [], [])
+    params = {
+        "renew_site": renew_site, "renew_devices": renew_devices, "links_renewed": links_renewed,
+        "reason": f"operation {op.pk}", "claimed_by": op.claimed_by,
+        "up": Link.State.UP, "down": Link.State.DOWN, "now": op.finished_at, "lease": run.lease_expires_at,
+        "links_up": run.links_up, "links_down": run.links_down, "site": site_id, "devices": device_ids,
+        "created": op.created_at, "state": op.state, "phase": op.phase, "error": op.error,
+        "result": json.dumps(op.result), "transcript": op.transcript, "router_ms": op.router_ms,
+        "registry_ms": op.registry_ms, "invocation_ms": op.invocation_ms, "total_ms": op.total_ms,
+        "attempts": op.attempts, "id": op.pk,
+    }  # fmt: skip
+    with connection.cursor() as cursor:  # a transaction of its own outside an atomic block
+        cursor.execute(_FINISH_SQL, params)
+
+
+class LiveJournal:
+    """Writes in-flight operations' progress from one thread per process, off the operations' path.
+
+    Phase and attempt changes are flushed every 0.1 s (so `flexzone` can show progress live) and
+    every in-flight operation gets `heartbeat_at` refreshed every FLEXZONE_OPS_HEARTBEAT seconds;
+    the final state is written by the operation itself. Writes match `state=running` only, so a
+    late flush can never overwrite a finished operation.
+    """
+
+    def __init__(self) -> None:
+        self._ids: set[int] = set()
+        self._pending: dict[int, dict[str, Any]] = {}
+        self._guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, operation_id: int) -> None:
+        with self._guard:
+            self._ids.add(operation_id)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="flexzone-journal", daemon=True)
+                self._thread.start()
+
+    def progress(self, operation_id: int, **fields: Any) -> None:
+        with self._guard:
+            self._pending.setdefault(operation_id, {}).update(fields)
+
+    def discard(self, operation_id: int) -> None:
+        with self._guard:
+            self._ids.discard(operation_id)
+            self._pending.pop(operation_id, None)
+
+    def _run(self) -> None:
+        last_beat = time.monotonic()
+        session_tuned = False
+        try:
+            while True:
+                time.sleep(min(0.1, ops_settings().heartbeat))
+                with self._guard:
+                    ids = list(self._ids)
+                    pending, self._pending = self._pending, {}
+                    if not ids:
+                        self._thread = None
+                        return
+                try:
+                    if not session_tuned and connection.vendor == "postgresql":
+                        # Progress and heartbeats are telemetry: not worth an fsync wait each.
+                        with connection.cursor() as cursor:
+                            cursor.execute("SET synchronous_commit TO OFF")
+                        session_tuned = True
+                    now = timezone.now()
+                    for operation_id, fields in pending.items():
+                        Operation.objects.filter(pk=operation_id, state=State.RUNNING).update(
+                            heartbeat_at=now, **fields
+                        )
+                    if time.monotonic() - last_beat >= ops_settings().heartbeat:
+                        Operation.objects.filter(pk__in=ids, state=State.RUNNING).update(heartbeat_at=now)
+                        last_beat = time.monotonic()
+                except Exception:  # noqa: BLE001 - a missed beat is recovered by the next one
+                    log.warning("journal progress update failed", exc_info=True)
+                    connection.close()
+                    session_tuned = False
+        finally:
+            connection.close()
+
+
+heartbeats = LiveJournal()

@@ -1,0 +1,398 @@
+"""Add, remove, list and invoke: the router work of each kind of operation on links.
+
+Order of work for an add: wait for earlier requests of the same site and device, take the site's
+locks again, write each link as `configuring` (so a record exists before the router changes), drive
+each router step, then mark the links `up` in the commit that journals success. A remove marks
+`removing`, removes, verifies, marks `down` and releases the locks, keeping a link another device
+of the site still holds. A permanent failure part-way through an add rolls back the steps done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from operations.conf import ops_settings
+from operations.errors import DeviceBusy, OperationFailed, StepFailed
+from operations.holders import mark_down, other_holder, plan_ids, take_locks
+from operations.intake import router_named
+from operations.journal import Run
+from operations.models import Operation
+from operations.steps import drive, read_router
+from registry.models import DeviceLock, Link, Router
+from registry.planner import PlanStep
+from routers.drivers import DRIVERS
+from routers.drivers.base import RouterLink
+
+T = TypeVar("T")
+Kind, State = Operation.Kind, Operation.State
+
+
+def _steps(plan: dict[str, Any]) -> list[PlanStep]:
+    return [PlanStep(**step) for step in plan["steps"]]
+
+
+def _step_rows(run: Run, steps: list[PlanStep]) -> list[list[int]]:
+    """[device pk, zone pk] per step. Zone row ids (not numbers) keep link lookups free of joins."""
+    devices = plan_ids(run.op.plan)["devices"]
+    return [devices[step.device] for step in steps]
+
+
+def _endpoints(steps: list[PlanStep], rows: list[list[int]]) -> Q:
+    endpoints = Q()
+    for step, (_device_id, zone_id) in zip(steps, rows, strict=True):
+        endpoints |= Q(router_id=step.router_id, port=step.port, zone_id=zone_id, remote_ip=step.remote_ip)
+    return endpoints
+
+
+class InFlight(OperationFailed):
+    """A link of the plan is being changed by another operation that is queued or running."""
+
+    def __init__(self, link: Link) -> None:
+        super().__init__(f"link {link} is being changed by operation {link.operation_id}")
+        self.operation_id = link.operation_id
+
+
+_IN_FLIGHT_POLL = 0.2  # s between looks at an operation in flight; its own journal row says when it is done
+
+
+def _after_operations_in_flight(run: Run, take: Callable[[], T]) -> T:
+    """`take` the plan's link rows, first waiting for any other operation changing one of them.
+
+    An identical request then finds the links as that operation left them (up: reused, and the
+    result names the operation joined) and a conflicting one runs after it, instead of failing
+    for a state that was reached. The wait is bounded by this operation's own time limit.
+    """
+    while True:
+        try:
+            with run.registry():
+                return take()
+        except InFlight as busy:
+            if busy.operation_id not in run.joined:
+                run.joined.append(busy.operation_id)
+                run.notes.append(f"{busy}: waiting for it to finish")
+            if run.remaining() <= _IN_FLIGHT_POLL:
+                raise OperationFailed(f"{busy}, and it did not finish within this operation's time limit") from None
+            time.sleep(_IN_FLIGHT_POLL)
+
+
+def _busy_elsewhere(link: Link, op: Operation) -> bool:
+    other = link.operation
+    return other is not None and other.pk != op.pk and other.state in (State.QUEUED, State.RUNNING)
+
+
+def _after_earlier_requests(run: Run) -> None:
+    """Wait until no earlier add/remove of the same site for any of the same devices is unfinished.
+
+    Requests for one site and device take effect in the order they were submitted: a remove queued
+    behind an add (or the reverse) runs after it, whichever worker picks which first, and identical
+    requests find the state the earlier one reached. Bounded by this operation's own time limit.
+    """
+    op, plan = run.op, run.op.plan
+    if plan.get("raw") or not plan.get("devices"):
+        return
+    devices = set(plan["devices"])
+    while True:
+        earlier = [
+            pk for pk, other in Operation.objects.filter(
+                pk__lt=op.pk, state__in=(State.QUEUED, State.RUNNING), kind__in=(Kind.ADD, Kind.REMOVE, Kind.EXPIRE),
+                plan__site=plan["site"],
+            ).values_list("pk", "plan")
+            if devices & set(other.get("devices", []))
+        ]
+        if not earlier:
+            return
+        if earlier[0] not in run.joined:
+            run.joined.append(earlier[0])
+            run.notes.append(f"waiting for operation {earlier[0]}, submitted earlier for the same site and device")
+        if run.remaining() <= _IN_FLIGHT_POLL:
+            raise OperationFailed(f"operation {earlier[0]}, submitted earlier for {plan['site']} and "
+                                  f"{', '.join(sorted(devices))}, did not finish within this operation's time limit")
+        time.sleep(_IN_FLIGHT_POLL)
+
+
+def execute_add(run: Run) -> None:
+    op, plan = run.op, run.op.plan
+    _after_earlier_requests(run)
+    duration = op.request.get("duration")
+    expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
+    steps = _steps(plan)
+    with run.registry():
+        # The locks were taken at submit, but a remove queued before this add may have released
+        # them since (or a crash came between): the site holds its devices again before any router
+        # is touched, or the add fails if another site took one meanwhile.
+        _take_locks_or_fail(op, plan, expires_at)
+    try:
+        links = _after_operations_in_flight(run, lambda: _links_for_add(run, steps))
+    except OperationFailed:
+        DeviceLock.objects.filter(operation=op).delete()  # nothing reached a router
+        raise
+    done: list[tuple[PlanStep, Link, bool]] = []
+    for index, (step, (link, ours)) in enumerate(zip(steps, links, strict=True)):
+        if ours:
+            try:
+                drive(run, link.router, step.spec, "add")
+            except StepFailed as exc:
+                # Steps not yet sent never reached a router, nor did a refused login. A command
+                # refused part-way may follow others that took effect: that step is undone too.
+                untouched = [lk.pk for lk, mine in links[index + 1 :] if mine]
+                if exc.untouched:
+                    untouched.append(link.pk)
+                else:
+                    done.append((step, link, True))
+                Link.objects.filter(pk__in=untouched).update(state=Link.State.FAILED, down_at=timezone.now())
+                _roll_back(run, done, exc)
+        done.append((step, link, ours))
+    # Every step is verified on its router: the records say `up` in the commit that says `succeeded`.
+    run.links_up = [link.pk for _, link, ours in done if ours]
+    run.lease_expires_at = expires_at
+    if not plan.get("raw"):
+        # A repeated add renews: the site's locks on these devices and the links it already had take
+        # this add's expiry, later or sooner or none, so that what the result says is what holds.
+        ids = plan_ids(plan)
+        run.renew = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()],
+                     [link.pk for _, link, ours in done if not ours])
+    op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat(),
+                 **({"joined": run.joined} if run.joined else {})}
+
+
+def _take_locks_or_fail(op: Operation, plan: dict[str, Any], expires_at) -> None:
+    try:
+        take_locks(op, plan, expires_at)
+    except DeviceBusy as exc:
+        raise OperationFailed(exc.message) from None
+
+
+def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
+    """Each step's link row, written `configuring` before any router is touched (one transaction).
+
+    Returns (link, ours) per step: a link already `up` (another device of the zone uses it) is not
+    ours to configure or to roll back.
+    """
+    op = run.op
+    routers = Router.objects.in_bulk({step.router_id for step in steps})
+    site_id = plan_ids(op.plan)["site"]
+    rows = _step_rows(run, steps)
+
+    def new_link(step: PlanStep, device_id: int, zone_id: int) -> Link:
+        return Link(
+            site_id=site_id,
+            device_id=device_id,
+            router=routers[step.router_id],
+            port=step.port,
+            zone_id=zone_id,
+            remote_ip=step.remote_ip,
+            state=Link.State.CONFIGURING,
+            operation=op,
+            initiators=step.initiators,
+        )
+
+    if not run.recovering:
+        # Usually no endpoint has an active link yet: then inserting is all there is to do, and the
+        # database's one-active-link-per-endpoint rule tells us when it is not.
+        fresh = [new_link(step, device_id, zone_id) for step, (device_id, zone_id) in zip(steps, rows, strict=True)]
+        try:
+            with transaction.atomic():
+                Link.objects.bulk_create(fresh)
+            return [(link, True) for link in fresh]
+        except IntegrityError:
+            pass  # shared with another device of the zone, or left by an earlier operation: look
+    with transaction.atomic():
+        active = {
+            (link.router_id, link.port, link.zone_id, link.remote_ip): link
+            for link in Link.objects.select_for_update(of=("self",))
+            .select_related("operation", "device")
+            .filter(_endpoints(steps, rows), state__in=Link.ACTIVE_STATES)
+            .order_by("pk")  # one lock order for every operation: concurrent ones queue, never deadlock
+        }
+        result: list[tuple[Link, bool]] = []
+        new: list[Link] = []
+        for step, (device_id, zone_id) in zip(steps, rows, strict=True):
+            link = active.get((step.router_id, step.port, zone_id, step.remote_ip))
+            if link is not None and link.state == Link.State.UP:
+                if refusal := _fcip_link_lacks(link, routers[step.router_id], step, device_id):
+                    raise OperationFailed(refusal)
+            elif link is not None:
+                if _busy_elsewhere(link, op):
+                    raise InFlight(link)
+                link.state, link.operation = Link.State.CONFIGURING, op
+                link.save(update_fields=["state", "operation", "updated_at"])
+            elif link is None:
+                link = new_link(step, device_id, zone_id)
+                new.append(link)
+            link.router = routers[step.router_id]
+            result.append((link, link.state != Link.State.UP))
+        Link.objects.bulk_create(new)
+    return result
+
+
+def _fcip_link_lacks(link: Link, router: Router, step: PlanStep, device_id: int) -> str | None:
+    """Why an up FCIP link cannot serve this step as it is (None: it can, or the router is iFCP).
+
+    An iFCP link serves every device of its zone (the gateway zones them). An FCIP link grants
+    exactly the pair zones it was configured with, its device's target with the initiators recorded
+    on it; reusing it for another device or other initiators would report access that nobody has.
+    Extending a link in place is not done (its failure part-way would touch what serves others), so
+    such a request is refused before anything is sent, with what to do instead.
+    """
+    if not DRIVERS[router.platform].zones_initiators:
+        return None
+    if link.device_id != device_id:
+        return (f"link {link} was created for {link.device.description}, and an FCIP link zones that one device: "
+                f"{step.device} would not be reachable through it. flexzone does not share an FCIP link between "
+                f"devices; disconnect {link.device.description} first to connect {step.device}.")
+    missing = sorted(set(step.initiators) - set(link.initiators))
+    if missing:
+        return (f"link {link} zones {step.device} with initiators {', '.join(link.initiators) or 'none'}; this "
+                f"request also needs {', '.join(missing)}, and flexzone does not extend an FCIP link's zoning in "
+                "place: disconnect the link and connect again naming every host it should serve.")
+    return None
+
+
+def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
+    """Undo this add's router steps in reverse; raise OperationFailed with the original reason.
+
+    Each undo gets a time budget of its own (the operation's limit, at most 60 s): the add may have
+    spent all of its time, and a router that stays silent must not take the others' undo with it.
+    """
+    budget = min(60.0, ops_settings().total_timeout)
+    leftovers = []
+    for step, link, ours in reversed(done):
+        if not ours:
+            continue
+        run.deadline = max(run.deadline, time.monotonic() + budget)
+        try:
+            drive(run, link.router, step.spec, "remove")
+        except StepFailed as exc:
+            leftovers.append(f"{link} (rollback failed: {exc})")
+            continue
+        Link.objects.filter(pk=link.pk).update(
+            state=Link.State.FAILED, down_at=timezone.now(), updated_at=timezone.now()
+        )
+    if leftovers:
+        raise OperationFailed(f"{cause}; left configuring for reconcile: {'; '.join(leftovers)}", state=State.FAILED)
+    DeviceLock.objects.filter(operation=run.op).delete()
+    if not any(ours for _step, _link, ours in done):
+        raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
+    raise OperationFailed(f"{cause} (rolled back)", state=State.ROLLED_BACK)
+
+
+def execute_remove(run: Run) -> None:
+    op, plan = run.op, run.op.plan
+    _after_earlier_requests(run)
+    steps = _steps(plan)
+    links, previous, kept = _after_operations_in_flight(run, lambda: _links_for_remove(run, steps))
+    removed: list[int] = []
+    for index, (step, link) in enumerate(zip(steps, links, strict=True)):
+        if index in kept:
+            run.notes.append(f"{link}: kept, another device of {plan['site']} still uses it")
+            continue
+        router = link.router if link else run.row(Router, pk=step.router_id)
+        try:
+            drive(run, router, step.spec, "remove")
+        except StepFailed as exc:
+            # Steps not yet sent are untouched: as they were. A step refused part-way may have taken
+            # some of the link down (its zones out of force, say): failed, for reconcile to settle.
+            untouched = [lk for later, lk in enumerate(links[index + 1 :], index + 1)
+                         if lk is not None and later not in kept]
+            if link is not None and exc.untouched:
+                untouched.append(link)
+            elif link is not None:
+                Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
+                                                       updated_at=timezone.now())
+            for lk in untouched:
+                Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
+            mark_down(removed)  # verified gone from their routers
+            raise OperationFailed(str(exc)) from None
+        if link is not None:
+            removed.append(link.pk)
+    run.links_down = removed
+    ids = plan_ids(plan)
+    devices = list(ids["devices"].values())
+    # A V1 rmifcp takes down one link: the site lets the device go only if no other link serves it.
+    if not plan.get("raw") or not Link.objects.filter(
+        site_id=ids["site"], zone_id__in=[zone_id for _pk, zone_id in devices], state__in=Link.ACTIVE_STATES
+    ).exclude(pk__in=removed).exists():
+        run.release_locks = (ids["site"], [pk for pk, _zone_id in devices])
+    op.result = {"links": removed, **({"joined": run.joined} if run.joined else {})}
+
+
+def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None], dict[int, str], set[int]]:
+    """Each step's active link (if any), marked `removing` before any router is touched (one transaction).
+
+    A link that another lock of the requesting site still needs (another device of the same owner
+    and zone, reached through the same link) is not removed: it is handed to that device and kept
+    up; the indexes of those steps are returned, and nothing is sent for them.
+    """
+    op = run.op
+    rows = _step_rows(run, steps)
+    ids = plan_ids(op.plan)
+    leaving = [pk for pk, _zone_id in ids["devices"].values()]
+    with transaction.atomic():
+        active = {
+            (link.router_id, link.port, link.zone_id, link.remote_ip): link
+            for link in Link.objects.select_for_update(of=("self",))
+            .select_related("operation", "router", "device")
+            .filter(_endpoints(steps, rows), state__in=Link.ACTIVE_STATES)
+            .order_by("pk")
+        }
+        links = [
+            active.get((step.router_id, step.port, zone_id, step.remote_ip))
+            for step, (_device_id, zone_id) in zip(steps, rows, strict=True)
+        ]
+        previous, kept = {}, set()
+        for index, link in enumerate(links):
+            if link is None:
+                continue
+            if _busy_elsewhere(link, op):
+                raise InFlight(link)
+            holder = None if op.plan.get("raw") else other_holder(link, ids["site"], leaving)  # V1 is literal
+            if holder is not None and link.state == Link.State.UP:
+                Link.objects.filter(pk=link.pk).update(device_id=holder, updated_at=timezone.now())
+                kept.add(index)
+                continue
+            previous[link.pk] = link.state
+        Link.objects.filter(pk__in=list(previous)).update(
+            state=Link.State.REMOVING, operation=op, updated_at=timezone.now()
+        )
+    return links, previous, kept
+
+
+def _link_dict(link: RouterLink) -> dict[str, Any]:
+    return {"port": link.port, "zone": link.zone, "remote_ip": link.remote_ip, "state": link.state}
+
+
+def execute_list(run: Run) -> None:
+    name = run.op.request.get("router")
+    routers = [router_named(name)] if name else list(Router.objects.order_by("name"))
+    listing, errors = {}, {}
+    for router in routers:
+        try:
+            listing[router.name] = [_link_dict(link) for link in read_router(run, router)]
+        except StepFailed as exc:
+            errors[router.name] = str(exc)
+    run.op.result = {"routers": listing, "errors": errors}
+    if errors:
+        raise OperationFailed("; ".join(errors.values()))
+
+
+def execute_invoke(run: Run) -> None:
+    request = run.op.request
+    if request["command"] == "lsifcp":
+        links = read_router(run, router_named(request["router"]))
+        wanted = {k: request[k] for k in ("port", "zone", "remote_ip") if request.get(k) not in (None, "")}
+        run.op.result = {
+            "links": [
+                _link_dict(link) for link in links if all(str(getattr(link, k)) == str(v) for k, v in wanted.items())
+            ]
+        }
+    elif request["command"] == "addifcp":
+        execute_add(run)
+    else:
+        execute_remove(run)

@@ -1,0 +1,98 @@
+"""Execute: run one journaled operation to its end, and the synchronous conveniences built on it.
+
+`execute` claims the operation (once, however many workers try), dispatches it by kind, and writes
+its end through the journal. A crashed worker's operation is claimed again once its heartbeat is
+stale and re-run in recovery mode (state read before every change), so it finishes or rolls back
+from whatever the routers actually hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from operations.conf import ops_settings
+from operations.drift import execute_reconcile
+from operations.errors import OperationFailed
+from operations.intake import submit
+from operations.journal import WORKER_ID, Run, claim, finish, heartbeats
+from operations.links import execute_add, execute_invoke, execute_list, execute_remove
+from operations.models import Operation
+from operations.threads import in_own_connection
+from registry.models import Principal
+
+log = logging.getLogger(__name__)
+Kind, State = Operation.Kind, Operation.State
+
+
+def execute(operation_id: int) -> Operation:
+    """Run one queued operation to its end (what a worker does). Safe to call twice: only one claims it."""
+    started = time.perf_counter()
+    op, recovering = claim(operation_id)
+    if op is None:
+        return Operation.objects.get(pk=operation_id)
+    run = Run(op=op, recovering=recovering, started=started)
+    run.deadline = time.monotonic() + ops_settings().total_timeout
+    run.registry_s = time.perf_counter() - started
+    handlers: dict[str, Callable[[Run], None]] = {
+        Kind.ADD: execute_add,
+        Kind.REMOVE: execute_remove,
+        Kind.EXPIRE: execute_remove,
+        Kind.LIST: execute_list,
+        Kind.INVOKE: execute_invoke,
+        Kind.RECONCILE: execute_reconcile,
+    }
+    heartbeats.add(op.pk)
+    try:
+        if recovering:
+            run.notes.append(f"recovered by {WORKER_ID} after a stale heartbeat; reading router state first")
+        handlers[op.kind](run)
+        op.state = State.SUCCEEDED
+    except OperationFailed as exc:
+        op.state, op.error = exc.state, str(exc)
+    except Exception as exc:  # noqa: BLE001 - journal any bug instead of leaving the row running
+        log.exception("operation %s failed unexpectedly", op.pk)
+        op.state, op.error = State.FAILED, f"internal error: {type(exc).__name__}: {exc}"
+    finally:
+        heartbeats.discard(op.pk)
+        finish(run, started)
+    return op
+
+
+def run_in_thread(operation_id: int) -> str:
+    """Execute in a pool thread with its own database connection (the workers' entry point)."""
+    return in_own_connection(execute, operation_id).state
+
+
+def list_links(router: str | None = None, principal: Principal | None = None) -> dict[str, list[dict[str, Any]]]:
+    """What each router (or the named one) holds right now, read from the routers; journaled."""
+    op = execute(submit(Kind.LIST, {"router": router} if router else {}, principal, enqueue=False).pk)
+    if op.state != State.SUCCEEDED and not op.result.get("routers"):
+        raise OperationFailed(op.error)
+    return op.result["routers"]
+
+
+def reconcile(
+    repair: bool = False, policy: str = "registry", principal: Principal | None = None, router: str | None = None
+) -> Operation:
+    """Compare registry and routers (and converge when `repair`); the report is `operation.result`."""
+    request = {"repair": repair, "policy": policy, **({"router": router} if router else {})}
+    return execute(submit(Kind.RECONCILE, request, principal, enqueue=False).pk)
+
+
+def invoke(
+    router: str,
+    command: str,
+    port: int | None = None,
+    zone: int | None = None,
+    remote_ip: str | None = None,
+    principal: Principal | None = None,
+    *,
+    wait: bool = True,
+) -> Operation:
+    """V1: lsifcp / addifcp / rmifcp on a named router, journaled; waits for the result unless told not to."""
+    request = {"router": router, "command": command, "port": port, "zone": zone, "remote_ip": remote_ip}
+    op = submit(Kind.INVOKE, request, principal, enqueue=not wait)
+    return execute(op.pk) if wait else op

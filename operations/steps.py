@@ -1,0 +1,190 @@
+"""One router step: hold the router, use a pooled session, retry what may pass, verify by reading back.
+
+Order of work for a step: take the router (one session at a time per router), log in or reuse a
+pooled session, read the router first whenever a reply may have been lost, change it, read it back.
+Transient failures are retried with backoff within the operation's time limit; a permanent refusal
+ends the step with the router's own message.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from operations.conf import ops_settings
+from operations.errors import StepFailed
+from operations.journal import Run
+from operations.locking import RouterBusy, router_lock
+from operations.models import Operation
+from operations.pool import Lease, pool
+from registry.models import Router
+from registry.secrets import SecretUnavailable, resolve_secret
+from routers.drivers.base import (
+    LinkAbsent,
+    LinkExists,
+    LinkSpec,
+    RouterAuthError,
+    RouterDriver,
+    RouterError,
+    RouterLink,
+    RouterTarget,
+    ZoningBusy,
+)
+
+T = TypeVar("T")
+Phase = Operation.Phase
+
+
+class VerifyFailed(RouterError):
+    """The router took the command but its listing disagrees: re-read and re-issue (transient)."""
+
+    transient = True
+
+
+def router_target(router: Router) -> RouterTarget:
+    try:
+        password = resolve_secret(router.secret_ref)
+    except SecretUnavailable as exc:
+        raise StepFailed(router.name, str(exc), permanent=True) from None
+    return RouterTarget(
+        platform=router.platform,
+        host=router.host,
+        port=router.port,
+        transport=router.transport,
+        username=router.username,
+        password=password,
+        name=router.name,
+        connect_timeout=router.connect_timeout,
+        command_timeout=router.command_timeout,
+        vsan=router.vsan,
+    )
+
+
+def _backoff(attempt: int) -> float:
+    conf = ops_settings()
+    delay = min(conf.backoff_max, conf.backoff * 2 ** (attempt - 1))
+    return delay * random.uniform(0.5, 1.0)
+
+
+def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T:
+    """Run `work(lease, read_first)` holding the router, retrying transient failures with backoff.
+
+    `read_first` is true whenever an earlier reply may have been lost (any retry, or recovery), so
+    the work reads the router's state before changing it. A failure on a pooled session that had
+    gone stale is retried at once on a fresh login. A router held by another operation (RouterBusy:
+    nothing was sent) is waited for until the operation's time limit, FLEXZONE_OPS_ROUTER_WAIT at a
+    time. Another admin's hold on the fabric's zoning
+    (ZoningBusy: nothing was changed) is waited for until the operation's time limit, polling with
+    backoff; it does not use up the retry budget, and it is never broken.
+    """
+    conf = ops_settings()
+    target = router_target(router)
+    attempt = failures = busy = 0
+    touched = False  # whether any attempt may have changed the router
+    while True:
+        attempt += 1
+        run.attempt()
+        reused = in_session = False
+        try:
+            with router_lock(router.pk, max(0.0, min(conf.router_wait, run.remaining()))):
+                run.phase(Phase.CONNECTING)
+                with pool.session(router.pk, target, run.absorb, deadline=run.deadline) as lease:
+                    reused, in_session = lease.reused, True
+                    run.phase(Phase.ON_ROUTER)
+                    return work(lease, run.recovering or attempt > 1)
+        except RouterBusy:
+            # Another operation holds the router (its session is bounded by its own time limit) and
+            # nothing was sent: wait on, within this operation's time limit, without using a retry.
+            attempt -= 1
+            if run.remaining() <= 0:
+                raise StepFailed(router.name, "stayed busy with another operation until this operation's time "
+                                              "limit", permanent=False, untouched=not touched) from None
+        except ZoningBusy as exc:
+            busy += 1
+            delay = _backoff(busy)
+            if busy == 1:
+                run.notes.append(f"{router.name}: {exc}")
+            if run.remaining() <= delay:
+                raise StepFailed(router.name, f"time limit reached while waiting: {exc}", permanent=False,
+                                 untouched=not touched) from None
+            time.sleep(delay)
+        except RouterError as exc:
+            touched |= in_session  # a refused or failed login sent nothing
+            failures += 1
+            if exc.transcript and not run.transcripts:
+                run.transcripts.append(f"--- {router.name} (error) ---\n{exc.transcript.rstrip()}")
+            if not _is_transient(exc):
+                message = getattr(exc, "router_message", "") or str(exc)
+                raise StepFailed(router.name, message, permanent=True, untouched=not touched) from None
+            if failures >= conf.max_attempts:
+                raise StepFailed(router.name, f"gave up after {failures} attempts: {exc}", permanent=False) from None
+            delay = 0.0 if reused and failures == 1 else _backoff(failures)
+            if run.remaining() <= delay:
+                raise StepFailed(
+                    router.name, f"time limit reached after {failures} attempts: {exc}", permanent=False
+                ) from None
+            run.notes.append(f"attempt {attempt} on {router.name}: {type(exc).__name__}: {exc}; retry in {delay:.2f} s")
+            time.sleep(delay)
+
+
+# A full session table is a refusal that passes: other workers' pooled sessions time out or are freed.
+_SESSION_LIMIT = re.compile(r"(?i)sessions? (are )?in use|E_BUSY|maximum number of|too many|session limit")
+
+
+def _is_transient(exc: RouterError) -> bool:
+    return exc.transient or (isinstance(exc, RouterAuthError) and bool(_SESSION_LIMIT.search(str(exc))))
+
+
+def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool) -> None:
+    """Make the router hold (add) or not hold (remove) the link, then read it back to verify."""
+    driver = lease.driver
+    if read_first:
+        needed = not _holds(driver, spec) if action == "add" else _lists(driver, spec)
+    else:
+        needed = True
+    if needed:
+        try:
+            if action == "add":
+                driver.add_link(spec)
+            else:
+                driver.remove_link(spec)
+        except (LinkExists, LinkAbsent):
+            pass  # already as wanted: a lost reply whose change took effect, or a repeated request
+        lease.changed = True
+    run.phase(Phase.VERIFYING)
+    if not (_holds(driver, spec) if action == "add" else not _lists(driver, spec)):
+        raise VerifyFailed(f"the router accepted the {action} of {spec.key} but its listing disagrees")
+
+
+def _lists(driver: RouterDriver, spec: LinkSpec) -> bool:
+    """Whether anything of the link is on the router (a remove has work to do)."""
+    return spec.key in {link.key for link in driver.list_links()}
+
+
+def _holds(driver: RouterDriver, spec: LinkSpec) -> bool:
+    """Whether the router holds the link as the spec wants it.
+
+    On FCIP switches a listed link may be only part-way there (zones defined but not in force, a
+    tunnel down) or zone other members: it holds only when it is up and zones exactly the spec's
+    initiators with its target, so a retry after a lost reply finishes the link instead of taking
+    the key for it. (The iFCP gateways' listing has no members; there the key is the link.)
+    """
+    for link in driver.list_links():
+        if link.key == spec.key:
+            if not driver.zones_initiators:
+                return True
+            return link.state == "up" and (link.initiators, link.targets) == (tuple(sorted(spec.initiators)),
+                                                                               (spec.wwn,))
+    return False
+
+
+def drive(run: Run, router: Router, spec: LinkSpec, action: str) -> None:
+    with_router(run, router, lambda lease, read_first: _apply(run, lease, spec, action, read_first))
+
+
+def read_router(run: Run, router: Router) -> list[RouterLink]:
+    """What the router holds now, read within the operation's retries and time limit."""
+    return with_router(run, router, lambda lease, _read_first: lease.driver.list_links())

@@ -1,0 +1,68 @@
+"""The engine's shape: operations/ imports form no cycle, and no module takes another's private names."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "operations"
+
+
+def _modules() -> dict[str, ast.Module]:
+    trees = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        trees[name] = ast.parse(path.read_text(), str(path))
+    return trees
+
+
+def _imports(tree: ast.Module, known: set[str]) -> list[tuple[str, list[str]]]:
+    """(module, names) for every import of an operations module anywhere in the file."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "operations":
+            names = [alias.name for alias in node.names]
+            for name in names:  # `from operations import queue` imports a module
+                if f"{node.module}.{name}" in known:
+                    found.append((f"{node.module}.{name}", []))
+            found.append((node.module, [n for n in names if f"{node.module}.{n}" not in known]))
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names if alias.name.split(".")[0] == "operations"]
+    return found
+
+
+def test_the_operations_modules_import_each_other_without_a_cycle():
+    trees = _modules()
+    graph = {name: {target for target, _ in _imports(tree, set(trees)) if target in trees and target != name}
+             for name, tree in trees.items()}
+    graph["operations"] = set()  # the package's lazy re-exports (PEP 562) import nothing at load time
+    seen: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if seen.get(name) == "done":
+            return
+        assert seen.get(name) != "open", f"import cycle: {' -> '.join([*path, name])}"
+        seen[name] = "open"
+        for target in sorted(graph[name]):
+            visit(target, [*path, name])
+        seen[name] = "done"
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+def test_no_module_imports_another_modules_private_names():
+    trees = _modules()
+    private = [(name, target, imported) for name, tree in trees.items()
+               for target, names in _imports(tree, set(trees)) for imported in names
+               if imported.startswith("_") and target != name]
+    assert private == []
+
+
+def test_there_is_one_operations_thread_pool():
+    pools = [name for name, tree in _modules().items() for node in ast.walk(tree)
+             if isinstance(node, ast.Name) and node.id == "ThreadPoolExecutor" and isinstance(node.ctx, ast.Load)
+             and not isinstance(getattr(node, "parent", None), ast.ImportFrom)]
+    assert set(pools) - {"operations.bench"} == {"operations.threads"}  # bench's pool is its clients
