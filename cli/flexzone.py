@@ -183,10 +183,24 @@ def describe_link_operation(operation: dict) -> str:
     routers = [step.get("router") for step in plan.get("steps") or []]
     if routers:
         text += f" via {', '.join(routers)}"
-    lease = (operation.get("result") or {}).get("lease_expires_at")
-    if lease:
-        text += f"; lease until {output.lease_text(lease)}"
+    result = operation.get("result") or {}
+    if result.get("lease_expires_at"):
+        text += f"; lease until {output.lease_text(result['lease_expires_at'])}"
+    return text + waits_text(result)
+
+
+def waits_text(result: dict) -> str:
+    """What the engine said about the operations this one waited for (the same request, or an earlier one)."""
+    text = ""
+    if result.get("joined"):
+        text += f"; joined operation {_ids(result['joined'])} (the same request, already under way)"
+    if result.get("after"):
+        text += f"; ran after operation {_ids(result['after'])} (submitted earlier for the same site and device)"
     return text
+
+
+def _ids(ids: list) -> str:
+    return ", ".join(str(pk) for pk in ids)
 
 
 def plan(client: Client, args: argparse.Namespace) -> int:

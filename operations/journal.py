@@ -59,7 +59,10 @@ class Run:
     links_down: list[int] = field(default_factory=list)
     release_locks: tuple[int, list[int]] | None = None
     renew: tuple[int, list[int], list[int]] | None = None  # site, devices, links whose expiry an add sets
-    joined: list[int] = field(default_factory=list)  # operations in flight this one waited for
+    # Operations this one waited for: the same request under way (joined: its result is ours) or an
+    # earlier conflicting one (after: this one ran once it was done).
+    joined: list[int] = field(default_factory=list)
+    after: list[int] = field(default_factory=list)
 
     def row(self, model: type[T], **lookup: Any) -> T:
         """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
@@ -67,6 +70,18 @@ class Run:
         if key not in self._rows:
             self._rows[key] = model.objects.get(**lookup)
         return self._rows[key]
+
+    def waits_for(self, operation_id: int, kind: str) -> bool:
+        """Record that this run waits for another operation; False if it was already recorded."""
+        if operation_id in self.joined or operation_id in self.after:
+            return False
+        same = _direction(kind) == _direction(self.op.kind)
+        (self.joined if same else self.after).append(operation_id)
+        return True
+
+    def waited(self) -> dict[str, list[int]]:
+        """What the result says about the waits: {"joined": [...], "after": [...]}, each only if any."""
+        return {name: ids for name, ids in (("joined", self.joined), ("after", self.after)) if ids}
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -95,6 +110,11 @@ class Run:
             yield
         finally:
             self.registry_s += time.perf_counter() - start
+
+
+def _direction(kind: str) -> str:
+    """Adds put links up; removes and lease expiries take them down (the same request, either way)."""
+    return "down" if kind in (Operation.Kind.REMOVE, Operation.Kind.EXPIRE) else "up"
 
 
 # FOR NO KEY UPDATE is the lock the UPDATE itself takes. FOR UPDATE would also conflict with the

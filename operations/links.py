@@ -57,6 +57,7 @@ class InFlight(OperationFailed):
     def __init__(self, link: Link) -> None:
         super().__init__(f"link {link} is being changed by operation {link.operation_id}")
         self.operation_id = link.operation_id
+        self.kind = link.operation.kind
 
 
 _IN_FLIGHT_POLL = 0.2  # s between looks at an operation in flight; its own journal row says when it is done
@@ -74,8 +75,7 @@ def _after_operations_in_flight(run: Run, take: Callable[[], T]) -> T:
             with run.registry():
                 return take()
         except InFlight as busy:
-            if busy.operation_id not in run.joined:
-                run.joined.append(busy.operation_id)
+            if run.waits_for(busy.operation_id, busy.kind):
                 run.notes.append(f"{busy}: waiting for it to finish")
             if run.remaining() <= _IN_FLIGHT_POLL:
                 raise OperationFailed(f"{busy}, and it did not finish within this operation's time limit") from None
@@ -100,19 +100,18 @@ def _after_earlier_requests(run: Run) -> None:
     devices = set(plan["devices"])
     while True:
         earlier = [
-            pk for pk, other in Operation.objects.filter(
+            (pk, kind) for pk, kind, other in Operation.objects.filter(
                 pk__lt=op.pk, state__in=(State.QUEUED, State.RUNNING), kind__in=(Kind.ADD, Kind.REMOVE, Kind.EXPIRE),
                 plan__site=plan["site"],
-            ).values_list("pk", "plan")
+            ).order_by("pk").values_list("pk", "kind", "plan")
             if devices & set(other.get("devices", []))
         ]
         if not earlier:
             return
-        if earlier[0] not in run.joined:
-            run.joined.append(earlier[0])
-            run.notes.append(f"waiting for operation {earlier[0]}, submitted earlier for the same site and device")
+        if run.waits_for(*earlier[0]):
+            run.notes.append(f"waiting for operation {earlier[0][0]}, submitted earlier for the same site and device")
         if run.remaining() <= _IN_FLIGHT_POLL:
-            raise OperationFailed(f"operation {earlier[0]}, submitted earlier for {plan['site']} and "
+            raise OperationFailed(f"operation {earlier[0][0]}, submitted earlier for {plan['site']} and "
                                   f"{', '.join(sorted(devices))}, did not finish within this operation's time limit")
         time.sleep(_IN_FLIGHT_POLL)
 
@@ -159,7 +158,7 @@ def execute_add(run: Run) -> None:
         run.renew = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()],
                      [link.pk for _, link, ours in done if not ours])
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat(),
-                 **({"joined": run.joined} if run.joined else {})}
+                 **run.waited()}
 
 
 def _take_locks_or_fail(op: Operation, plan: dict[str, Any], expires_at) -> None:
@@ -320,7 +319,7 @@ def execute_remove(run: Run) -> None:
         site_id=ids["site"], zone_id__in=[zone_id for _pk, zone_id in devices], state__in=Link.ACTIVE_STATES
     ).exclude(pk__in=removed).exists():
         run.release_locks = (ids["site"], [pk for pk, _zone_id in devices])
-    op.result = {"links": removed, **({"joined": run.joined} if run.joined else {})}
+    op.result = {"links": removed, **run.waited()}
 
 
 def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None], dict[int, str], set[int]]:

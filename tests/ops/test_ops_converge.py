@@ -35,7 +35,9 @@ def test_identical_adds_started_together_all_succeed_with_the_same_links(ops_lab
     ops = run_together([submit("add", ADD).pk for _ in range(4)])
     assert [op.state for op in ops] == ["succeeded"] * 4, [op.error for op in ops]
     assert len({tuple(op.result["links"]) for op in ops}) == 1
-    assert any(op.result.get("joined") for op in ops)  # those that waited say for which operation
+    joined = [op.result["joined"] for op in ops if op.result.get("joined")]
+    assert joined and all(set(ids) < {op.pk for op in ops} for ids in joined)  # those that waited say for which
+    assert not any(op.result.get("after") for op in ops)  # identical requests join, none is ordered behind
     assert DeviceLock.objects.count() == 1
     assert_agreement(ops_lab)
 
@@ -48,4 +50,25 @@ def test_a_remove_that_meets_the_add_in_flight_runs_after_it(ops_lab):
     assert [op.state for op in ops] == ["succeeded", "succeeded"], [op.error for op in ops]
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
     assert not DeviceLock.objects.exists()
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_remove_submitted_after_a_queued_add_runs_after_it_and_says_so(ops_lab):
+    add = submit("add", ADD)
+    remove = submit("remove", ADD)
+    waiting = threading.Thread(target=run_together, args=([remove.pk],))
+    waiting.start()  # the remove is picked up first, while the add is still queued
+    for _ in range(500):
+        if Operation.objects.filter(pk=remove.pk, state="running").exists():
+            break
+        threading.Event().wait(0.02)
+    else:
+        raise AssertionError("the remove was never picked up")
+    assert execute(add.pk).state == "succeeded"
+    waiting.join(60)
+    done = Operation.objects.get(pk=remove.pk)
+    assert done.state == "succeeded", done.error
+    assert done.result.get("after") == [add.pk] and "joined" not in done.result
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
     assert_agreement(ops_lab)
