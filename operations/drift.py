@@ -23,6 +23,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from operations.conf import ops_settings
@@ -163,13 +164,15 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
                 Link.objects.filter(pk=up[key].pk).update(initiators=list(found.initiators), updated_at=now)
                 report["repaired"].append(_describe(key, action="registry: initiators taken from the router"))
         for key in extra:
-            link = _record_from_router(router, key, actual[key], zoning) if actual[key].state == "up" else None
             if actual[key].state != "up":
                 report["unresolved"].append(_describe(key, reason="the router lists this link down; nothing recorded"))
-            elif link is None:
-                report["unresolved"].append(_describe(key, reason="no registered site/device matches this link"))
+                continue
+            link, refusal = _record_from_router(router, key, actual[key], zoning)
+            if link is None:
+                report["unresolved"].append(_describe(key, reason=refusal))
             else:
-                report["repaired"].append(_describe(key, action=f"registry: recorded as link {link.pk}"))
+                action = f"registry: recorded as link {link.pk}, held by {link.site.name}'s lock on {link.device}"
+                report["repaired"].append(_describe(key, action=action))
         for row in stuck:
             found = actual.get(_key(row))
             final = (
@@ -181,6 +184,9 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
                     else Link.State.DOWN
                 )
             )
+            if final == Link.State.UP and (refusal := _hold_for(row.site, row.device, operation=None)):
+                final = Link.State.FAILED  # up on the router, but the registry cannot give it a holder
+                report["unresolved"].append(_describe(_key(row), reason=refusal))
             Link.objects.filter(pk=row.pk).update(state=final, updated_at=now)
             report["repaired"].append(_describe(_key(row), action=f"registry: {row.state} -> {final}"))
     if report["repaired"]:
@@ -214,22 +220,45 @@ def _release_unheld_locks(rows: list[Link], report: dict[str, Any]) -> None:
         locks.delete()
 
 
-def _record_from_router(router: Router, key: tuple[int, int, str], found: RouterLink, zoning: bool) -> Link | None:
-    """Create the registry record for a link found only on the router (policy "router")."""
+def _hold_for(site: Site, device: Device, operation: Operation | None) -> str | None:
+    """Give `site` its lock on `device` for a link the registry now records up (policy "router"): every
+    up link has a holder. Returns why it cannot (another site holds the device exclusively, or the
+    device is not shareable and another site holds it), or None when the site holds it."""
+    with transaction.atomic():
+        Device.objects.select_for_update().filter(pk=device.pk).first()  # the same row lock an add takes
+        held = list(DeviceLock.objects.filter(device=device).select_related("site"))
+        if any(lock.site_id == site.pk for lock in held):
+            return None
+        others = [lock for lock in held if lock.site_id != site.pk]
+        if others and (not device.shareable or any(lock.exclusive for lock in others)):
+            return (f"{device.description} is locked by {others[0].site.name}; the registry cannot record "
+                    f"{site.name} holding it too (remove the link on the router, or free the device there)")
+        DeviceLock.objects.create(device=device, site=site, exclusive=not device.shareable, operation=operation,
+                                  reason="recorded from the router by reconcile")
+    return None
+
+
+def _record_from_router(router: Router, key: tuple[int, int, str], found: RouterLink,
+                        zoning: bool) -> tuple[Link | None, str]:
+    """Create the registry record for a link found only on the router (policy "router"), with its
+    holder's lock; or (None, why not)."""
     port, zone_id, remote_ip = key
     remote = Site.objects.filter(data_ip=remote_ip).first()
     zone = Zone.objects.filter(zone_id=zone_id).first()
+    unmatched = "no registered site/device matches this link"
     if remote is None or zone is None:
-        return None
+        return None, unmatched
     devices = Device.objects.filter(zone=zone, owner_site__in=[router.site, remote]).order_by("description")
     if zoning:  # an FCIP link names its device: the target its zones hold
         if len(found.targets) != 1 or not found.initiators:
-            return None
+            return None, unmatched
         devices = devices.filter(wwn=found.targets[0])
     device = devices.first()
     if device is None:
-        return None
+        return None, unmatched
     requester = remote if device.owner_site_id == router.site_id else router.site
+    if refusal := _hold_for(requester, device, operation=None):
+        return None, refusal
     now = timezone.now()
     return Link.objects.create(
         site=requester,
@@ -241,7 +270,7 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
         state=Link.State.UP,
         up_at=now,
         initiators=list(found.initiators),
-    )
+    ), ""
 
 
 def execute_reconcile(run: Run) -> None:

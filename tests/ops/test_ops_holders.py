@@ -7,6 +7,7 @@ import pytest
 from operations import execute, invoke, reconcile, submit
 from registry.models import Device, DeviceLock, Link
 from tests.ops.test_ops_basics import assert_agreement, router_keys
+from tests.ops.test_ops_reconcile import STRAY, behind_the_registrys_back
 
 
 @pytest.fixture
@@ -77,3 +78,28 @@ def test_a_v1_link_is_held_like_any_other_and_its_removal_releases_the_device(op
     assert removed.state == "succeeded", removed.error
     assert not DeviceLock.objects.exists()
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_link_recorded_from_the_router_gets_a_holder_so_another_site_cannot_take_the_device(ops_lab):
+    behind_the_registrys_back(ops_lab.primary_rtr, "add", STRAY)  # zone 3: XRAID3, reached by primary-site
+    op = reconcile(repair=True, policy="router")
+    assert op.state == "succeeded", op.error
+    link = Link.objects.get(state="up")
+    assert (link.site.name, link.device.description) == ("primary-site", "XRAID3")
+    lock = DeviceLock.objects.get()
+    assert (lock.site.name, lock.device.description, lock.exclusive) == ("primary-site", "XRAID3", True)
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_router_link_for_a_device_another_site_holds_exclusively_is_not_recorded(ops_lab, demo):
+    behind_the_registrys_back(ops_lab.primary_rtr, "add", STRAY)
+    DeviceLock.objects.create(device=demo["xraid3"], site=demo["remote"], exclusive=True, reason="held elsewhere")
+    op = reconcile(repair=True, policy="router")
+    report = op.result["routers"]["primary-rtr"]
+    assert not Link.objects.exists()
+    assert [item["reason"] for item in report["unresolved"]] == [
+        "XRAID3 is locked by remote-site; the registry cannot record primary-site holding it too (remove the link "
+        "on the router, or free the device there)"]
+    assert list(DeviceLock.objects.values_list("site__name", flat=True)) == ["remote-site"]
