@@ -2,8 +2,9 @@
 
 Public API (import from ``operations``):
 
-``submit(kind, request, principal=None, *, enqueue=True) -> Operation``
-    Validate and plan synchronously, write the journal row (state ``queued``), take the device
+``submit(kind, request, principal=None, *, authorize=None, enqueue=True) -> Operation``
+    Validate and plan synchronously, call ``authorize(plan)`` (it raises to refuse), write the
+    journal row (state ``queued``), take the device
     locks (add) and queue the operation. Raises ``PlanError`` (answer 400; ``.as_dict()`` names the
     field) or its subclass ``DeviceBusy`` (answer 409) before anything is queued. Kinds and requests:
     ``add``/``remove``: ``{"site", one of "device_description"|"wwn"|"zone", "duration": s (add, optional)}``;
@@ -27,11 +28,7 @@ An Operation shows ``state`` (queued, running, succeeded, failed, rolled_back), 
 message for a refusal), masked ``transcript``, ``result`` and the timings ``registry_ms``,
 ``invocation_ms``, ``router_ms``, ``total_ms`` (total = registry + invocation + router).
 
-Modules: ``engine`` (submit/execute, add/remove/list/invoke), ``locking`` (per-router lock: in
-process and a PostgreSQL advisory lock), ``pool`` (pooled logged-in sessions, keepalive, batched
-saves), ``drift`` (reconcile: drift report and repair), ``maintenance`` (stalled-operation reaper,
-lease expiry), ``tasks`` (procrastinate tasks), ``bench`` (``manage.py bench ops``). Settings: ``FLEXZONE_OPS_*`` in
-flexzone/settings.py.
+Modules: see README.md ("Where things are"). Settings: ``FLEXZONE_OPS_*`` in flexzone/settings.py.
 """
 
 # A Django app's package is imported before the models are ready: the public names are loaded on
