@@ -120,6 +120,23 @@ def other_holder(link: Link, site_id: int, leaving: list[int]) -> int | None:
     )
 
 
+def holders_expiries(site_id: int, zone_id: int, owner_site_id: int, excluding: list[int]) -> list[datetime | None]:
+    """The lease expiries of the site's other locks that one link serves (same zone and owner)."""
+    return list(
+        DeviceLock.objects.filter(site_id=site_id, device__zone_id=zone_id, device__owner_site_id=owner_site_id)
+        .exclude(device_id__in=excluding)
+        .values_list("expires_at", flat=True)
+    )
+
+
+def link_lease(expiries: list[datetime | None]) -> datetime | None:
+    """A link shared by several holders lasts as long as the longest of them: none if any holds it
+    without a lease, else the latest expiry."""
+    if not expiries or any(expiry is None for expiry in expiries):
+        return None
+    return max(expiries)
+
+
 def mark_down(link_ids: list[int], now: datetime | None = None) -> None:
     now = now or timezone.now()
     Link.objects.filter(pk__in=link_ids).update(state=Link.State.DOWN, down_at=now, updated_at=now)

@@ -58,7 +58,9 @@ class Run:
     lease_expires_at: datetime | None = None
     links_down: list[int] = field(default_factory=list)
     release_locks: tuple[int, list[int]] | None = None
-    renew: tuple[int, list[int], list[int]] | None = None  # site, devices, links whose expiry an add sets
+    # An add's renewal: site, devices (their locks take the add's expiry) and (link, expiry) of the
+    # links it reused (each lasts as long as the longest of its holders).
+    renew: tuple[int, list[int], list[tuple[int, datetime | None]]] | None = None
     # Operations this one waited for: the same request under way (joined: its result is ours) or an
     # earlier conflicting one (after: this one ran once it was done).
     joined: list[int] = field(default_factory=list)
@@ -196,8 +198,9 @@ def finish(run: Run, started: float) -> None:
         )
         mark_down(run.links_down, now)
         if run.renew:
-            site_id, device_ids, link_ids = run.renew
-            Link.objects.filter(pk__in=link_ids).update(lease_expires_at=run.lease_expires_at, updated_at=now)
+            site_id, device_ids, renewed = run.renew
+            for link_id, lease in renewed:
+                Link.objects.filter(pk=link_id).update(lease_expires_at=lease, updated_at=now)
             DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).update(expires_at=run.lease_expires_at)
             held = set(DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).values_list("device_id",
                                                                                                        flat=True))
@@ -244,8 +247,9 @@ _FINISH_SQL = """
         UPDATE registry_link SET state = %(down)s, down_at = %(now)s, updated_at = %(now)s
          WHERE id = ANY(%(links_down)s) AND EXISTS (SELECT 1 FROM claim)
     ), renewed AS (
-        UPDATE registry_link SET lease_expires_at = %(lease)s, updated_at = %(now)s
-         WHERE id = ANY(%(links_renewed)s) AND EXISTS (SELECT 1 FROM claim)
+        UPDATE registry_link AS link SET lease_expires_at = given.lease, updated_at = %(now)s
+          FROM unnest(%(links_renewed)s::bigint[], %(renewed_leases)s::timestamptz[]) AS given (id, lease)
+         WHERE link.id = given.id AND EXISTS (SELECT 1 FROM claim)
     ), renewed_locks AS (
         UPDATE registry_devicelock SET expires_at = %(lease)s
          WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
@@ -270,9 +274,10 @@ _FINISH_SQL = """
 def _finish_in_one_statement(run: Run) -> None:
     op = run.op
     site_id, device_ids = run.release_locks or (None, [])
-    renew_site, renew_devices, links_renewed = run.renew or (None, [], [])
+    renew_site, renew_devices, renewed = run.renew or (None, [], [])
     params = {
-        "renew_site": renew_site, "renew_devices": renew_devices, "links_renewed": links_renewed,
+        "renew_site": renew_site, "renew_devices": renew_devices, "links_renewed": [pk for pk, _ in renewed],
+        "renewed_leases": [lease for _, lease in renewed],
         "reason": f"operation {op.pk}", "claimed_by": op.claimed_by,
         "up": Link.State.UP, "down": Link.State.DOWN, "now": op.finished_at, "lease": run.lease_expires_at,
         "links_up": run.links_up, "links_down": run.links_down, "site": site_id, "devices": device_ids,

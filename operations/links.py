@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
-from operations.holders import mark_down, other_holder, plan_ids, take_locks
+from operations.holders import holders_expiries, link_lease, mark_down, other_holder, plan_ids, take_locks
 from operations.intake import router_named
 from operations.journal import Run
 from operations.models import Operation
@@ -155,8 +155,12 @@ def execute_add(run: Run) -> None:
         # A repeated add renews: the site's locks on these devices and the links it already had take
         # this add's expiry, later or sooner or none, so that what the result says is what holds.
         ids = plan_ids(plan)
-        run.renew = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()],
-                     [link.pk for _, link, ours in done if not ours])
+        devices = [pk for pk, _zone_id in ids["devices"].values()]
+        # A link reused from another holder of the site lasts as long as the longest of them.
+        renewed = [(link.pk, link_lease([expires_at, *holders_expiries(ids["site"], link.zone_id,
+                                                                        link.device.owner_site_id, devices)]))
+                   for _, link, ours in done if not ours]
+        run.renew = (ids["site"], devices, renewed)
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat(),
                  **run.waited()}
 
@@ -353,7 +357,9 @@ def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None
                 raise InFlight(link)
             holder = None if op.plan.get("raw") else other_holder(link, ids["site"], leaving)  # V1 is literal
             if holder is not None and link.state == Link.State.UP:
-                Link.objects.filter(pk=link.pk).update(device_id=holder, updated_at=timezone.now())
+                lease = link_lease(holders_expiries(ids["site"], link.zone_id, link.device.owner_site_id, leaving))
+                Link.objects.filter(pk=link.pk).update(device_id=holder, lease_expires_at=lease,
+                                                       updated_at=timezone.now())
                 kept.add(index)
                 continue
             previous[link.pk] = link.state

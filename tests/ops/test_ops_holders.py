@@ -103,3 +103,28 @@ def test_a_router_link_for_a_device_another_site_holds_exclusively_is_not_record
         "XRAID3 is locked by remote-site; the registry cannot record primary-site holding it too (remove the link "
         "on the router, or free the device there)"]
     assert list(DeviceLock.objects.values_list("site__name", flat=True)) == ["remote-site"]
+
+
+def lease_of_up_links() -> set:
+    return set(Link.objects.filter(state="up").values_list("lease_expires_at", flat=True))
+
+
+@pytest.mark.django_db
+def test_a_shared_link_lasts_as_long_as_its_longest_holder(ops_lab, xraid4):
+    held = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4", "duration": 600}).pk)
+    leased = execute(submit("add", {"site": "remote-site", "device_description": "XRAID1", "duration": 60}).pk)
+    assert held.state == leased.state == "succeeded", (held.error, leased.error)
+    xraid4_expiry = DeviceLock.objects.get(device=xraid4).expires_at
+    assert lease_of_up_links() == {xraid4_expiry}  # not XRAID1's 60 s: XRAID4 still needs the link after that
+    assert execute(submit("remove", {"site": "remote-site", "device_description": "XRAID4"}).pk).state == "succeeded"
+    assert lease_of_up_links() == {DeviceLock.objects.get().expires_at}  # now XRAID1's alone
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_link_a_holder_keeps_without_a_lease_shows_no_expiry(ops_lab, xraid4):
+    add("XRAID4")
+    leased = execute(submit("add", {"site": "remote-site", "device_description": "XRAID1", "duration": 60}).pk)
+    assert leased.state == "succeeded", leased.error
+    assert lease_of_up_links() == {None}
+    assert DeviceLock.objects.get(device__description="XRAID1").expires_at is not None
