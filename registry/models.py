@@ -214,7 +214,9 @@ class Router(models.Model):
     port = models.PositiveIntegerField(validators=[MinValueValidator(1), MaxValueValidator(65535)])
     username = models.CharField(max_length=64, validators=[validate_short_name])
     secret_ref = models.CharField(
-        max_length=200, validators=[validate_secret_ref], help_text='"env:VARIABLE" or "file:NAME" (in the secrets dir)'
+        max_length=200,
+        validators=[validate_secret_ref],
+        help_text='"env:FLEXZONE_ROUTER_SECRET_<NAME>" or "file:NAME" (in the secrets dir)',
     )
     connect_timeout = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
     command_timeout = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])

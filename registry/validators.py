@@ -14,7 +14,12 @@ _WWN_ANY_CASE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){7}$")
 _SHORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _DESCRIPTION = re.compile(r"^[A-Za-z0-9 _.,:/()#+@-]*$")
 _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
-_SECRET_REF = re.compile(r"^(env:[A-Z_][A-Z0-9_]{0,127}|file:[A-Za-z0-9][A-Za-z0-9._-]{0,127})$")
+# Router secrets come from environment variables under one prefix only (an admin must not be able to
+# point a router at a host of their own and receive DATABASE_URL or the proxy secret as its login
+# password), or from plain file names inside the secrets directory (no path, no leading dot).
+SECRET_ENV_PREFIX = "FLEXZONE_ROUTER_SECRET_"
+_SECRET_ENV = re.compile(rf"^{SECRET_ENV_PREFIX}[A-Z0-9_]{{1,100}}$")
+_SECRET_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def normalize_wwn(value: str) -> str:
@@ -57,8 +62,22 @@ def validate_host(value: str) -> None:
         raise ValidationError("Enter an IP address or a DNS host name.", code="host")
 
 
+def secret_ref_problem(value: str) -> str | None:
+    """Why `value` is not an acceptable secret reference, or None."""
+    scheme, colon, name = (value or "").partition(":")
+    if scheme == "env" and colon:
+        if not _SECRET_ENV.fullmatch(name):
+            return (f'An "env:" reference names a variable {SECRET_ENV_PREFIX}<NAME> (upper-case letters, digits, '
+                    f'underscores), e.g. env:{SECRET_ENV_PREFIX}PRIMARY_RTR; other variables are not router secrets.')
+        return None
+    if scheme == "file" and colon:
+        if not _SECRET_FILE.fullmatch(name) or ".." in name:
+            return ('A "file:" reference is a plain file name inside the secrets directory (letters, digits, ".", '
+                    '"_", "-"; no "/", no leading ".", no ".."), e.g. file:primary-rtr.password.')
+        return None
+    return f'Use "env:{SECRET_ENV_PREFIX}<NAME>" or "file:NAME" (a file in the secrets directory).'
+
+
 def validate_secret_ref(value: str) -> None:
-    if not _SECRET_REF.fullmatch(value or ""):
-        raise ValidationError(
-            'Use "env:VARIABLE_NAME" or "file:NAME" (a file in the secrets directory).', code="secret_ref"
-        )
+    if problem := secret_ref_problem(value):
+        raise ValidationError(problem, code="secret_ref")

@@ -178,3 +178,31 @@ def test_a_field_the_request_does_not_take_is_a_400_naming_it(api_server, cast, 
     body[meant] = body.pop(misspelt)  # spelt right, the same request is accepted
     accepted = api_server.session(user).post(f"{api_server.url}{path}", json=body, timeout=20)
     assert accepted.status_code in (200, 201, 202), accepted.text
+
+
+SECRET_REFS_REFUSED = [
+    "env:DATABASE_URL",  # any other variable of the service's environment
+    "env:FLEXZONE_PROXY_SECRET",
+    "env:FLEXZONE_ROUTER_SECRET_",  # the prefix alone
+    "env:flexzone_router_secret_x",
+    "file:../flexzone.sqlite3",
+    "file:/etc/shadow",
+    "file:.hidden",
+    "file:a..b",
+    "file:",
+    "vault:primary",
+    "FLEXZONE_ROUTER_SECRET_X",
+]
+
+
+def test_a_router_secret_reference_names_a_router_secret_and_nothing_else(root, cast):
+    router = {"name": "third-rtr", "site": "primary-site", "platform": "mcdata_eclipse", "transport": "telnet",
+              "host": "127.0.0.1", "port": 2323, "username": "admin"}
+    assert_each_refused(root, "/api/routers/", router, "secret_ref", SECRET_REFS_REFUSED,
+                        "env:FLEXZONE_ROUTER_SECRET_THIRD_RTR")
+    fourth = {**router, "name": "fourth-rtr", "port": 2324, "secret_ref": "file:fourth-rtr.password"}
+    accepted = root("/api/routers/", fourth)
+    assert accepted.status_code == 201, accepted.text
+    refused = root("/api/routers/", {**router, "name": "fifth-rtr", "secret_ref": "env:DATABASE_URL"})
+    [error] = refused.json()["errors"]
+    assert error["field"] == "secret_ref" and "FLEXZONE_ROUTER_SECRET_<NAME>" in error["message"]

@@ -19,3 +19,20 @@ def test_validators_refuse_a_trailing_newline(validator, value):
     with pytest.raises(ValidationError):
         getattr(validators, validator)(value)
     getattr(validators, validator)(value.rstrip("\n"))
+
+
+def test_resolving_a_secret_refuses_a_reference_outside_the_rules_even_if_it_is_stored(monkeypatch, tmp_path,
+                                                                                       settings):
+    from registry.secrets import SecretUnavailable, resolve_secret
+
+    monkeypatch.setenv("DATABASE_URL", "postgres://flexzone:hunter2@db/flexzone")
+    monkeypatch.setenv("FLEXZONE_ROUTER_SECRET_PRIMARY", "s3cret")
+    settings.FLEXZONE_SECRETS_DIR = tmp_path / "secrets"
+    settings.FLEXZONE_SECRETS_DIR.mkdir()
+    (tmp_path / "outside").write_text("not a router secret")
+    (settings.FLEXZONE_SECRETS_DIR / "primary.password").write_text("filed\n")
+    assert resolve_secret("env:FLEXZONE_ROUTER_SECRET_PRIMARY") == "s3cret"
+    assert resolve_secret("file:primary.password") == "filed"
+    for ref in ("env:DATABASE_URL", "file:../outside", "file:.."):
+        with pytest.raises(SecretUnavailable, match="refused"):
+            resolve_secret(ref)
