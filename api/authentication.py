@@ -88,8 +88,8 @@ def client_identity(request) -> ClientIdentity | None:
             return ClientIdentity(x509.load_der_x509_certificate(der), "tls")
         return None
     if settings.FLEXZONE_TRUST_PROXY_HEADERS and meta.get("REMOTE_ADDR", None) in ("", None):
-        secret = settings.FLEXZONE_PROXY_SECRET
-        if secret and not hmac.compare_digest(meta.get("HTTP_X_FLEXZONE_PROXY_SECRET", ""), secret):
+        secret = settings.FLEXZONE_PROXY_SECRET  # required in proxy mode (checked at start-up)
+        if not secret or not hmac.compare_digest(meta.get("HTTP_X_FLEXZONE_PROXY_SECRET", ""), secret):
             return None
         if meta.get("HTTP_X_CLIENT_VERIFY") == "SUCCESS" and meta.get("HTTP_X_CLIENT_CERT"):
             pem = unquote(meta["HTTP_X_CLIENT_CERT"]).encode()

@@ -191,6 +191,13 @@ FLEXZONE_TLS_KEY = env_path("FLEXZONE_TLS_KEY", FLEXZONE_PKI_DIR / "server.key")
 # unix socket (REMOTE_ADDR is empty) and, if set, carries the shared secret.
 FLEXZONE_TRUST_PROXY_HEADERS = env_bool("FLEXZONE_TRUST_PROXY_HEADERS", False)
 FLEXZONE_PROXY_SECRET = env_str("FLEXZONE_PROXY_SECRET", "")
+if FLEXZONE_TRUST_PROXY_HEADERS and len(FLEXZONE_PROXY_SECRET) < 16:
+    # Without it, anything that can write to the socket is any principal: it need only send that
+    # principal's (public) certificate in a header.
+    raise ImproperlyConfigured(
+        "FLEXZONE_PROXY_SECRET: required (at least 16 characters) when FLEXZONE_TRUST_PROXY_HEADERS is on; the "
+        "proxy sends it as X-Flexzone-Proxy-Secret, so that only the proxy is believed about client certificates"
+    )
 FLEXZONE_API_MAX_WAIT = env_float("FLEXZONE_API_MAX_WAIT", 60.0)
 REST_FRAMEWORK.update(
     {

@@ -87,7 +87,19 @@ def test_a_failed_verification_is_not_an_identity(proxied_server, api_pki):
 def test_serve_refuses_a_tcp_port_when_proxy_headers_are_trusted(db):
     result = subprocess.run(
         [sys.executable, "manage.py", "serve", "--bind", "127.0.0.1:0"], cwd=ROOT, capture_output=True, text=True,
-        env=dict(os.environ, FLEXZONE_TRUST_PROXY_HEADERS="1"), timeout=60,
+        env=dict(os.environ, FLEXZONE_TRUST_PROXY_HEADERS="1", FLEXZONE_PROXY_SECRET=SECRET), timeout=60,
     )
     assert result.returncode != 0
     assert "bind a unix socket" in result.stderr
+
+
+@pytest.mark.parametrize("secret", [None, "", "short"])
+def test_proxy_mode_refuses_to_start_without_its_secret(secret):
+    env = {key: value for key, value in os.environ.items() if key != "FLEXZONE_PROXY_SECRET"}
+    env["FLEXZONE_TRUST_PROXY_HEADERS"] = "1"
+    if secret is not None:
+        env["FLEXZONE_PROXY_SECRET"] = secret
+    result = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True,
+                            text=True, env={**env, "DJANGO_SETTINGS_MODULE": "flexzone.settings"}, timeout=60)
+    assert result.returncode != 0
+    assert "FLEXZONE_PROXY_SECRET" in result.stderr and "FLEXZONE_TRUST_PROXY_HEADERS" in result.stderr
