@@ -34,7 +34,7 @@ from registry.models import Device, DeviceLock, Link, Router, Site, Zone
 from routers.sim.process import SimProcess
 
 PREFIX = "bench-ops"
-PASSWORD_ENV = "FLEXZONE_BENCH_OPS_PASSWORD"
+PASSWORD_ENV = "FLEXZONE_ROUTER_SECRET_BENCH_OPS"
 PASSWORD = "bench-password"
 
 

@@ -24,8 +24,10 @@ class StepFailed(Exception):
     operation held it, or another admin held the fabric's zoning), so there is nothing to undo.
     """
 
-    def __init__(self, router: str, message: str, *, permanent: bool, untouched: bool = False) -> None:
+    def __init__(self, router: str, message: str, *, permanent: bool, untouched: bool = False,
+                 timed_out: bool = False) -> None:
         super().__init__(f"router {router}: {message}")
         self.router = router
         self.permanent = permanent
         self.untouched = untouched
+        self.timed_out = timed_out  # the operation's time ran out: another look would only wait again

@@ -61,6 +61,7 @@ class Run:
     # An add's renewal: site, devices (their locks take the add's expiry) and (link, expiry) of the
     # links it reused (each lasts as long as the longest of its holders).
     renew: tuple[int, list[int], list[tuple[int, datetime | None]]] | None = None
+    renew_expiry: bool = True  # False for a V1 addifcp: it re-takes the site's locks but sets no lease
     # Operations this one waited for: the same request under way (joined: its result is ours) or an
     # earlier conflicting one (after: this one ran once it was done).
     joined: list[int] = field(default_factory=list)
@@ -73,11 +74,11 @@ class Run:
             self._rows[key] = model.objects.get(**lookup)
         return self._rows[key]
 
-    def waits_for(self, operation_id: int, kind: str) -> bool:
+    def waits_for(self, operation_id: int, kind: str, command: str | None = None) -> bool:
         """Record that this run waits for another operation; False if it was already recorded."""
         if operation_id in self.joined or operation_id in self.after:
             return False
-        same = _direction(kind) == _direction(self.op.kind)
+        same = _direction(kind, command) == _direction(self.op.kind, (self.op.request or {}).get("command"))
         (self.joined if same else self.after).append(operation_id)
         return True
 
@@ -114,9 +115,9 @@ class Run:
             self.registry_s += time.perf_counter() - start
 
 
-def _direction(kind: str) -> str:
-    """Adds put links up; removes and lease expiries take them down (the same request, either way)."""
-    return "down" if kind in (Operation.Kind.REMOVE, Operation.Kind.EXPIRE) else "up"
+def _direction(kind: str, command: str | None = None) -> str:
+    """Adds put links up; removes, lease expiries and V1 rmifcp take them down."""
+    return "down" if kind in (Operation.Kind.REMOVE, Operation.Kind.EXPIRE) or command == "rmifcp" else "up"
 
 
 # FOR NO KEY UPDATE is the lock the UPDATE itself takes. FOR UPDATE would also conflict with the
@@ -201,7 +202,9 @@ def finish(run: Run, started: float) -> None:
             site_id, device_ids, renewed = run.renew
             for link_id, lease in renewed:
                 Link.objects.filter(pk=link_id).update(lease_expires_at=lease, updated_at=now)
-            DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).update(expires_at=run.lease_expires_at)
+            if run.renew_expiry:
+                DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).update(
+                    expires_at=run.lease_expires_at)
             held = set(DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).values_list("device_id",
                                                                                                        flat=True))
             for device in Device.objects.filter(pk__in=set(device_ids) - held):
@@ -252,7 +255,8 @@ _FINISH_SQL = """
          WHERE link.id = given.id AND EXISTS (SELECT 1 FROM claim)
     ), renewed_locks AS (
         UPDATE registry_devicelock SET expires_at = %(lease)s
-         WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
+         WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s) AND %(renew_expiry)s
+           AND EXISTS (SELECT 1 FROM claim)
     ), relocked AS (
         -- A remove that ran while this add was under way (it saw no links yet) released the lock:
         -- the add's links are up, so its site holds the devices again.
@@ -277,7 +281,7 @@ def _finish_in_one_statement(run: Run) -> None:
     renew_site, renew_devices, renewed = run.renew or (None, [], [])
     params = {
         "renew_site": renew_site, "renew_devices": renew_devices, "links_renewed": [pk for pk, _ in renewed],
-        "renewed_leases": [lease for _, lease in renewed],
+        "renewed_leases": [lease for _, lease in renewed], "renew_expiry": run.renew_expiry,
         "reason": f"operation {op.pk}", "claimed_by": op.claimed_by,
         "up": Link.State.UP, "down": Link.State.DOWN, "now": op.finished_at, "lease": run.lease_expires_at,
         "links_up": run.links_up, "links_down": run.links_down, "site": site_id, "devices": device_ids,

@@ -24,7 +24,7 @@ from operations.holders import holders_expiries, link_lease, mark_down, other_ho
 from operations.intake import router_named
 from operations.journal import Run
 from operations.models import Operation
-from operations.steps import drive, read_router
+from operations.steps import drive, look, read_router
 from registry.models import DeviceLock, Link, Router
 from registry.planner import PlanStep
 from routers.drivers import DRIVERS
@@ -58,6 +58,7 @@ class InFlight(OperationFailed):
         super().__init__(f"link {link} is being changed by operation {link.operation_id}")
         self.operation_id = link.operation_id
         self.kind = link.operation.kind
+        self.command = (link.operation.request or {}).get("command")
 
 
 _IN_FLIGHT_POLL = 0.2  # s between looks at an operation in flight; its own journal row says when it is done
@@ -74,8 +75,11 @@ def _after_operations_in_flight(run: Run, take: Callable[[], T]) -> T:
         try:
             with run.registry():
                 return take()
+        except _EndpointTaken:
+            time.sleep(_IN_FLIGHT_POLL)  # the next look finds that operation's record, and waits for it
+            continue
         except InFlight as busy:
-            if run.waits_for(busy.operation_id, busy.kind):
+            if run.waits_for(busy.operation_id, busy.kind, busy.command):
                 run.notes.append(f"{busy}: waiting for it to finish")
             if run.remaining() <= _IN_FLIGHT_POLL:
                 raise OperationFailed(f"{busy}, and it did not finish within this operation's time limit") from None
@@ -95,15 +99,16 @@ def _after_earlier_requests(run: Run) -> None:
     requests find the state the earlier one reached. Bounded by this operation's own time limit.
     """
     op, plan = run.op, run.op.plan
-    if plan.get("raw") or not plan.get("devices"):
+    if not plan.get("devices"):
         return
     devices = set(plan["devices"])
     while True:
+        # V1 addifcp/rmifcp too: they take and release the site's locks like any add and remove.
         earlier = [
-            (pk, kind) for pk, kind, other in Operation.objects.filter(
-                pk__lt=op.pk, state__in=(State.QUEUED, State.RUNNING), kind__in=(Kind.ADD, Kind.REMOVE, Kind.EXPIRE),
-                plan__site=plan["site"],
-            ).order_by("pk").values_list("pk", "kind", "plan")
+            (pk, kind, request.get("command")) for pk, kind, other, request in Operation.objects.filter(
+                pk__lt=op.pk, state__in=(State.QUEUED, State.RUNNING),
+                kind__in=(Kind.ADD, Kind.REMOVE, Kind.EXPIRE, Kind.INVOKE), plan__site=plan["site"],
+            ).order_by("pk").values_list("pk", "kind", "plan", "request")
             if devices & set(other.get("devices", []))
         ]
         if not earlier:
@@ -138,10 +143,16 @@ def execute_add(run: Run) -> None:
             try:
                 drive(run, link.router, step.spec, "add")
             except StepFailed as exc:
-                # Steps not yet sent never reached a router, nor did a refused login. A command
-                # refused part-way may follow others that took effect: that step is undone too.
+                found = None if exc.untouched or exc.timed_out else look(run, link.router, step.spec)
+                if found == "holds":  # the step's work was done after all (a lost reply, then faults)
+                    run.notes.append(f"{link}: the router holds it after all ({exc}); carrying on")
+                    done.append((step, link, True))
+                    continue
+                # Steps not yet sent never reached a router, nor did a refused login, nor one the
+                # router does not list. A command refused part-way may follow others that took
+                # effect: that step is undone too.
                 untouched = [lk.pk for lk, mine in links[index + 1 :] if mine]
-                if exc.untouched:
+                if exc.untouched or found == "absent":
                     untouched.append(link.pk)
                 else:
                     done.append((step, link, True))
@@ -151,10 +162,14 @@ def execute_add(run: Run) -> None:
     # Every step is verified on its router: the records say `up` in the commit that says `succeeded`.
     run.links_up = [link.pk for _, link, ours in done if ours]
     run.lease_expires_at = expires_at
-    if not plan.get("raw"):
+    ids = plan_ids(plan)
+    if plan.get("raw"):
+        # A V1 addifcp sets no lease, but its site holds the device again when its link is up (a
+        # remove that ran meanwhile may have released the lock).
+        run.renew, run.renew_expiry = (ids["site"], [pk for pk, _zone_id in ids["devices"].values()], []), False
+    else:
         # A repeated add renews: the site's locks on these devices and the links it already had take
         # this add's expiry, later or sooner or none, so that what the result says is what holds.
-        ids = plan_ids(plan)
         devices = [pk for pk, _zone_id in ids["devices"].values()]
         # A link reused from another holder of the site lasts as long as the longest of them.
         renewed = [(link.pk, link_lease([expires_at, *holders_expiries(ids["site"], link.zone_id,
@@ -265,7 +280,7 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
     spent all of its time, and a router that stays silent must not take the others' undo with it.
     """
     budget = min(60.0, ops_settings().total_timeout)
-    leftovers = []
+    leftovers, kept_up = [], []
     for step, link, ours in reversed(done):
         if not ours:
             continue
@@ -273,13 +288,24 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
         try:
             drive(run, link.router, step.spec, "remove")
         except StepFailed as exc:
-            leftovers.append(f"{link} (rollback failed: {exc})")
-            continue
+            found = None if exc.timed_out else look(run, link.router, step.spec)
+            if found == "holds":
+                # Up on its router and held by this add's lock: the registry says so, and the
+                # operator disconnects it (or reconcile repairs it), rather than a record that lies.
+                Link.objects.filter(pk=link.pk).update(state=Link.State.UP, up_at=timezone.now(),
+                                                       updated_at=timezone.now())
+                kept_up.append(f"{link} (rollback failed: {exc}; it is up and held)")
+                continue
+            if found != "absent":
+                leftovers.append(f"{link} (rollback failed: {exc})")
+                continue
         Link.objects.filter(pk=link.pk).update(
             state=Link.State.FAILED, down_at=timezone.now(), updated_at=timezone.now()
         )
-    if leftovers:
-        raise OperationFailed(f"{cause}; left configuring for reconcile: {'; '.join(leftovers)}", state=State.FAILED)
+    if leftovers or kept_up:
+        parts = [f"left configuring for reconcile: {'; '.join(leftovers)}"] if leftovers else []
+        parts += [f"left up: {'; '.join(kept_up)}"] if kept_up else []
+        raise OperationFailed(f"{cause}; {'; '.join(parts)}", state=State.FAILED)
     DeviceLock.objects.filter(operation=run.op).delete()
     if not any(ours for _step, _link, ours in done):
         raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
@@ -296,25 +322,30 @@ def execute_remove(run: Run) -> None:
         if index in kept:
             run.notes.append(f"{link}: kept, another device of {plan['site']} still uses it")
             continue
-        router = link.router if link else run.row(Router, pk=step.router_id)
+        router = run.row(Router, pk=step.router_id)
         try:
             drive(run, router, step.spec, "remove")
         except StepFailed as exc:
-            # Steps not yet sent are untouched: as they were. A step refused part-way may have taken
-            # some of the link down (its zones out of force, say): failed, for reconcile to settle.
+            found = None if exc.untouched or exc.timed_out else look(run, router, step.spec)
+            if found == "absent":  # gone after all (a lost reply, then faults): the step is done
+                run.notes.append(f"{link}: the router no longer lists it ({exc}); carrying on")
+                removed.append(link.pk)
+                continue
+            # Steps not yet sent are untouched: as they were, and so is a link the router still
+            # holds in full. A step refused part-way may have taken some of the link down (its
+            # zones out of force, say): failed, for reconcile to settle.
             untouched = [lk for later, lk in enumerate(links[index + 1 :], index + 1)
                          if lk is not None and later not in kept]
-            if link is not None and exc.untouched:
+            if exc.untouched or found == "holds":
                 untouched.append(link)
-            elif link is not None:
+            else:
                 Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
                                                        updated_at=timezone.now())
             for lk in untouched:
                 Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
             mark_down(removed)  # verified gone from their routers
             raise OperationFailed(str(exc)) from None
-        if link is not None:
-            removed.append(link.pk)
+        removed.append(link.pk)
     run.links_down = removed
     ids = plan_ids(plan)
     devices = list(ids["devices"].values())
@@ -326,8 +357,9 @@ def execute_remove(run: Run) -> None:
     op.result = {"links": removed, **run.waited()}
 
 
-def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None], dict[int, str], set[int]]:
-    """Each step's active link (if any), marked `removing` before any router is touched (one transaction).
+def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link], dict[int, str], set[int]]:
+    """Each step's active link, marked `removing` before any router is touched (one transaction); a
+    step with no active record gets a new record marked `removing`.
 
     A link that another lock of the requesting site still needs (another device of the same owner
     and zone, reached through the same link) is not removed: it is handed to that device and kept
@@ -350,8 +382,17 @@ def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None
             for step, (_device_id, zone_id) in zip(steps, rows, strict=True)
         ]
         previous, kept = {}, set()
+        markers = []
         for index, link in enumerate(links):
             if link is None:
+                # No record: the router is still told (a link left there is removed), under a record
+                # marked `removing` like any other, so that an add of the same endpoint (another
+                # device of the zone) waits for this remove instead of racing it.
+                step, (device_id, zone_id) = steps[index], rows[index]
+                links[index] = Link(site_id=ids["site"], device_id=device_id, router_id=step.router_id,
+                                    port=step.port, zone_id=zone_id, remote_ip=step.remote_ip,
+                                    state=Link.State.REMOVING, operation=op, initiators=step.initiators)
+                markers.append(links[index])
                 continue
             if _busy_elsewhere(link, op):
                 raise InFlight(link)
@@ -366,7 +407,17 @@ def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link | None
         Link.objects.filter(pk__in=list(previous)).update(
             state=Link.State.REMOVING, operation=op, updated_at=timezone.now()
         )
+        try:
+            with transaction.atomic():
+                Link.objects.bulk_create(markers)
+        except IntegrityError:  # an add wrote the endpoint's record since we looked: look again
+            raise _EndpointTaken from None
+        previous.update({marker.pk: Link.State.DOWN for marker in markers})
     return links, previous, kept
+
+
+class _EndpointTaken(Exception):
+    """Another operation wrote a record for an endpoint of this plan between our read and our insert."""
 
 
 def _link_dict(link: RouterLink) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
             attempt -= 1
             if run.remaining() <= 0:
                 raise StepFailed(router.name, "stayed busy with another operation until this operation's time "
-                                              "limit", permanent=False, untouched=not touched) from None
+                                              "limit", permanent=False, untouched=not touched, timed_out=True) from None
         except ZoningBusy as exc:
             busy += 1
             delay = _backoff(busy)
@@ -109,7 +109,7 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
                 run.notes.append(f"{router.name}: {exc}")
             if run.remaining() <= delay:
                 raise StepFailed(router.name, f"time limit reached while waiting: {exc}", permanent=False,
-                                 untouched=not touched) from None
+                                 untouched=not touched, timed_out=True) from None
             time.sleep(delay)
         except RouterError as exc:
             touched |= in_session  # a refused or failed login sent nothing
@@ -124,7 +124,8 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
             delay = 0.0 if reused and failures == 1 else _backoff(failures)
             if run.remaining() <= delay:
                 raise StepFailed(
-                    router.name, f"time limit reached after {failures} attempts: {exc}", permanent=False
+                    router.name, f"time limit reached after {failures} attempts: {exc}", permanent=False,
+                    timed_out=True,
                 ) from None
             run.notes.append(f"attempt {attempt} on {router.name}: {type(exc).__name__}: {exc}; retry in {delay:.2f} s")
             time.sleep(delay)
@@ -183,6 +184,32 @@ def _holds(driver: RouterDriver, spec: LinkSpec) -> bool:
 
 def drive(run: Run, router: Router, spec: LinkSpec, action: str) -> None:
     with_router(run, router, lambda lease, read_first: _apply(run, lease, spec, action, read_first))
+
+
+def look(run: Run, router: Router, spec: LinkSpec) -> str | None:
+    """After a step gave up having reached the router: one more look, on a time budget of its own (the
+    operation's limit, at most 60 s), at what the router holds of the link. "holds" (as the spec
+    wants it), "partial" (something of it, not all), "absent", or None if the router cannot be read
+    or cannot tell.
+
+    A step that gave up may still have done its work (the reply was lost, then the retries ran into
+    other faults): the registry must say what the router holds, not what the last attempt saw.
+    """
+    run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
+
+    def state(lease: Lease, _read_first: bool) -> str | None:
+        if _holds(lease.driver, spec):
+            return "holds"
+        if _lists(lease.driver, spec):
+            return "partial"
+        # An iFCP gateway's listing shows all there is of a link; an FCIP switch may keep parts of
+        # one (a tunnel without its circuit, zones defined but not in force) that it does not list.
+        return None if lease.driver.zones_initiators else "absent"
+
+    try:
+        return with_router(run, router, state)
+    except StepFailed:
+        return None
 
 
 def read_router(run: Run, router: Router) -> list[RouterLink]:

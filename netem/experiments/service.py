@@ -31,7 +31,7 @@ SOCKET_DIR = "/var/run/postgresql"
 DB_ROLE = "postgres"
 SIM_PORT = 2324  # 2323 is the router-only probe's simulator (mgmt.py), which may run beside it
 USERNAME = "admin"
-SECRET_ENV = "FLEXZONE_LAB_ROUTER_PASSWORD"
+SECRET_ENV = "FLEXZONE_ROUTER_SECRET_LAB"
 PLATFORMS = {"primary": "mcdata_eclipse", "remote": "nishan_ips3000"}
 
 
