@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc from the installed package, never a CDN
     "registry",
     "operations.apps.OperationsConfig",
     "api",
@@ -100,6 +101,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the API docs' and the admin's scripts and styles) are served by the service
+    # itself, from the installed packages: no page loads anything from another host.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -114,7 +118,8 @@ WSGI_APPLICATION = "flexzone.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # Overrides of installed packages' pages (found before the packages' own templates).
+        "DIRS": [BASE_DIR / "api" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -153,6 +158,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = env_path("FLEXZONE_STATIC_ROOT", BASE_DIR / ".demo" / "static")
+WHITENOISE_USE_FINDERS = True  # straight from the apps' static directories, no collectstatic step
 
 # Router secrets are referenced, never stored in the registry: "env:NAME" reads an environment
 # variable, "file:NAME" reads FLEXZONE_SECRETS_DIR/NAME.
@@ -165,6 +171,9 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "flexzone API",
     "DESCRIPTION": "SAN extension management: registry, plans, connect/disconnect operations.",
     "VERSION": "1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

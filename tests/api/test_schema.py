@@ -7,7 +7,9 @@ exercised with generated input: half of it valid per the schema, half deliberate
 from __future__ import annotations
 
 import os
+import re
 import time
+from urllib.parse import urljoin
 
 import pytest
 import schemathesis
@@ -37,9 +39,17 @@ def test_the_schema_is_valid_openapi_and_covers_every_endpoint(api_server, cast)
     assert router_fields["secret_ref"].get("writeOnly") is True
 
 
-def test_the_browsable_docs_are_served(api_server, cast):
-    response = api_server.session("bob").get(f"{api_server.url}/api/docs/", timeout=20)
-    assert response.status_code == 200 and "swagger" in response.text.lower()
+@pytest.mark.parametrize("page, marker", [("/api/docs/", "swagger"), ("/api/redoc/", "redoc")])
+def test_the_api_docs_load_every_asset_from_the_service_itself(api_server, cast, page, marker):
+    session = api_server.session("bob")
+    response = session.get(f"{api_server.url}{page}", timeout=20)
+    assert response.status_code == 200 and marker in response.text.lower()
+    assets = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']""", response.text)
+    assert assets, "the page names no script or stylesheet"
+    for asset in assets:
+        assert not re.match(r"(?i)^(https?:)?//", asset), f"{page} loads {asset} from another host"
+        loaded = session.get(urljoin(f"{api_server.url}{page}", asset), timeout=20)
+        assert loaded.status_code == 200 and loaded.content, f"{asset}: {loaded.status_code}"
 
 
 @pytest.mark.slow
