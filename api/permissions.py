@@ -23,6 +23,36 @@ def has_role(principal: Principal, needed: str) -> bool:
     return _RANK.get(principal.role, -1) >= _RANK[Role(needed)]
 
 
+class SameOriginWrites(BasePermission):
+    """Refuse a write that a browser sent on behalf of another site's page (cross-site request forgery).
+
+    Browsers present an installed client certificate on any request to this service, including one
+    a foreign page makes them send; they also say where the request came from (`Origin`, and
+    `Sec-Fetch-Site` in current browsers). A write is refused when either says another origin. The
+    CLI, curl and automation send neither, and keep working. (Writes also accept JSON bodies only, so
+    a plain HTML form cannot produce one: see DEFAULT_PARSER_CLASSES.)
+    """
+
+    def has_permission(self, request, view) -> bool:
+        if request.method in SAFE_METHODS:
+            return True
+        ours = f"{request.scheme}://{request.get_host()}"
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.rstrip("/").lower() != ours.lower():
+            raise exceptions.PermissionDenied(
+                f"Cross-site request refused: this {request.method} came from a page at {origin[:200]}, not from "
+                f"{ours}. Use the flexzone CLI or the API from a program (no Origin header), or this service's "
+                "own pages."
+            )
+        fetch_site = request.headers.get("Sec-Fetch-Site")
+        if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+            raise exceptions.PermissionDenied(
+                f"Cross-site request refused: the browser marked this {request.method} as {fetch_site[:40]} "
+                f"(Sec-Fetch-Site), not same-origin."
+            )
+        return True
+
+
 class RolePermission(BasePermission):
     """The principal's role must reach the view's `read_role` (safe methods) or `write_role`."""
 

@@ -211,7 +211,9 @@ FLEXZONE_API_MAX_WAIT = env_float("FLEXZONE_API_MAX_WAIT", 60.0)
 REST_FRAMEWORK.update(
     {
         "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ClientCertificateAuthentication"],
-        "DEFAULT_PERMISSION_CLASSES": ["api.permissions.RolePermission"],
+        "DEFAULT_PERMISSION_CLASSES": ["api.permissions.SameOriginWrites", "api.permissions.RolePermission"],
+        # Writes take JSON only (415 otherwise): a cross-site HTML form cannot send one.
+        "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
         "UNAUTHENTICATED_USER": None,
         "EXCEPTION_HANDLER": "api.errors.exception_handler",
         "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
