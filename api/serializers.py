@@ -29,6 +29,7 @@ from registry.models import (
     Zone,
 )
 from registry.validators import normalize_wwn, validate_description, validate_short_name
+from routers import hostkeys
 
 LEASE_MAX = 90 * 24 * 3600
 INITIATORS_MAX = 64
@@ -245,10 +246,19 @@ class RouterSerializer(RegistrySerializer):
     class Meta:
         model = Router
         fields = [
-            "id", "name", "site", "platform", "transport", "host", "port", "vsan", "username", "secret_ref",
-            "connect_timeout", "command_timeout", "created_at", "updated_at",
+            "id", "name", "site", "platform", "transport", "transport_security", "host", "port", "vsan", "username",
+            "secret_ref", "ssh_host_key", "ssh_host_key_sha256", "connect_timeout", "command_timeout", "created_at",
+            "updated_at",
         ]
         extra_kwargs = {"secret_ref": {"write_only": True}}
+
+    transport_security = serializers.CharField(read_only=True, help_text=(
+        'what protects the management session: "plaintext" (telnet), "ssh, host key pinned", or "ssh, host '
+        'key not trusted yet" (no login is attempted until it is)'))
+    ssh_host_key_sha256 = serializers.CharField(read_only=True, help_text="the trusted host key's fingerprint")
+
+    def validate_ssh_host_key(self, value: str) -> str:
+        return hostkeys.normalize(value) if value else ""
 
 
 class DeviceSerializer(RegistrySerializer):

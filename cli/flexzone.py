@@ -311,8 +311,9 @@ def devices(client: Client, args: argparse.Namespace) -> int:
 
 def routers(client: Client, args: argparse.Namespace) -> int:
     return _listing(client, args, "router", "/api/routers/",
-                    ["NAME", "SITE", "PLATFORM", "TRANSPORT", "HOST", "PORT"],
-                    ["name", "site", "platform", "transport", "host", "port"])
+                    ["NAME", "SITE", "PLATFORM", "TRANSPORT", "HOST", "PORT", "SECURITY", "HOST KEY"],
+                    ["name", "site", "platform", "transport", "host", "port", "transport_security",
+                     "ssh_host_key_sha256"])
 
 
 def hosts(client: Client, args: argparse.Namespace) -> int:

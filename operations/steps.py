@@ -60,6 +60,7 @@ def router_target(router: Router) -> RouterTarget:
         connect_timeout=router.connect_timeout,
         command_timeout=router.command_timeout,
         vsan=router.vsan,
+        host_key=router.ssh_host_key,
     )
 
 

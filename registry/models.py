@@ -20,7 +20,9 @@ from registry.validators import (
     validate_host,
     validate_secret_ref,
     validate_short_name,
+    validate_ssh_host_key,
 )
+from routers import hostkeys
 
 ZONE_MIN, ZONE_MAX = 1, 4094
 WWN_MESSAGE = "A WWN is eight lower-case colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17."
@@ -225,8 +227,28 @@ class Router(models.Model):
         validators=[validate_vsan],
         help_text="Cisco MDS: the VSAN whose active zoneset flexzone edits (1-4093, not 4079)",
     )
+    ssh_host_key = models.CharField(
+        max_length=2000,
+        blank=True,
+        validators=[validate_ssh_host_key],
+        help_text='SSH: the trusted host key, "<type> <base64>" (manage.py routers trust NAME records it); '
+                  "empty: not trusted yet, and nothing is sent to the router",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    @property
+    def ssh_host_key_sha256(self) -> str:
+        """The trusted key's fingerprint as OpenSSH shows it, or "" if none is trusted."""
+        return hostkeys.fingerprint(self.ssh_host_key) if self.ssh_host_key else ""
+
+    @property
+    def transport_security(self) -> str:
+        """What protects the management session: "plaintext" (telnet: passwords cross in the clear),
+        "ssh, host key pinned", or "ssh, host key not trusted yet" (nothing is sent until it is)."""
+        if self.transport == Transport.TELNET:
+            return "plaintext"
+        return "ssh, host key pinned" if self.ssh_host_key else "ssh, host key not trusted yet"
 
     class Meta:
         ordering = ["name"]

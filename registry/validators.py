@@ -9,6 +9,8 @@ import re
 
 from django.core.exceptions import ValidationError
 
+from routers import hostkeys
+
 WWN_PATTERN = r"^[0-9a-f]{2}(:[0-9a-f]{2}){7}$"
 _WWN_ANY_CASE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){7}$")
 _SHORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -81,3 +83,12 @@ def secret_ref_problem(value: str) -> str | None:
 def validate_secret_ref(value: str) -> None:
     if problem := secret_ref_problem(value):
         raise ValidationError(problem, code="secret_ref")
+
+
+def validate_ssh_host_key(value: str) -> None:
+    if not value:
+        return
+    try:
+        hostkeys.parse(value)
+    except hostkeys.HostKeyError as exc:
+        raise ValidationError(f"{exc}, e.g. the line `manage.py routers trust` shows.", code="ssh_host_key") from None

@@ -60,7 +60,8 @@ def measure(platform: str, scale: float) -> Result:
     host, port = sim.start()[transport.value]
     first, second = bench_specs(platform)
     target = RouterTarget(Platform(platform), host, port, transport, USERNAME, PASSWORD, name=f"bench-{platform}",
-                          connect_timeout=60.0, command_timeout=60.0)
+                          connect_timeout=60.0, command_timeout=60.0,
+                          host_key=sim.host_key_line() if transport == Transport.SSH else "")
     driver = driver_cls(target)
     try:
         start = time.monotonic()

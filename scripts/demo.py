@@ -255,6 +255,9 @@ def main() -> int:
         manage(env, "demo_pki")
         password = ensure_admin_user(env)
         routers = start_routers(supervisor, env)
+        # The demo started these simulators itself (each keeps its host key in its state directory):
+        # it trusts the SSH keys they present. On real routers an admin compares the fingerprint first.
+        print(manage(env, "routers", "trust", "--all", "--yes", capture=True).rstrip())
         if env.get("DATABASE_URL", "").startswith("postgres"):
             supervisor.start("worker", [PY, "manage.py", "worker"], env)
         supervisor.start("api", [PY, "manage.py", "serve", "--bind", API_BIND], env)

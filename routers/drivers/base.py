@@ -45,6 +45,7 @@ class RouterTarget:
     connect_timeout: float = 30.0
     command_timeout: float = 30.0
     vsan: int = 1  # Cisco MDS: the VSAN whose zoning flexzone reads and edits
+    host_key: str = ""  # SSH: the trusted host key ("<type> <base64>"); nothing is sent to any other
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,11 @@ class RouterTimeout(RouterError):
 
 class RouterAuthError(RouterError):
     """The router refused our credentials (or its session limit was reached)."""
+
+
+class RouterHostKeyError(RouterError):
+    """The router's SSH host key is not the one trusted for it (or none is trusted yet): nothing was
+    sent, and retrying cannot help until an admin decides."""
 
 
 class CommandRejected(RouterError):

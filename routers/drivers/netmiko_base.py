@@ -37,6 +37,7 @@ from netmiko.no_config import NoConfig
 from netmiko.no_enable import NoEnable
 from netmiko.ssh_dispatcher import CLASS_MAPPER, platforms
 
+from routers import hostkeys
 from routers.drivers.base import (
     CommandRejected,
     GarbledOutput,
@@ -46,6 +47,7 @@ from routers.drivers.base import (
     RouterConnectError,
     RouterDriver,
     RouterError,
+    RouterHostKeyError,
     RouterTarget,
     RouterTimeout,
     Transport,
@@ -225,8 +227,42 @@ class NetmikoDriver(RouterDriver):
         if self._conn is not None:
             return
         self._note(f"connect {self.target.transport} {self.target.host}:{self.target.port}")
-        with self._router_call("connect"):
-            self._conn = ConnectHandler(**self.connection_args())
+        if self.target.transport != Transport.SSH:
+            with self._router_call("connect"):
+                self._conn = ConnectHandler(**self.connection_args())
+            return
+        target = self.target
+        if not target.host_key:
+            raise RouterHostKeyError(
+                f"{target.name or target.host}: no SSH host key is trusted for this router yet (it presents "
+                f"{self._presented_fingerprint()}); nothing was sent. Check that fingerprint against the router "
+                f"itself, then: manage.py routers trust {target.name or '<router>'}")
+        try:
+            pinned = hostkeys.fingerprint(target.host_key)
+        except hostkeys.HostKeyError as exc:
+            raise RouterHostKeyError(f"{target.name or target.host}: the trusted host key is unusable: {exc}") from None
+        with hostkeys.pinned_known_hosts(target.host, target.port, target.host_key) as known_hosts:
+            args = {**self.connection_args(), "ssh_strict": True, "alt_host_keys": True, "alt_key_file": known_hosts}
+            with self._router_call("connect"):
+                try:
+                    self._conn = ConnectHandler(**args)
+                except Exception as exc:
+                    bad = _bad_host_key(exc)
+                    if bad is None:
+                        raise
+                    presented = hostkeys.fingerprint_of_blob(bad.key.asbytes())
+                    raise RouterHostKeyError(
+                        f"{target.name or target.host}: SSH host key changed: trusted {pinned}, presented "
+                        f"{presented}; refusing to log in (nothing was sent). A machine in the middle, or a "
+                        f"replaced router: if replaced, check the new key and run manage.py routers trust "
+                        f"{target.name or '<router>'}") from None
+
+    def _presented_fingerprint(self) -> str:
+        try:
+            return hostkeys.fingerprint(hostkeys.fetch(self.target.host, self.target.port,
+                                                       self.wait_limit(min(self.target.connect_timeout, 10.0))))
+        except (OSError, paramiko.SSHException, EOFError, hostkeys.HostKeyError) as exc:
+            return f"a key that could not be read ({type(exc).__name__})"
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -389,6 +425,16 @@ class NetmikoDriver(RouterDriver):
                 conn.disconnect()
             except Exception:  # noqa: BLE001
                 pass
+
+
+def _bad_host_key(exc: BaseException | None) -> paramiko.BadHostKeyException | None:
+    """paramiko's host-key refusal, which netmiko re-raises as a timeout with the original as context."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, paramiko.BadHostKeyException):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -320,6 +320,8 @@ class SimRouter:
         self.rng = random.Random(seed)
         self.idle_timeout = idle_timeout
         self.faults_book = FaultBook(faults, self.state_dir)
+        self.passwords_received = 0  # SSH password attempts, to show which clients never sent one
+        self._ssh_key: asyncssh.SSHKey | None = None
         new_state = not self._state_file_exists()
         self.personality: Personality = cls(self._load_state(), hostname or cls.default_hostname)
         self.personality.faults = self.faults_book
@@ -419,7 +421,7 @@ class SimRouter:
         if self.ssh_address is not None:
             host, port = self.ssh_address
             server = await asyncssh.create_server(
-                lambda: _SSHServer(self), host, port, server_host_keys=[self._host_key()],
+                lambda: _SSHServer(self), host, port, server_host_keys=[self.ssh_key()],
                 process_factory=self._ssh_process, line_editor=False, encoding="utf-8", errors="replace",
             )
             self._servers.append(server)
@@ -510,15 +512,24 @@ class SimRouter:
         return log_line
 
     # --- SSH host key ------------------------------------------------------------------------
-    def _host_key(self) -> asyncssh.SSHKey:
+    def ssh_key(self) -> asyncssh.SSHKey:
+        """The SSH host key: kept in the state directory (the same key across restarts), or made once
+        per instance without one."""
+        if self._ssh_key is not None:
+            return self._ssh_key
         path = self.state_dir / HOST_KEY_FILE if self.state_dir is not None else None
         if path is not None and path.exists():
-            return asyncssh.read_private_key(str(path))
-        key = asyncssh.generate_private_key("ssh-ed25519")
+            self._ssh_key = asyncssh.read_private_key(str(path))
+            return self._ssh_key
+        self._ssh_key = asyncssh.generate_private_key("ssh-ed25519")
         if path is not None:
-            key.write_private_key(str(path))
+            self._ssh_key.write_private_key(str(path))
             path.chmod(0o600)
-        return key
+        return self._ssh_key
+
+    def host_key_line(self) -> str:
+        """The public host key as "<type> <base64>" (what an admin would compare and trust)."""
+        return " ".join(self.ssh_key().export_public_key("openssh").decode().split()[:2])
 
     # --- sessions ----------------------------------------------------------------------------
     def _new_terminal(self, transport: str, write: Callable[[str], None], abort: Callable[[], None],
@@ -709,6 +720,7 @@ class _SSHServer(asyncssh.SSHServer):
         return True
 
     def validate_password(self, username: str, password: str) -> bool:
+        self.router.passwords_received += 1
         if self.router.faults_book.take(("refuse_login",)) is not None:
             return False
         return username == self.router.username and password == self.router.password

@@ -11,6 +11,7 @@ import pytest
 
 from operations.models import Operation
 from registry.models import Site
+from routers import hostkeys
 
 HOSTILE_TEXT = [
     "XRAID1\n",
@@ -206,3 +207,22 @@ def test_a_router_secret_reference_names_a_router_secret_and_nothing_else(root, 
     refused = root("/api/routers/", {**router, "name": "fifth-rtr", "secret_ref": "env:DATABASE_URL"})
     [error] = refused.json()["errors"]
     assert error["field"] == "secret_ref" and "FLEXZONE_ROUTER_SECRET_<NAME>" in error["message"]
+
+
+def test_an_admin_pins_a_routers_host_key_through_the_api_and_everyone_sees_its_fingerprint(api_server, cast):
+    root, bob = api_server.session("root"), api_server.session("bob")
+    routers = {r["name"]: r for r in bob.get(f"{api_server.url}/api/routers/", timeout=20).json()["results"]}
+    primary = routers["primary-rtr"]
+    assert (primary["transport"], primary["transport_security"], primary["ssh_host_key_sha256"]) == (
+        "telnet", "plaintext", "")
+    url = f"{api_server.url}/api/routers/{primary['id']}/"
+    refused = root.patch(url, json={"ssh_host_key": "ssh-ed25519 not-a-key"}, timeout=20)
+    assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "ssh_host_key", refused.text
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkIOq0NQSnVfbA0fKXTU30MXpsvPYJCCEqT+4e/HUjg admin@console"
+    pinned = root.patch(url, json={"ssh_host_key": key, "transport": "ssh"}, timeout=20)
+    assert pinned.status_code == 200, pinned.text
+    shown = bob.get(url, timeout=20).json()
+    assert shown["ssh_host_key"] == " ".join(key.split()[:2])  # stored without the comment
+    assert shown["ssh_host_key_sha256"] == hostkeys.fingerprint(key)
+    assert shown["transport_security"] == "ssh, host key pinned"
+    assert bob.patch(url, json={"ssh_host_key": ""}, timeout=20).status_code == 403  # viewers read only

@@ -234,6 +234,8 @@ def test_the_registry_listings_print_tables_and_json(lab, config_for, run_cli):
         assert sorted(record[key] for record in records) == values
         assert all(tuple(record) == FIELDS[kind] for record in records)
     assert "GSFC-DICEL1" in run_cli("flexzone", "sites", config=config).stdout
+    routers = run_cli("flexzone", "--routers", config=config).stdout.splitlines()
+    assert "SECURITY" in routers[0] and all("plaintext" in line for line in routers[1:] if "-rtr" in line)
     assert json.loads(run_cli("flexzone", "--health", "--json", config=config).stdout)["status"] == "ok"
 
 

@@ -15,6 +15,7 @@ import pytest
 from operations.chores import stop_chores_thread
 from operations.pool import pool
 from registry.models import Router
+from routers import hostkeys
 from tests.routers.conftest import PASSWORD, sim_factory, sim_process_factory  # noqa: F401 - fixtures
 
 FAST = {
@@ -55,6 +56,8 @@ def wire(router: Router, address: tuple[str, int], secrets_dir, *, command_timeo
     """Point a registry router at a simulator and give it the simulator's password."""
     router.host, router.port = address
     router.connect_timeout, router.command_timeout = 5.0, command_timeout
+    # SSH: trust the key the simulator presents, as `manage.py routers trust` does.
+    router.ssh_host_key = hostkeys.fetch(*address) if router.transport == "ssh" else ""
     router.save()
     secrets_dir.mkdir(parents=True, exist_ok=True)
     (secrets_dir / router.secret_ref.removeprefix("file:")).write_text(PASSWORD + "\n")

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from routers import hostkeys
 from routers.drivers import get_driver
 from routers.drivers.base import Platform, RouterDriver, RouterTarget, Transport
 from routers.sim import personality_class
@@ -70,6 +71,8 @@ def _target(platform: str, addresses: dict[str, tuple[str, int]], transport: str
         "connect_timeout": 10.0,
         "command_timeout": 3.0,
     }
+    if chosen == Transport.SSH:
+        fields["host_key"] = hostkeys.fetch(host, port)  # trusted as `manage.py routers trust` would
     fields.update(overrides)
     return RouterTarget(**fields)
 
