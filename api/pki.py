@@ -377,3 +377,22 @@ class CRLCache:
 
 class CRLUnusable(Exception):
     """The CRL cannot be trusted right now, so no client can be admitted."""
+
+
+def write_pkcs12(directory: Path | str, name: str) -> Path:
+    """`name`.p12 beside `name`.pem/.key, for a browser to import (the admin site asks for a client
+    certificate). Its password is generated into `name`.p12.password (both mode 0600)."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    directory = Path(directory)
+    password_file = directory / f"{name}.p12.password"
+    if not password_file.exists():
+        write_atomically(password_file, os.urandom(12).hex().encode(), mode=0o600)
+    password = password_file.read_bytes().strip()
+    key = serialization.load_pem_private_key((directory / f"{name}.key").read_bytes(), password=None)
+    bundle = pkcs12.serialize_key_and_certificates(
+        name.encode(), key, load_certificate(directory / f"{name}.pem"), None,
+        serialization.BestAvailableEncryption(password))
+    path = directory / f"{name}.p12"
+    write_atomically(path, bundle, mode=0o600)
+    return path

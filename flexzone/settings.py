@@ -108,6 +108,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The admin: client certificate of an admin principal, over the API's TLS; no password sign-in.
+    "api.admin_access.AdminByCertificateMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -158,7 +160,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = env_path("FLEXZONE_STATIC_ROOT", BASE_DIR / ".demo" / "static")
-WHITENOISE_USE_FINDERS = True  # straight from the apps' static directories, no collectstatic step
+WHITENOISE_USE_FINDERS = True
+# Every page is served over TLS (the API's server): cookies never travel in the clear.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True  # straight from the apps' static directories, no collectstatic step
 
 # Router secrets are referenced, never stored in the registry: "env:NAME" reads an environment
 # variable, "file:NAME" reads FLEXZONE_SECRETS_DIR/NAME.

@@ -4,7 +4,8 @@ Starts, in order: a private PostgreSQL instance under .demo/pg (unless DATABASE_
 no PostgreSQL binaries it falls back to SQLite and in-process operations), the registry (migrated,
 demo data loaded, demo PKI issued), one simulated router per demo site on its loopback management
 address (the ports they bind are written to the registry), an operations worker, the REST API over
-mutual TLS on https://127.0.0.1:8443 and the admin site on http://127.0.0.1:8000/admin/.
+mutual TLS on https://127.0.0.1:8443, with the admin site at https://127.0.0.1:8443/admin/ (client
+certificate of an admin principal: .demo/pki/root.p12 for a browser).
 Everything lives under .demo/ and stops on Ctrl-C. Needs no root.
 """
 
@@ -24,7 +25,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / ".demo"
 PY = sys.executable
-ADMIN_BIND = os.environ.get("FLEXZONE_DEMO_ADMIN_BIND", "127.0.0.1:8000")
 API_BIND = os.environ.get("FLEXZONE_DEMO_API_BIND", "127.0.0.1:8443")
 PG_PORT = int(os.environ.get("FLEXZONE_DEMO_PG_PORT", "55432"))
 FCIP_PLATFORMS = ("brocade_fos", "cisco_mds")
@@ -153,21 +153,6 @@ def demo_environment() -> dict[str, str]:
     return env
 
 
-def ensure_admin_user(env: dict[str, str]) -> str:
-    password_file = DEMO / "admin-password"
-    if not password_file.exists():
-        password_file.write_text(secrets.token_urlsafe(12))
-        password_file.chmod(0o600)
-    password = password_file.read_text().strip()
-    script = (
-        "from django.contrib.auth import get_user_model as g; U = g(); "
-        "u = U.objects.filter(username='admin').first() or U(username='admin', is_staff=True, is_superuser=True); "
-        f"u.set_password({password!r}); u.save()"
-    )
-    manage(env, "shell", "-c", script)
-    return password
-
-
 def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
     """One simulator per demo router, on the router's loopback address; returns what they bound."""
     routers = json.loads(manage(env, "demo_routers", "--json", capture=True))
@@ -253,7 +238,6 @@ def main() -> int:
         manage(env, "migrate", "--no-input", "-v", "0")
         manage(env, "loaddemo")
         manage(env, "demo_pki")
-        password = ensure_admin_user(env)
         routers = start_routers(supervisor, env)
         # The demo started these simulators itself (each keeps its host key in its state directory):
         # it trusts the SSH keys they present. On real routers an admin compares the fingerprint first.
@@ -261,10 +245,8 @@ def main() -> int:
         if env.get("DATABASE_URL", "").startswith("postgres"):
             supervisor.start("worker", [PY, "manage.py", "worker"], env)
         supervisor.start("api", [PY, "manage.py", "serve", "--bind", API_BIND], env)
-        supervisor.start("admin", [PY, "manage.py", "runserver", "--noreload", ADMIN_BIND], env)
         config = write_client_config()
-        for name, bind in (("api", API_BIND), ("admin", ADMIN_BIND)):
-            wait_until_listening(name, bind, supervisor)
+        wait_until_listening("api", API_BIND, supervisor)
         print()
         print("flexzone demo is running (Ctrl-C stops it; logs in .demo/logs/):")
         for router in routers:
@@ -284,7 +266,10 @@ def main() -> int:
         print("    .venv/bin/flexzone --hosts                 # the sites' hosts and their initiator WWNs")
         print("    .venv/bin/flexzone --plan --device-description EAST-ARRAY1 --site west-site   # FCIP, zoning")
         print("    .venv/bin/flexzone --add --device-description EAST-ARRAY1 --site west-site")
-        print(f"  admin: http://{ADMIN_BIND}/admin/  user admin, password in .demo/admin-password ({password})")
+        print(f"  admin (same TLS, admin principals only): https://{API_BIND}/admin/  import .demo/pki/root.p12 into "
+              "the browser (password in .demo/pki/root.p12.password), or:")
+        print(f"    curl --cacert .demo/pki/ca.pem --cert .demo/pki/root.pem --key .demo/pki/root.key "
+              f"https://{API_BIND}/admin/")
         sys.stdout.flush()
         return supervisor.watch()
     except KeyboardInterrupt:

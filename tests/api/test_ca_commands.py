@@ -77,3 +77,15 @@ def test_demo_pki_is_idempotent_and_registers_alice_and_bob(tmp_path, demo):
     assert sorted(alice.sites.values_list("name", flat=True)) == ["primary-site", "remote-site"]
     assert alice.cert_sha256 == pki.fingerprint(pki.load_certificate(tmp_path / "alice.pem"))
     assert openssl_verify(tmp_path, "alice").returncode == 0
+
+
+def test_demo_pki_gives_the_admin_principal_a_browser_bundle(tmp_path, demo):
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    call_command("demo_pki", "--dir", str(tmp_path))
+    root = Principal.objects.get(name="root")
+    assert root.role == "admin"
+    password = (tmp_path / "root.p12.password").read_bytes().strip()
+    key, cert, _chain = pkcs12.load_key_and_certificates((tmp_path / "root.p12").read_bytes(), password)
+    assert pki.fingerprint(cert) == root.cert_sha256 and key is not None
+    assert oct((tmp_path / "root.p12").stat().st_mode & 0o777) == "0o600"

@@ -1,8 +1,9 @@
 """`python manage.py demo_pki`: the demo PKI in .demo/pki/, idempotently, with its principals.
 
 Writes ca.pem, server.pem/server.key, alice.pem/alice.key (operator, scoped to the demo sites, the
-FCIP pair's too when loaded, and every zone), bob.pem/bob.key (viewer) and crl.pem; registers alice
-and bob. Run after `loaddemo`.
+FCIP pair's too when loaded, and every zone), bob.pem/bob.key (viewer), root.pem/root.key (admin; also
+root.p12 for a browser, for the admin site) and crl.pem; registers alice, bob and root. Run after
+`loaddemo`.
 """
 
 from __future__ import annotations
@@ -27,15 +28,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         directory = options["dir"] or Path(settings.FLEXZONE_PKI_DIR)
-        certs = pki.demo_pki(directory)
+        certs = pki.demo_pki(directory, clients=("alice", "bob", "root"))
         sites = list(Site.objects.filter(name__in=DEMO_SITES + FCIP_SITES).values_list("name", flat=True))
         zones = list(Zone.objects.values_list("zone_id", flat=True))
         if not set(DEMO_SITES) <= set(sites):
             self.stderr.write("demo sites not loaded yet (run `manage.py loaddemo`); alice gets no site scope")
         principals.register(certs["alice"], "alice", Role.OPERATOR, sites=sites, zones=zones)
         principals.register(certs["bob"], "bob", Role.VIEWER)
+        principals.register(certs["root"], "root", Role.ADMIN, all_sites=True, all_zones=True)
+        pki.write_pkcs12(directory, "root")
         self.stdout.write(f"demo PKI ready in {directory}: alice (operator: {' '.join(sites)}; zones "
-                          f"{' '.join(map(str, zones))}), bob (viewer)")
+                          f"{' '.join(map(str, zones))}), bob (viewer), root (admin; root.p12 for a browser)")
         self.stdout.write(
             f"  curl --cacert {directory}/ca.pem --cert {directory}/alice.pem --key {directory}/alice.key "
             "https://127.0.0.1:8443/api/sites/"
