@@ -25,7 +25,7 @@ from django.conf import settings  # noqa: E402  (needs DJANGO_SETTINGS_MODULE fi
 log = logging.getLogger("flexzone.tls")
 
 wsgi_app = "flexzone.wsgi:application"
-worker_class = "gthread"
+worker_class = "api.gunicorn_worker.AuditingThreadWorker"  # gthread, with refused handshakes audited
 threads = int(os.environ.get("FLEXZONE_API_THREADS", "8"))
 workers = int(os.environ.get("FLEXZONE_API_WORKERS", "2"))
 # A short keep-alive bounds how long an idle connection lives; the app re-checks the CRL anyway.

@@ -6,6 +6,7 @@ import datetime as dt
 import http.client
 import json
 import ssl
+import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -55,6 +56,28 @@ def test_mallory_with_alices_exact_subject_from_another_ca_is_refused(api_server
 
 def test_a_certificate_from_an_unrelated_ca_is_refused_in_the_handshake(api_server, cast):
     assert "unknown ca" in refusal(api_server, "stranger")
+
+
+def test_a_refused_handshake_is_in_the_audit_log(api_server, cast):
+    from registry.models import AuditEvent
+
+    def reasons() -> list[str]:
+        return [event.detail for event in AuditEvent.objects.filter(action="tls.handshake", outcome="denied",
+                                                                     remote_addr="127.0.0.1")]
+
+    refusal(api_server, "stranger")  # an unknown CA
+    refusal(api_server, None)  # no certificate at all
+    deadline = time.monotonic() + 10
+    # (A refusal provoked by the test before this one may land here too: the server records it after
+    # the client has gone.)
+    while not (any("UNKNOWN_CA" in r.upper() or "VERIFY_FAILED" in r.upper() for r in reasons())
+               and any("CERTIFICATE" in r.upper() and "REQUIRED" in r.upper() or "DID_NOT_RETURN" in r.upper()
+                       for r in reasons())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    found = reasons()
+    assert any("UNKNOWN_CA" in r.upper() or "VERIFY_FAILED" in r.upper() for r in found), found
+    assert any("DID_NOT_RETURN" in r.upper() or "REQUIRED" in r.upper() for r in found), found
+    assert all(r.startswith("TLS handshake refused: ") for r in found)
 
 
 def test_a_principal_registered_by_issuer_and_serial_is_recognised(api_server, cast):
