@@ -13,11 +13,14 @@ certificate builders; its README says to use cryptography for anything but TLS c
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +37,22 @@ DEFAULT_CLIENT_DAYS = 365
 CRL_DAYS = 30
 CLIENT_URI_PREFIX = "urn:flexzone:principal:"
 _index_lock = threading.Lock()
+LOCK_FILE = ".ca.lock"
+
+
+@contextmanager
+def _ca_lock(directory: Path) -> Iterator[None]:
+    """Hold the CA directory against other threads and other processes (`manage.py ca` run twice at
+    once): every read-modify-write of the index, and each CRL publication from it, runs alone, so no
+    revocation is lost from the index or left out of the next CRL."""
+    with _index_lock:
+        descriptor = os.open(Path(directory) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(descriptor, fcntl.LOCK_UN)
+            os.close(descriptor)
 
 
 class PKIError(Exception):
@@ -172,7 +191,7 @@ class CA:
         cert = builder.sign(self.key, hashes.SHA256())
         write_atomically(self.directory / f"{name}.key", _key_pem(key), mode=0o600)
         write_atomically(self.directory / f"{name}.pem", _pem(cert))
-        with _index_lock:
+        with _ca_lock(self.directory):
             index = read_index(self.directory)
             index.append(
                 {
@@ -191,7 +210,7 @@ class CA:
     def revoke(self, name_or_serial: str) -> list[dict]:
         """Mark every live certificate named NAME (or with that hex serial) revoked and republish the CRL."""
         wanted = name_or_serial.strip().lower()
-        with _index_lock:
+        with _ca_lock(self.directory):
             index = read_index(self.directory)
             hits = [
                 entry
@@ -203,11 +222,15 @@ class CA:
             for entry in hits:
                 entry["revoked_at"] = _now().isoformat()
             _write_index(self.directory, index)
-        self.publish_crl()
+            self._publish_crl(CRL_DAYS)
         return hits
 
     def publish_crl(self, days: int = CRL_DAYS) -> x509.CertificateRevocationList:
         """Rebuild `crl.pem` from the index, signed now, valid for `days`; replaced atomically."""
+        with _ca_lock(self.directory):
+            return self._publish_crl(days)
+
+    def _publish_crl(self, days: int) -> x509.CertificateRevocationList:
         now = _now()
         crl_path = self.directory / CRL
         number = 1

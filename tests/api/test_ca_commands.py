@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ssl
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from cryptography import x509
@@ -12,6 +15,8 @@ from django.core.management import CommandError, call_command
 
 from api import pki
 from registry.models import Principal
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def openssl_verify(directory, name: str) -> subprocess.CompletedProcess:
@@ -89,3 +94,37 @@ def test_demo_pki_gives_the_admin_principal_a_browser_bundle(tmp_path, demo):
     key, cert, _chain = pkcs12.load_key_and_certificates((tmp_path / "root.p12").read_bytes(), password)
     assert pki.fingerprint(cert) == root.cert_sha256 and key is not None
     assert oct((tmp_path / "root.p12").stat().st_mode & 0o777) == "0o600"
+
+
+RACING_REVOKE = """
+import pathlib, sys, time
+from api import pki
+directory, go, name = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+(directory / f"{name}.ready").touch()
+while not go.exists():
+    time.sleep(0.001)
+pki.CA.load(directory).revoke(name)
+"""
+
+
+def test_revocations_from_processes_running_at_once_all_reach_the_index_and_the_crl(tmp_path):
+    ca = pki.init_ca(tmp_path, "race CA")
+    names = [f"client{i}" for i in range(10)]
+    serials = {pki.serial_hex(ca.issue(name)) for name in names}
+    go = tmp_path / "go"
+    racers = [subprocess.Popen([sys.executable, "-c", RACING_REVOKE, str(tmp_path), str(go), name], cwd=ROOT)
+              for name in names]
+    try:
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"{name}.ready").exists() for name in names) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()  # all of them revoke at once
+        assert [racer.wait(60) for racer in racers] == [0] * len(names)
+    finally:
+        for racer in racers:
+            if racer.poll() is None:
+                racer.kill()
+    revoked_in_index = {entry["serial"] for entry in pki.read_index(tmp_path) if entry["revoked_at"]}
+    crl = x509.load_pem_x509_crl((tmp_path / "crl.pem").read_bytes())
+    assert revoked_in_index == serials
+    assert {format(entry.serial_number, "x") for entry in crl} == serials
