@@ -39,8 +39,11 @@ class Client:
         """An API path (or an absolute URL the API gave us) on the configured server."""
         parts = urlsplit(path)
         if parts.scheme:
-            # Keep only the path: the server builds absolute URLs from its own view of the host.
-            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            # An absolute URL the server built (a next page, an operation's Location): its path already
+            # carries any prefix the service is mounted under. Only the scheme and host are ours, since
+            # the server builds them from its own view of the host.
+            server = urlsplit(self.config.server)
+            return f"{server.scheme}://{server.netloc}{parts.path}" + (f"?{parts.query}" if parts.query else "")
         return self.config.server + (path if path.startswith("/") else f"/{path}")
 
     def request(self, method: str, path: str, *, params: dict | None = None, body: dict | None = None,
@@ -53,11 +56,27 @@ class Client:
         except requests.exceptions.SSLError as exc:
             raise tls_error(exc, self.config) from None
         except requests.exceptions.ConnectionError as exc:
-            # A server that refuses the client certificate may close the socket instead of sending the
-            # alert first (TLS 1.3 checks it after the client's Finished): treat a reset as a refusal.
-            if _ssl_cause(exc) is not None or _closed_after_connecting(exc):
+            if _ssl_cause(exc) is not None:
                 raise tls_error(exc, self.config) from None
+            if _closed_after_connecting(exc):
+                # A server that refuses the client certificate may close the socket before its alert
+                # arrives (TLS 1.3 checks it after the client's Finished); so may one that restarts, or
+                # a proxy. One fresh handshake tells them apart.
+                refusal = _refusal_on_a_fresh_handshake(self.config)
+                if refusal is not None:
+                    raise tls_error(refusal, self.config) from None
+                raise CliError(f"{self.config.server} closed the connection before answering ({_reason(str(exc))})",
+                               "the service may have restarted, or something between cut the connection; "
+                               "try again", UNREACHABLE) from None
             raise unreachable(exc, self.config) from None
+        except requests.exceptions.ChunkedEncodingError as exc:
+            raise CliError(f"the reply from {self.config.server} was cut off or malformed ({_reason(str(exc))[:200]})",
+                           "try again; if it persists, check what sits between you and the service",
+                           UNREACHABLE) from None
+        except (requests.exceptions.InvalidURL, requests.exceptions.URLRequired, requests.exceptions.MissingSchema,
+                requests.exceptions.InvalidSchema) as exc:
+            raise CliError(f"cannot use the server URL {self.config.server!r}: {exc}",
+                           f"check server in {self.config.source}", USAGE) from None
         except requests.exceptions.Timeout:
             raise CliError(f"{self.config.server} did not answer within {timeout or self.config.timeout:.0f} s",
                            "the service may be overloaded; try again or raise timeout in the configuration",
@@ -111,6 +130,28 @@ def _ssl_cause(exc: BaseException) -> ssl.SSLError | None:
                 stack.append(linked)
     # urllib3 sometimes keeps only the text of the SSL error.
     return ssl.SSLError(str(exc)) if "SSL" in str(exc) or "alert" in str(exc).lower() else None
+
+
+def _refusal_on_a_fresh_handshake(config: Config) -> ssl.SSLError | None:
+    """The TLS alert a new connection with the same certificate meets, if the server refuses it; None if
+    the server takes it (or cannot be told apart from one that just went away)."""
+    import socket
+
+    parts = urlsplit(config.server)
+    context = ssl.create_default_context(cafile=str(config.ca))
+    try:
+        context.load_cert_chain(str(config.cert), str(config.key))
+        with socket.create_connection((parts.hostname, parts.port or 443), timeout=min(10.0, config.timeout)) as raw:
+            with context.wrap_socket(raw, server_hostname=parts.hostname) as tls:
+                tls.sendall(b"GET " + (parts.path or "").encode() + b"/api/health/ HTTP/1.1\r\nHost: "
+                            + parts.netloc.encode()
+                            + b"\r\nConnection: close\r\n\r\n")
+                tls.recv(1)
+    except ssl.SSLError as exc:
+        return exc if "alert" in str(exc).lower() or "certificate" in str(exc).lower() else None
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _closed_after_connecting(exc: BaseException) -> bool:

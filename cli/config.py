@@ -110,9 +110,14 @@ def load_config(flags: dict[str, str | None], environ: dict[str, str] | None = N
             )
         raise _config_error(f"{', '.join(missing)} missing from {source}", source)
     server = values["server"].rstrip("/")
-    parts = urlsplit(server)
-    if parts.scheme != "https" or not parts.hostname:
-        raise _config_error(f"server must be an https:// URL, got {server!r}", source)
+    try:
+        parts = urlsplit(server)
+        valid = parts.scheme == "https" and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+        valid = valid and not any(char.isspace() for char in server) and not parts.query and not parts.fragment
+    except ValueError:  # an unclosed [IPv6] bracket, a port that is not a number...
+        valid = False
+    if not valid:
+        raise _config_error(f"server must be an https:// URL (host, optional port and path), got {server!r}", source)
     config = Config(server=server, ca=Path(values["ca"]), cert=Path(values["cert"]), key=Path(values["key"]),
                     timeout=values.get("timeout", DEFAULT_TIMEOUT), source=source)
     for name in ("ca", "cert", "key"):
