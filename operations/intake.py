@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 from django.db import connection, transaction
@@ -22,11 +21,9 @@ from registry.models import Device, Principal, Router, Site
 from registry.planner import (
     Plan,
     PlanError,
-    PlanStep,
+    link_step,
     plan_connect,
     plan_disconnect,
-    render_commands,
-    router_vsan,
     site_initiators,
 )
 from routers.drivers import DRIVERS
@@ -148,27 +145,8 @@ def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
         if action == "add" and not initiators:
             raise PlanError("hosts", f"site {requester.name} has no initiators registered; an FCIP link zones them "
                                      f"with the device (register its hosts at /api/hosts/).")
-    step = PlanStep(
-        order=1,
-        action=action,
-        router=router.name,
-        router_id=router.pk,
-        platform=router.platform,
-        site=router.site.name,
-        port=spec.port,
-        zone=spec.zone,
-        remote_ip=spec.remote_ip,
-        local_ip=router.site.data_ip,
-        wwn=device.wwn,
-        device=device.description,
-        initiators=initiators,
-        vsan=router_vsan(router),
-    )
-    try:
-        commands = render_commands(router.platform, action, step.spec)
-    except ValueError as exc:
-        raise PlanError("router", f"router {router.name} ({router.platform}) cannot take this link: {exc}") from None
-    step = PlanStep(**{**asdict(step), "commands": commands})
+    step = link_step(1, action, router, site=router.site, port=spec.port, zone_id=spec.zone,
+                     remote_ip=spec.remote_ip, device=device, initiators=initiators)
     plan = Plan(action=action, site=requester.name, zone=spec.zone, devices=[device.description], steps=[step])
     return {**plan.as_dict(), "raw": True}
 

@@ -62,7 +62,7 @@ from routers.sim.server import SimRouter
 
 ROOT = Path(__file__).resolve().parents[2]
 USERNAME = "admin"
-# As tests/ops/conftest.py FAST: short retries and timeouts, a worker presumed dead after 1.5 s.
+# Short retries and timeouts, a worker presumed dead after 1.5 s (the engine tests run with these too).
 SOAK_SETTINGS = {
     "FLEXZONE_OPS_QUEUE": "manual",  # the soak's own two workers run every operation
     "FLEXZONE_OPS_BACKOFF": 0.05,

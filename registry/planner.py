@@ -356,17 +356,25 @@ def _dedupe(steps: list[tuple]) -> list[tuple]:
 
 def _step(order: int, action: str, router: Router, local: Site, remote: Site, zone_id: int, device: Device,
           initiators: list[str]) -> PlanStep:
+    return link_step(order, action, router, site=local, port=local.router_port, zone_id=zone_id,
+                     remote_ip=remote.data_ip, device=device, initiators=initiators)
+
+
+def link_step(order: int, action: str, router: Router, *, site: Site, port: int, zone_id: int, remote_ip: str,
+              device: Device, initiators: list[str]) -> PlanStep:
+    """One router's step of a link (`site` is the router's site), with the exact commands and notes;
+    PlanError naming the router if its platform cannot take the link (a VE port range, say)."""
     step = PlanStep(
         order=order,
         action=action,
         router=router.name,
         router_id=router.pk,
         platform=router.platform,
-        site=local.name,
-        port=local.router_port,
+        site=site.name,
+        port=port,
         zone=zone_id,
-        remote_ip=remote.data_ip,
-        local_ip=local.data_ip,
+        remote_ip=remote_ip,
+        local_ip=site.data_ip,
         wwn=device.wwn,
         device=device.description,
         initiators=initiators,

@@ -14,21 +14,12 @@ import pytest
 
 from operations.chores import stop_chores_thread
 from operations.pool import pool
+from operations.soak import SOAK_SETTINGS
 from registry.models import Router
 from routers import hostkeys
 from tests.routers.conftest import PASSWORD, sim_factory, sim_process_factory  # noqa: F401 - fixtures
 
-FAST = {
-    "FLEXZONE_OPS_QUEUE": "manual",
-    "FLEXZONE_OPS_BACKOFF": 0.05,
-    "FLEXZONE_OPS_BACKOFF_MAX": 0.2,
-    "FLEXZONE_OPS_MAX_ATTEMPTS": 4,
-    "FLEXZONE_OPS_TOTAL_TIMEOUT": 30.0,
-    "FLEXZONE_OPS_ROUTER_WAIT": 20.0,
-    "FLEXZONE_OPS_SAVE_CONFIG": "each",
-    "FLEXZONE_OPS_HEARTBEAT": 0.2,
-    "FLEXZONE_OPS_STALE_AFTER": 1.5,
-}
+FAST = SOAK_SETTINGS  # short retries and timeouts, a worker presumed dead after 1.5 s (as the soak runs)
 
 
 @pytest.fixture
