@@ -360,10 +360,14 @@ def execute_remove(run: Run) -> None:
                 Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
                                                        updated_at=timezone.now())
             for lk in untouched:
-                Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
-            mark_down(removed)  # verified gone from their routers
+                if previous[lk.pk] is None:  # a record this remove wrote: there was none, and is none
+                    Link.objects.filter(pk=lk.pk).delete()
+                else:
+                    Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
+            _settle_removed(removed, previous)
             raise OperationFailed(str(exc)) from None
         removed.append(link.pk)
+    removed = _settle_removed(removed, previous, keep_for_finish=True)
     run.links_down = removed
     ids = plan_ids(plan)
     devices = list(ids["devices"].values())
@@ -375,7 +379,20 @@ def execute_remove(run: Run) -> None:
     op.result = {"links": removed, **run.waited()}
 
 
-def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link], dict[int, str], set[int]]:
+def _settle_removed(removed: list[int], previous: dict[int, str | None], *,
+                    keep_for_finish: bool = False) -> list[int]:
+    """Links verified gone from their routers: the records this remove wrote where there was none are
+    deleted (nothing was there, nothing is); the others are marked down now, or (`keep_for_finish`)
+    returned for the commit that ends the operation."""
+    written = [pk for pk in removed if previous.get(pk, "") is None]
+    Link.objects.filter(pk__in=written).delete()
+    recorded = [pk for pk in removed if pk not in written]
+    if not keep_for_finish:
+        mark_down(recorded)
+    return recorded
+
+
+def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link], dict[int, str | None], set[int]]:
     """Each step's active link, marked `removing` before any router is touched (one transaction); a
     step with no active record gets a new record marked `removing`.
 
@@ -432,7 +449,7 @@ def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link], dict
                 Link.objects.bulk_create(markers)
         except IntegrityError:  # an add wrote the endpoint's record since we looked: look again
             raise _EndpointTaken from None
-        previous.update({marker.pk: Link.State.DOWN for marker in markers})
+        previous.update({marker.pk: None for marker in markers})  # None: there was no record
     return links, previous, kept
 
 

@@ -9,7 +9,7 @@ from django.db import connection
 
 from operations import execute, submit
 from operations.models import Operation
-from registry.models import DeviceLock
+from registry.models import DeviceLock, Link
 from tests.ops.test_ops_basics import assert_agreement, router_keys
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}
@@ -71,4 +71,12 @@ def test_a_remove_submitted_after_a_queued_add_runs_after_it_and_says_so(ops_lab
     assert done.state == "succeeded", done.error
     assert done.result.get("after") == [add.pk] and "joined" not in done.result
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_removing_what_was_never_connected_succeeds_and_leaves_no_record(ops_lab):
+    done = execute(submit("remove", ADD).pk)
+    assert done.state == "succeeded", done.error
+    assert done.result["links"] == [] and not Link.objects.exists()
     assert_agreement(ops_lab)
