@@ -195,7 +195,7 @@ def waits_text(result: dict) -> str:
     if result.get("joined"):
         text += f"; joined operation {_ids(result['joined'])} (the same request, already under way)"
     if result.get("after"):
-        text += f"; ran after operation {_ids(result['after'])} (submitted earlier for the same site and device)"
+        text += f"; ran after operation {_ids(result['after'])} (submitted earlier for the same site and zone)"
     return text
 
 

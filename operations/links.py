@@ -92,7 +92,7 @@ def _busy_elsewhere(link: Link, op: Operation) -> bool:
 
 
 def _after_earlier_requests(run: Run) -> None:
-    """Wait until no earlier add/remove of the same site for any of the same devices is unfinished.
+    """Wait until no earlier add/remove of the same site for the same zone or devices is unfinished.
 
     Requests for one site and device take effect in the order they were submitted: a remove queued
     behind an add (or the reverse) runs after it, whichever worker picks which first, and identical
@@ -103,11 +103,11 @@ def _after_earlier_requests(run: Run) -> None:
         return
     devices = set(plan["devices"])
     while True:
-        earlier = _earlier_unfinished(op.pk, plan["site"], devices)
+        earlier = _earlier_unfinished(op.pk, plan["site"], plan.get("zone"), devices)
         if not earlier:
             return
         if run.waits_for(*earlier[0]):
-            run.notes.append(f"waiting for operation {earlier[0][0]}, submitted earlier for the same site and device")
+            run.notes.append(f"waiting for operation {earlier[0][0]}, submitted earlier for the same site and zone")
         if run.remaining() <= _IN_FLIGHT_POLL:
             raise OperationFailed(f"operation {earlier[0][0]}, submitted earlier for {plan['site']} and "
                                   f"{', '.join(sorted(devices))}, did not finish within this operation's time limit")
@@ -116,26 +116,30 @@ def _after_earlier_requests(run: Run) -> None:
 
 # V1 addifcp/rmifcp too: they take and release the site's locks like any add and remove. Plain SQL
 # (the devices matched in the database): this runs on every add and remove (see `manage.py bench ops`).
+# Same site and the same zone (devices of one zone share links: two removes of two holders of one
+# link, each seeing the other's lock, would both keep it and both release) or a device in common.
 _EARLIER_SQL = """
     SELECT id, kind, request->>'command' FROM registry_operation
      WHERE id < %(id)s AND state IN ('queued', 'running') AND kind IN ('add', 'remove', 'expire', 'invoke')
-       AND plan->>'site' = %(site)s AND plan->'devices' ?| %(devices)s
+       AND plan->>'site' = %(site)s AND (plan->>'zone' = %(zone)s OR plan->'devices' ?| %(devices)s)
      ORDER BY id LIMIT 1
 """
 
 
-def _earlier_unfinished(operation_id: int, site: str, devices: set[str]) -> list[tuple[int, str, str | None]]:
-    """The first unfinished add/remove/expire/V1 request for `site` and any of `devices` submitted before."""
+def _earlier_unfinished(operation_id: int, site: str, zone, devices: set[str]) -> list[tuple[int, str, str | None]]:
+    """The first unfinished add/remove/expire/V1 request for `site` and the same zone or any of `devices`
+    submitted before this one."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(_EARLIER_SQL, {"id": operation_id, "site": site, "devices": sorted(devices)})
+            cursor.execute(_EARLIER_SQL, {"id": operation_id, "site": site, "zone": str(zone),
+                                          "devices": sorted(devices)})
             return [tuple(row) for row in cursor.fetchall()]
     return [
         (pk, kind, request.get("command")) for pk, kind, other, request in Operation.objects.filter(
             pk__lt=operation_id, state__in=(State.QUEUED, State.RUNNING),
             kind__in=(Kind.ADD, Kind.REMOVE, Kind.EXPIRE, Kind.INVOKE), plan__site=site,
         ).order_by("pk").values_list("pk", "kind", "plan", "request")
-        if devices & set(other.get("devices", []))
+        if str(other.get("zone")) == str(zone) or devices & set(other.get("devices", []))
     ][:1]
 
 

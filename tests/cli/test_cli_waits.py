@@ -19,7 +19,7 @@ def test_an_operation_that_joined_another_names_it():
 
 def test_an_operation_ordered_behind_an_earlier_one_names_it():
     text = describe_link_operation(operation(after=[12, 13]))
-    assert text.endswith("; ran after operation 12, 13 (submitted earlier for the same site and device)")
+    assert text.endswith("; ran after operation 12, 13 (submitted earlier for the same site and zone)")
 
 
 def test_an_operation_that_waited_for_nothing_says_nothing_about_it():

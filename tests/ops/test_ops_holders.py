@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
+from django.db import connection, transaction
 
 from operations import execute, invoke, reconcile, submit
+from operations.models import Operation
 from registry.models import Device, DeviceLock, Link
 from tests.ops.test_ops_basics import assert_agreement, router_keys
 from tests.ops.test_ops_reconcile import STRAY, behind_the_registrys_back
@@ -128,3 +133,45 @@ def test_a_link_a_holder_keeps_without_a_lease_shows_no_expiry(ops_lab, xraid4):
     assert leased.state == "succeeded", leased.error
     assert lease_of_up_links() == {None}
     assert DeviceLock.objects.get(device__description="XRAID1").expires_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_two_holders_of_a_link_removed_at_once_leave_no_link_up_without_a_holder(ops_lab, xraid4):
+    add("XRAID1")
+    add("XRAID4")
+    first = submit("remove", {"site": "remote-site", "device_description": "XRAID1"})
+    second = submit("remove", {"site": "remote-site", "device_description": "XRAID4"})
+    done = threading.Event()
+    with transaction.atomic():
+        # Hold XRAID1's lock row, so the first remove stops at the statement that ends it (which
+        # deletes that lock) after it has handed the link to XRAID4; the second then starts.
+        DeviceLock.objects.select_for_update().get(device__description="XRAID1")
+        in_thread(lambda: execute(first.pk))
+        for _ in range(500):
+            if Link.objects.filter(device=xraid4, state="up").count() == 2:
+                break
+            time.sleep(0.02)
+        threading.Event().wait(0.5)  # the first remove is now waiting on the lock row
+        in_thread(lambda: (execute(second.pk), done.set()))
+        done.wait(3)  # before the fix the second one finished here, seeing XRAID1's lock still there
+    for _ in range(500):
+        if not Operation.objects.filter(pk__in=[first.pk, second.pk], state__in=["queued", "running"]).exists():
+            break
+        time.sleep(0.02)
+    assert [Operation.objects.get(pk=op.pk).state for op in (first, second)] == ["succeeded", "succeeded"]
+    held = DeviceLock.objects.filter(site__name="remote-site").exists()
+    up = Link.objects.filter(state="up").exists()
+    assert held == up, f"locks held: {held}; links up: {up}"  # every up link has a holder, and no lock is idle
+    assert_agreement(ops_lab)
+
+
+def in_thread(work) -> threading.Thread:
+    def run() -> None:
+        try:
+            work()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
