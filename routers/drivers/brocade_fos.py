@@ -487,11 +487,8 @@ class BrocadeFosDriver(SessionGuardedDriver):
             f"no zoning configuration is in effect and the default zone gives {fabric.default_access}; "
             "enabling one would cut every other device off, so flexzone will not create one here",
             f"No Effective configuration: ({fabric.default_access})")
-        try:
+        with self._transcript_on_refusal():
             plan = plan_link_zoning(fabric, spec, link_prefix(spec), ZONE_RE, self.zone_cfg, open_refusal)
-        except CommandRejected as refused:
-            refused.transcript = self._peek_transcript()
-            raise
         cfg, wanted, stale = plan.config, plan.wanted, plan.stale
         edits = []
         for name, members in wanted.items():

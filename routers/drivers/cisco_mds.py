@@ -527,11 +527,8 @@ class CiscoMdsDriver(SessionGuardedDriver):
             f"no zoneset is active in vsan {vsan} and the default zone of vsan {vsan} is {status.default_zone}: "
             f"every device reaches every other, and activating {self.zoneset} would cut off every device not in "
             "it, so flexzone will not create one here", f"default-zone: {status.default_zone}")
-        try:
+        with self._transcript_on_refusal():
             plan = plan_link_zoning(fabric, spec, link_prefix(spec), ZONE_RE, self.zoneset, open_refusal)
-        except CommandRejected as refused:
-            refused.transcript = self._peek_transcript()
-            raise
         zoneset, wanted, stale = plan.config, plan.wanted, plan.stale
         lines = self._zone_lines({name: members for name, members in wanted.items() if name not in fabric.zones},
                                  vsan)

@@ -417,6 +417,15 @@ class NetmikoDriver(RouterDriver):
         finally:
             self._router_seconds += time.monotonic() - start
 
+    @contextmanager
+    def _transcript_on_refusal(self) -> Iterator[None]:
+        """A refusal decided from what was read (a zoning plan, say) carries the session text so far."""
+        try:
+            yield
+        except CommandRejected as refused:
+            refused.transcript = refused.transcript or self._peek_transcript()
+            raise
+
     def _drop(self) -> None:
         """After a transport error the session state is unknown: never reuse it."""
         conn, self._conn = self._conn, None
