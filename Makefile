@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh Debian machine:
 #   make demo  - run flexzone with its simulated routers (embedded defaults, no root needed)
-#   make test  - install what the tests need (venv, PostgreSQL, lab tools) and run them
+#   make test  - install what the tests need (venv, PostgreSQL, lab tools, chromium) and run them
 # Both are idempotent.
 
 PYTHON ?= python3
@@ -9,8 +9,24 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Debian packages the lab tests use (network namespaces, impairment, probes, block-storage data path).
 LAB_APT_PACKAGES := iproute2 nftables iptables ethtool iperf3 iputils-ping procps nbdkit fio
+# Debian's chromium for the browser tests, driven by Playwright from the venv. Playwright's own browser
+# download needs the internet, so `playwright install` is never run; tests/console launches this one by path.
+BROWSER_APT_PACKAGES := chromium
 
-.PHONY: demo test venv lab-tools lint clean-demo
+# $(call apt-install,WHICH,PACKAGES): as root, install those of PACKAGES that are not installed; otherwise
+# say which tests will be skipped. Idempotent: nothing is fetched when all are installed.
+define apt-install
+@missing=$$(for p in $(2); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+if [ -n "$$missing" ]; then \
+  if [ "$$(id -u)" = 0 ]; then \
+    echo "installing $(1) packages: $$missing"; \
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+  else echo "$(1) packages missing (root needed to install, $(1) tests will be skipped): $$missing"; fi; \
+fi
+endef
+
+.PHONY: demo test venv lab-tools browser-tools lint clean-demo
 
 venv: $(STAMP)
 
@@ -22,16 +38,12 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 lab-tools:
-	@missing=$$(for p in $(LAB_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing lab packages: $$missing"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else echo "lab packages missing (root needed to install, lab tests will be skipped): $$missing"; fi; \
-	fi
+	$(call apt-install,lab,$(LAB_APT_PACKAGES))
 
-test: venv lab-tools
+browser-tools:
+	$(call apt-install,browser,$(BROWSER_APT_PACKAGES))
+
+test: venv lab-tools browser-tools
 	@url=$$(scripts/ensure-postgres.sh) && echo "tests use $$url" && \
 	DATABASE_URL="$$url" $(VENV)/bin/pytest $(PYTEST_ARGS)
 

@@ -12,31 +12,23 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.http import HttpResponseForbidden
 
-from api import pki
-from api.authentication import client_identity, crl_cache, find_principal
+from api.audit import record_refusal
+from api.authentication import certificate_principal
 from registry.models import Principal, Role
 
 ADMIN_PREFIX = "/admin/"
 
 
-def admin_principal(request) -> tuple[Principal | None, str]:
-    """The admin principal the request's client certificate belongs to, or (None, why not)."""
-    identity = client_identity(request)
-    if identity is None:
-        return None, "The admin site needs a client certificate (mutual TLS)."
-    try:
-        if crl_cache().is_revoked(identity.cert):
-            return None, "Your client certificate has been revoked."
-    except pki.CRLUnusable as exc:
-        return None, f"Refusing every client: {exc}."
-    principal = find_principal(identity)
+def admin_principal(request) -> tuple[Principal | None, str, str]:
+    """(the admin principal the request's client certificate belongs to, "", "") or (None, why not,
+    the stage that refused: "authentication" or "authorization")."""
+    principal, why = certificate_principal(request)
     if principal is None:
-        return None, f"Your client certificate (SHA-256 {identity.sha256}) is not registered to any principal."
-    if principal.revoked_at is not None:
-        return None, f"Principal {principal.name} has been revoked."
+        return None, why, "authentication"
     if principal.role != Role.ADMIN:
-        return None, f"Principal {principal.name} has role {principal.role}; the admin site is for admins only."
-    return principal, ""
+        return (None, f"Principal {principal.name} has role {principal.role}; the admin site is for admins only.",
+                "authorization")
+    return principal, "", ""
 
 
 def staff_user_for(principal: Principal):
@@ -60,8 +52,9 @@ class AdminByCertificateMiddleware:
 
     def __call__(self, request):
         if request.path.startswith(ADMIN_PREFIX):
-            principal, why = admin_principal(request)
+            principal, why, stage = admin_principal(request)
             if principal is None:
+                record_refusal(request, 403, why, "admin.access", stage)
                 return HttpResponseForbidden(why + "\n", content_type="text/plain; charset=utf-8")
             request.user = staff_user_for(principal)
         return self.get_response(request)

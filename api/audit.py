@@ -4,11 +4,42 @@ from __future__ import annotations
 
 import logging
 
+from django.db import DatabaseError
+from prometheus_client import Counter
 from rest_framework.permissions import SAFE_METHODS
 
 from registry.models import AuditEvent, AuditOutcome
 
 log = logging.getLogger("flexzone.audit")
+
+refusals_total = Counter(
+    "flexzone_refusals",
+    "Requests refused: in the TLS handshake (tls), for the certificate or principal (authentication, 401), "
+    "for the role, scope or origin (authorization, 403).",
+    ["stage"],
+)
+
+
+def count_refusal(stage: str) -> None:
+    """Count one refusal: "authentication" (no usable certificate or principal) or "authorization" (the
+    role, scope or origin); the TLS handshake's are counted by the gunicorn worker as "tls"."""
+    refusals_total.labels(stage).inc()
+
+
+class _Refusal:
+    """A refusal answered outside DRF, as `record` reads a response: its status and reason."""
+
+    def __init__(self, status_code: int, why: str) -> None:
+        self.status_code, self.data = status_code, {"detail": why}
+
+
+def record_refusal(request, status_code: int, why: str, action: str, stage: str) -> None:
+    """Count and audit a refusal answered outside DRF (the console's pages, the admin site)."""
+    count_refusal(stage)
+    try:
+        record(request, _Refusal(status_code, why), action)
+    except DatabaseError:
+        log.exception("could not write the audit record for %s %s", request.method, request.path)
 
 
 def should_record(method: str, status_code: int) -> bool:

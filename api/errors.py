@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from api import audit
 from operations.errors import DeviceBusy
 from registry.errors import explain_integrity_error
 from registry.planner import PlanError
@@ -83,6 +84,10 @@ def exception_handler(exc, context):
         errors = flatten(exc.detail)
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:3])
         return _error(400, f"Invalid input. {summary}", "invalid", errors)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        audit.count_refusal("authentication")
+    elif isinstance(exc, exceptions.PermissionDenied):
+        audit.count_refusal("authorization")
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -81,7 +81,42 @@ def ssl_context(conf, default_ssl_context_factory) -> ssl.SSLContext:
 def post_worker_init(worker) -> None:
     """Each API worker process that runs operations itself (FLEXZONE_OPS_QUEUE=thread, the SQLite demo)
     starts the chores and picks up operations still queued from before a restart; with procrastinate
-    this does nothing (the `manage.py worker` processes do both)."""
+    this does nothing (the `manage.py worker` processes do both). Nor in a process without Django: the
+    bare app `python -m bench api` serves with this same configuration as its ceiling (bench/api_ceiling.py)."""
+    from django.apps import apps
+
+    if not apps.ready:
+        return
     from operations import queue
 
     queue.current().start()
+
+
+# Prometheus: the workers of one server count into one directory, so a scrape of any worker reports
+# all of them. Without FLEXZONE_METRICS_DIR (settings.py exports it as PROMETHEUS_MULTIPROC_DIR) the
+# master makes a private one before it forks its workers, and removes it when it stops (a master
+# that is killed leaves it in the temporary directory).
+_private_metrics_dir: str | None = None
+
+
+def on_starting(server) -> None:
+    global _private_metrics_dir
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        import tempfile
+
+        _private_metrics_dir = tempfile.mkdtemp(prefix="flexzone-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = _private_metrics_dir
+
+
+def child_exit(server, worker) -> None:
+    """A worker that exited no longer has sessions open: drop its live gauges from the sums."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server) -> None:
+    if _private_metrics_dir:
+        import shutil
+
+        shutil.rmtree(_private_metrics_dir, ignore_errors=True)

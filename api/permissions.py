@@ -94,3 +94,12 @@ def within_site_scope(queryset: QuerySet, principal: Principal | None, site_look
     if principal.role == Role.ADMIN or principal.all_sites:
         return queryset
     return queryset.filter(**{f"{site_lookup}__in": principal.sites.all()})
+
+
+def within_zone_scope(queryset: QuerySet, principal: Principal | None, zone_lookup: str) -> QuerySet:
+    """The rows whose zone (reached by `zone_lookup`) is in the principal's scope, as `within_site_scope`."""
+    if principal is None:
+        return queryset.none()
+    if principal.role == Role.ADMIN or principal.all_zones:
+        return queryset
+    return queryset.filter(**{f"{zone_lookup}__in": principal.zones.all()})

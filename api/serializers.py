@@ -126,7 +126,15 @@ class RegistrySerializer(KnownFieldsOnly, serializers.ModelSerializer):
         return [v for v in super().get_validators() if not isinstance(v, UniqueTogetherValidator)]
 
     def get_fields(self):
-        fields = super().get_fields()
+        # ModelSerializer derives every field from the model again for each serializer (a good part of a
+        # list request's time). What it derives depends on the class alone (no serializer here varies
+        # its fields by request), so it is derived once per class; each serializer gets its own copy,
+        # as DRF gives each one a copy of its declared fields.
+        derived = type(self).__dict__.get("_derived_fields")
+        if derived is None:
+            derived = super().get_fields()
+            type(self)._derived_fields = derived
+        fields = copy.deepcopy(derived)
         for field in fields.values():
             field.validators = [v for v in field.validators if not isinstance(v, UniqueValidator)]
         return fields
@@ -351,14 +359,8 @@ class TargetSerializer(KnownFieldsOnly, serializers.Serializer):
     site = StrictCharField(max_length=100, validators=[validate_description],
                            help_text="requesting site: short name, display name or MSAN id")
     device_description = StrictCharField(max_length=100, required=False, validators=[validate_description])
-    wwn = StrictCharField(max_length=23, required=False)
+    wwn = WWNField(required=False)
     zone = StrictIntegerField(required=False, min_value=ZONE_MIN, max_value=ZONE_MAX)
-
-    def validate_wwn(self, value: str) -> str:
-        try:
-            return normalize_wwn(value)
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.messages[0], code="wwn_format") from None
 
     def validate(self, attrs):
         given = [name for name in ("device_description", "wwn", "zone") if attrs.get(name) not in (None, "")]

@@ -356,14 +356,6 @@ class ReconcileView(OperationView):
         return self.audit_noun
 
 
-def _router(name: str) -> Router:
-    router = Router.objects.select_related("site").filter(name=name).first()
-    if router is None:
-        known = list(Router.objects.values_list("name", flat=True))
-        raise planner.PlanError("router", f"no router is named {name!r}.", planner._close(name, known))
-    return router
-
-
 @extend_schema(request=s.InvokeSerializer, responses=_OPERATION_RESPONSES, parameters=[_WAIT_PARAM])
 class InvokeView(OperationView):
     """V1-compatible lsifcp / addifcp / rmifcp against a named router, journaled like any operation."""
@@ -373,7 +365,7 @@ class InvokeView(OperationView):
     field_aliases = {"remote_ip": "ifcpip"}
 
     def journal(self, principal, data):
-        router = _router(data["router"])
+        router = planner.find_router(data["router"])
         zones = []
         if data.get("zone") is not None:
             zone = Zone.objects.filter(zone_id=data["zone"]).first()

@@ -96,7 +96,6 @@ INSTALLED_APPS = [
     "registry",
     "operations.apps.OperationsConfig",
     "api",
-    "netem",
 ]
 
 MIDDLEWARE = [
@@ -273,3 +272,14 @@ FLEXZONE_OPS_REAP_EVERY = env_int("FLEXZONE_OPS_REAP_EVERY", 5, minimum=1)  # se
 FLEXZONE_OPS_LEASE_EVERY = env_int("FLEXZONE_OPS_LEASE_EVERY", 10, minimum=1)  # seconds between lease sweeps
 FLEXZONE_OPS_MAX_LEASE = env_float("FLEXZONE_OPS_MAX_LEASE", 30 * 86400.0, minimum=1.0)
 FLEXZONE_OPS_WORKER_CONCURRENCY = env_int("FLEXZONE_OPS_WORKER_CONCURRENCY", 20, minimum=1)
+
+# --- Prometheus metrics (/metrics) ------------------------------------------------------------------
+# Processes that share this directory (the API's gunicorn workers, `manage.py worker` processes on the
+# same machine) are reported together by one scrape: prometheus-client keeps each process's counters
+# in memory-mapped files there. It must be chosen before prometheus-client is first imported, hence
+# here. Empty it before (re)starting the service and its workers. Unset, `serve` gives its own
+# workers a private directory (api/gunicorn_conf.py) and other processes count in memory only.
+FLEXZONE_METRICS_DIR = os.environ.get("FLEXZONE_METRICS_DIR", "")
+if FLEXZONE_METRICS_DIR:
+    Path(FLEXZONE_METRICS_DIR).mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = FLEXZONE_METRICS_DIR

@@ -1,9 +1,13 @@
-"""Top-level URL map: the admin and the REST API."""
+"""Top-level URL map: the admin, the REST API, the Prometheus metrics and the console (at the root)."""
 
 from django.contrib import admin
 from django.urls import include, path
 
+from api.metrics import MetricsView
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
+    path("metrics", MetricsView.as_view(), name="metrics"),
+    path("", include("api.console.urls")),
 ]

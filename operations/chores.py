@@ -19,6 +19,7 @@ from django.utils import timezone
 from operations import queue
 from operations.conf import ops_settings
 from operations.intake import submit
+from operations.metrics import lease_expiries_total
 from operations.models import Operation
 from registry.models import DeviceLock
 from registry.planner import PlanError
@@ -75,6 +76,7 @@ def expire_leases() -> list[int]:
                 _journal_unplannable(request, exc)
                 continue
             created.append(op.pk)
+            lease_expiries_total.inc()
     return created
 
 

@@ -28,13 +28,12 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.errors import OperationFailed, StepFailed
-from operations.intake import router_named
 from operations.journal import Run
 from operations.models import Operation
 from operations.pool import Lease
 from operations.steps import with_router
 from registry.models import Device, DeviceLock, Link, Router, Site, Zone
-from registry.planner import router_vsan
+from registry.planner import find_router, router_vsan
 from routers.drivers import DRIVERS
 from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec, RouterLink
 
@@ -278,7 +277,7 @@ def execute_reconcile(run: Run) -> None:
     repair, policy = run.op.request.get("repair", False), run.op.request.get("policy", "registry")
     report, failed = {}, []
     name = run.op.request.get("router")
-    for router in [router_named(name)] if name else Router.objects.order_by("name"):
+    for router in [find_router(name)] if name else Router.objects.order_by("name"):
         try:
             report[router.name] = with_router(
                 run,
@@ -291,3 +290,46 @@ def execute_reconcile(run: Run) -> None:
     run.op.result = {"repair": repair, "policy": policy, "routers": report}
     if failed:
         raise OperationFailed(f"could not read {', '.join(failed)}")
+
+
+DRIFT_KINDS = ("missing", "extra", "mismatched", "unresolved")
+
+
+def last_reports(scan: int = 50) -> dict[str, dict[str, Any]]:
+    """The newest reconcile report of each router registered now:
+    {router name: {"operation", "finished_at", "repair", "error", the report's lists, "outstanding"}}.
+
+    `outstanding` maps each of DRIFT_KINDS to what still differed when that reconcile ended: what a
+    check found; after a repair, what it left unresolved, and everything it found if it did not
+    converge. A router no reconcile ever read is absent; one whose last read failed carries its "error".
+    The newest `scan` reconciles usually name every router; one reconciled only long ago is looked up
+    on its own.
+    """
+    names = set(Router.objects.values_list("name", flat=True))
+    ended = (Operation.objects.filter(kind=Operation.Kind.RECONCILE, finished_at__isnull=False)
+             .order_by("-finished_at").values("pk", "finished_at", "result"))
+    latest: dict[str, dict[str, Any]] = {}
+    for row in ended[:scan]:
+        _take_reports(latest, row, names)
+        if names <= latest.keys():
+            return latest
+    for name in sorted(names - latest.keys()):
+        row = ended.filter(result__routers__has_key=name).first()
+        if row is not None:
+            _take_reports(latest, row, {name})
+    return latest
+
+
+def _take_reports(latest: dict[str, dict[str, Any]], row: dict[str, Any], names: set[str]) -> None:
+    result = row["result"] or {}
+    repair = bool(result.get("repair"))
+    for name, report in (result.get("routers") or {}).items():
+        if name in latest or name not in names or not isinstance(report, dict):
+            continue
+        if not repair or report.get("converged") is False:
+            kinds = DRIFT_KINDS
+        else:
+            kinds = ("unresolved",)
+        outstanding = {kind: list(report.get(kind) or []) if kind in kinds else [] for kind in DRIFT_KINDS}
+        latest[name] = {"operation": row["pk"], "finished_at": row["finished_at"], "repair": repair, **report,
+                        "outstanding": outstanding}

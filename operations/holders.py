@@ -117,7 +117,7 @@ _OTHER_HOLDER_SQL = """
 
 def other_holder(link: Link, site_id: int, leaving: list[int]) -> int | None:
     """A device the site still holds a lock on that this link serves (same zone and owner), if any.
-    Plain SQL on PostgreSQL: every remove asks (see `manage.py bench ops`)."""
+    Plain SQL on PostgreSQL: every remove asks (see `python -m bench ops`)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(_OTHER_HOLDER_SQL, [site_id, link.zone_id, link.device.owner_site_id, list(leaving)])

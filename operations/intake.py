@@ -17,10 +17,11 @@ from operations import queue
 from operations.conf import ops_settings
 from operations.holders import lock_devices, lockable_devices
 from operations.models import Operation
-from registry.models import Device, Principal, Router, Site
+from registry.models import Device, Principal, Site
 from registry.planner import (
     Plan,
     PlanError,
+    find_router,
     link_step,
     plan_connect,
     plan_disconnect,
@@ -64,10 +65,10 @@ def submit(
         plan = {**planned.as_dict(), "ids": planned.ids}
     elif kind == Kind.LIST:
         if request.get("router"):
-            router_named(request["router"])
+            find_router(request["router"])
     elif kind == Kind.RECONCILE:
         if request.get("router"):
-            router_named(request["router"])
+            find_router(request["router"])
         if request.setdefault("policy", "registry") not in RECONCILE_POLICIES:
             raise PlanError("policy", f"must be one of {', '.join(RECONCILE_POLICIES)}.")
         request["repair"] = bool(request.get("repair", False))
@@ -105,17 +106,10 @@ def _plan_for(kind: str, request: dict[str, Any]) -> Plan:
     return (plan_connect if kind == Kind.ADD else plan_disconnect)(**args)
 
 
-def router_named(name: str) -> Router:
-    router = Router.objects.select_related("site").filter(name=str(name)).first()
-    if router is None:
-        raise PlanError("router", f"no router is named {name!r}.")
-    return router
-
-
 def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
     """The V1 interface: one raw iFCP command on one router. Adds and removes keep the registry in step,
     so the link's sites and device are inferred from the zone and the remote gateway's address."""
-    router = router_named(request.get("router", ""))
+    router = find_router(request.get("router", ""))
     command = request.get("command")
     if command not in INVOKE_COMMANDS:
         raise PlanError("command", f"must be one of {', '.join(INVOKE_COMMANDS)}.")
@@ -155,7 +149,7 @@ def _record_submit(op: Operation, job_id: int | None) -> None:
     """Store the submit's own time (and the queue's job id) on the row just written.
 
     Plain SQL: this statement sits on every operation's path and an ORM update costs several times
-    the round trip on small machines (see `manage.py bench ops`).
+    the round trip on small machines (see `python -m bench ops`).
     """
     op.job_id = job_id
     with connection.cursor() as cursor:

@@ -168,8 +168,9 @@ def claim_token() -> str:
     return f"{WORKER_ID}#{secrets.token_hex(4)}"[-120:]
 
 
-def finish(run: Run, started: float) -> None:
-    """Write the journal row and, on success, the registry changes it vouches for: one commit."""
+def finish(run: Run, started: float) -> bool:
+    """Write the journal row and, on success, the registry changes it vouches for: one commit. False
+    when the claim was lost (another worker took the operation over): nothing was written."""
     op = run.op
     execute_s = time.perf_counter() - started
     submit_ms = op.registry_ms  # planning at submit; a crashed run's time is lost with its worker
@@ -187,12 +188,11 @@ def finish(run: Run, started: float) -> None:
     if op.state != State.SUCCEEDED:
         run.links_up, run.links_down, run.release_locks, run.renew = [], [], None, None
     if connection.vendor == "postgresql":
-        _finish_in_one_statement(run)
-        return
+        return _finish_in_one_statement(run)
     with transaction.atomic():
         if not Operation.objects.select_for_update().filter(pk=op.pk, claimed_by=op.claimed_by).exists():
             log.warning("operation %s was taken over by another worker; this worker's end is not written", op.pk)
-            return
+            return False
         now = op.finished_at
         Link.objects.filter(pk__in=run.links_up).update(
             state=Link.State.UP, up_at=now, lease_expires_at=run.lease_expires_at, updated_at=now
@@ -221,6 +221,7 @@ def finish(run: Run, started: float) -> None:
                 operation__created_at__gt=op.created_at
             ).delete()
         op.save(update_fields=_JOURNAL_FIELDS)
+    return True
 
 
 _JOURNAL_FIELDS = [
@@ -275,7 +276,7 @@ _FINISH_SQL = """
 """
 
 
-def _finish_in_one_statement(run: Run) -> None:
+def _finish_in_one_statement(run: Run) -> bool:
     op = run.op
     site_id, device_ids = run.release_locks or (None, [])
     renew_site, renew_devices, renewed = run.renew or (None, [], [])
@@ -292,6 +293,10 @@ def _finish_in_one_statement(run: Run) -> None:
     }  # fmt: skip
     with connection.cursor() as cursor:  # a transaction of its own outside an atomic block
         cursor.execute(_FINISH_SQL, params)
+        written = cursor.fetchone()[0] == 1
+    if not written:
+        log.warning("operation %s was taken over by another worker; this worker's end is not written", op.pk)
+    return written
 
 
 class LiveJournal:

@@ -21,12 +21,11 @@ from django.utils import timezone
 from operations.conf import ops_settings
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import holders_expiries, link_lease, mark_down, other_holder, plan_ids, take_locks
-from operations.intake import router_named
 from operations.journal import Run
 from operations.models import Operation
 from operations.steps import drive, look, read_router
 from registry.models import DeviceLock, Link, Router
-from registry.planner import PlanStep
+from registry.planner import PlanStep, find_router
 from routers.drivers import DRIVERS
 from routers.drivers.base import RouterLink
 
@@ -115,7 +114,7 @@ def _after_earlier_requests(run: Run) -> None:
 
 
 # V1 addifcp/rmifcp too: they take and release the site's locks like any add and remove. Plain SQL
-# (the devices matched in the database): this runs on every add and remove (see `manage.py bench ops`).
+# (the devices matched in the database): this runs on every add and remove (see `python -m bench ops`).
 # Same site and the same zone (devices of one zone share links: two removes of two holders of one
 # link, each seeing the other's lock, would both keep it and both release) or a device in common.
 _EARLIER_SQL = """
@@ -467,7 +466,7 @@ def _link_dict(link: RouterLink) -> dict[str, Any]:
 
 def execute_list(run: Run) -> None:
     name = run.op.request.get("router")
-    routers = [router_named(name)] if name else list(Router.objects.order_by("name"))
+    routers = [find_router(name)] if name else list(Router.objects.order_by("name"))
     listing, errors = {}, {}
     for router in routers:
         try:
@@ -482,7 +481,7 @@ def execute_list(run: Run) -> None:
 def execute_invoke(run: Run) -> None:
     request = run.op.request
     if request["command"] == "lsifcp":
-        links = read_router(run, router_named(request["router"]))
+        links = read_router(run, find_router(request["router"]))
         wanted = {k: request[k] for k in ("port", "zone", "remote_ip") if request.get(k) not in (None, "")}
         run.op.result = {
             "links": [

@@ -71,7 +71,11 @@ class Operation(models.Model):
     class Meta:
         db_table = "registry_operation"  # the table keeps the name it had before the journal became an app
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["state", "heartbeat_at"], name="registry_operation_state_hb")]
+        indexes = [
+            models.Index(fields=["state", "heartbeat_at"], name="registry_operation_state_hb"),
+            # The console's drift page and /metrics read each router's newest reconcile.
+            models.Index(fields=["kind", "-finished_at"], name="registry_operation_kind_fin"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(state__in=[choice.value for choice in OperationState]),

@@ -21,6 +21,7 @@ from django.db import connection
 
 from operations.conf import ops_settings
 from operations.locking import try_router_lock
+from operations.metrics import report_sessions
 from routers.drivers.base import CommandRejected, RouterDriver, RouterError, RouterTarget
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class SessionPool:
         self._factory = driver_factory
         self._entries: dict[int, _Entry] = {}
         self._unsaved: set[int] = set()
+        self._lent: dict[int, str] = {}  # sessions in use: id(lease) -> platform, for the open-session gauge
         self._guard = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -109,6 +111,7 @@ class SessionPool:
             if not lease.reused:
                 self.logins += 1
                 lease.driver.connect()
+            self._lend(lease, target.platform)
             yield lease
             keep = True
         except CommandRejected:
@@ -118,6 +121,7 @@ class SessionPool:
             try:
                 self._settle(router_id, target, lease, keep=keep and conf.pool, save_mode=conf.save_config)
             finally:
+                self._lend(lease, None)
                 lease.driver.deadline = None  # back in the pool, the session answers to nobody's clock
                 absorb(lease.driver)
 
@@ -158,6 +162,20 @@ class SessionPool:
             return
         with self._guard:
             self._unsaved.discard(router_id)
+
+    def _lend(self, lease: Lease, platform: str | None) -> None:
+        """Mark a session lent (platform) or back (None), and report the sessions this process has open."""
+        with self._guard:
+            if platform is None:
+                self._lent.pop(id(lease), None)
+            else:
+                self._lent[id(lease)] = platform
+        self._report_sessions()
+
+    def _report_sessions(self) -> None:
+        with self._guard:
+            platforms = [*self._lent.values(), *(entry.driver.target.platform for entry in self._entries.values())]
+        report_sessions(platforms)
 
     def pending_saves(self) -> set[int]:
         with self._guard:
@@ -220,6 +238,7 @@ class SessionPool:
                 entry.probed_at = time.monotonic()
                 with self._guard:
                     self._entries.setdefault(router_id, entry)
+        self._report_sessions()
 
     def close_all(self) -> None:
         """Save what is unsaved (best effort), log out of every router, stop the chore thread."""
@@ -234,6 +253,7 @@ class SessionPool:
             if router_id in unsaved and ops_settings().save_config != "never":
                 self._save(router_id, entry.driver)
             _close_quietly(entry.driver)
+        self._report_sessions()
 
 
 pool = SessionPool()

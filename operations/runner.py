@@ -19,6 +19,7 @@ from operations.errors import OperationFailed
 from operations.intake import submit
 from operations.journal import WORKER_ID, Run, claim, finish, heartbeats
 from operations.links import execute_add, execute_invoke, execute_list, execute_remove
+from operations.metrics import operation_ended
 from operations.models import Operation
 from operations.threads import in_own_connection
 from registry.models import Principal
@@ -57,7 +58,8 @@ def execute(operation_id: int) -> Operation:
         op.state, op.error = State.FAILED, f"internal error: {type(exc).__name__}: {exc}"
     finally:
         heartbeats.discard(op.pk)
-        finish(run, started)
+        if finish(run, started):  # counted once, by the worker whose end was written
+            operation_ended(op)
     return op
 
 

@@ -18,6 +18,7 @@ from operations.conf import ops_settings
 from operations.errors import StepFailed
 from operations.journal import Run
 from operations.locking import RouterBusy, router_lock
+from operations.metrics import retries_total
 from operations.models import Operation
 from operations.pool import Lease, pool
 from registry.models import Router
@@ -48,7 +49,8 @@ def router_target(router: Router) -> RouterTarget:
     try:
         password = resolve_secret(router.secret_ref)
     except SecretUnavailable as exc:
-        raise StepFailed(router.name, str(exc), permanent=True) from None
+        # Before any connection: nothing was sent, so nothing is undone and a removal keeps its link up.
+        raise StepFailed(router.name, str(exc), permanent=True, untouched=True) from None
     return RouterTarget(
         platform=router.platform,
         host=router.host,
@@ -129,6 +131,7 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
                     timed_out=True,
                 ) from None
             run.notes.append(f"attempt {attempt} on {router.name}: {type(exc).__name__}: {exc}; retry in {delay:.2f} s")
+            retries_total.labels(router.platform).inc()
             time.sleep(delay)
 
 

@@ -1,9 +1,10 @@
-"""Django admin for every registry model, with search and filters. Router secrets are referenced,
-never shown; operation transcripts and a link's initiator snapshot are read-only."""
+"""Django admin for the registry's own models, with search and filters. Router secrets are referenced,
+never shown. Links, device locks and operations are the engine's: api/admin.py shows them read-only
+and changes them only by submitting operations."""
 
 from django.contrib import admin
 
-from registry.models import Device, DeviceLock, Host, Initiator, Link, Principal, Router, Site, Zone
+from registry.models import Device, DeviceLock, Host, Initiator, Principal, Router, Site, Zone
 
 
 class RouterInline(admin.TabularInline):
@@ -34,9 +35,19 @@ class InitiatorInline(admin.TabularInline):
 
 
 class DeviceLockInline(admin.TabularInline):
+    """Who holds the device: shown only; a lock changes through the engine (api/admin.py's actions)."""
+
     model = DeviceLock
     extra = 0
     fields = ("site", "exclusive", "acquired_at", "expires_at", "reason")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Site)
@@ -90,22 +101,6 @@ class DeviceAdmin(admin.ModelAdmin):
     search_fields = ("description", "device_id", "wwn")
     list_filter = ("zone", "owner_site", "shareable")
     inlines = [DeviceLockInline]
-
-
-@admin.register(DeviceLock)
-class DeviceLockAdmin(admin.ModelAdmin):
-    list_display = ("device", "site", "exclusive", "acquired_at", "expires_at", "reason")
-    search_fields = ("device__description", "device__wwn", "site__name", "reason")
-    list_filter = ("exclusive", "site")
-
-
-@admin.register(Link)
-class LinkAdmin(admin.ModelAdmin):
-    list_display = ("router", "port", "zone", "remote_ip", "state", "site", "device", "lease_expires_at", "updated_at")
-    search_fields = ("router__name", "remote_ip", "site__name", "device__description", "device__wwn")
-    list_filter = ("state", "router", "site", "zone")
-    date_hierarchy = "created_at"
-    readonly_fields = ("initiators",)
 
 
 @admin.register(Principal)

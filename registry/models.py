@@ -15,7 +15,6 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from registry.validators import (
-    WWN_PATTERN,
     validate_description,
     validate_host,
     validate_secret_ref,
@@ -23,9 +22,9 @@ from registry.validators import (
     validate_ssh_host_key,
 )
 from routers import hostkeys
+from routers.platforms import WWN_MESSAGE, WWN_PATTERN, Platform, Transport, choices
 
 ZONE_MIN, ZONE_MAX = 1, 4094
-WWN_MESSAGE = "A WWN is eight lower-case colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17."
 PORT_MAX = 4095
 # Cisco MDS VSANs 1-4093 are usable; 4079 is reserved for the switch's own (EVFP isolated) use.
 VSAN_MIN, VSAN_MAX, VSAN_RESERVED = 1, 4093, 4079
@@ -187,18 +186,6 @@ class Zone(models.Model):
         return f"zone {self.zone_id}"
 
 
-class Platform(models.TextChoices):
-    MCDATA_ECLIPSE = "mcdata_eclipse", "McData Eclipse (iFCP, telnet)"
-    NISHAN_IPS3000 = "nishan_ips3000", "Nishan IPS 3000 (iFCP, telnet)"
-    BROCADE_FOS = "brocade_fos", "Brocade FOS (FCIP, SSH)"
-    CISCO_MDS = "cisco_mds", "Cisco MDS (FCIP, SSH)"
-
-
-class Transport(models.TextChoices):
-    TELNET = "telnet", "telnet"
-    SSH = "ssh", "SSH"
-
-
 class Router(models.Model):
     """A storage router (iFCP or FCIP gateway) that joins one site's SAN to the WAN.
 
@@ -210,8 +197,8 @@ class Router(models.Model):
 
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="routers")
     name = models.CharField(max_length=63, validators=[validate_short_name])
-    platform = models.CharField(max_length=32, choices=Platform.choices)
-    transport = models.CharField(max_length=8, choices=Transport.choices)
+    platform = models.CharField(max_length=32, choices=choices(Platform))
+    transport = models.CharField(max_length=8, choices=choices(Transport))
     host = models.CharField(max_length=253, validators=[validate_host])
     port = models.PositiveIntegerField(validators=[MinValueValidator(1), MaxValueValidator(65535)])
     username = models.CharField(max_length=64, validators=[validate_short_name])
@@ -479,9 +466,13 @@ class Link(models.Model):
 
 
 class Role(models.TextChoices):
+    """viewer < operator < admin, each allowed what the one before is and more; monitor stands apart:
+    it reads the Prometheus metrics (/metrics) and nothing else."""
+
     VIEWER = "viewer"
     OPERATOR = "operator"
     ADMIN = "admin"
+    MONITOR = "monitor"
 
 
 class Principal(models.Model):
@@ -531,7 +522,7 @@ class Principal(models.Model):
             models.CheckConstraint(
                 condition=Q(role__in=[choice.value for choice in Role]),
                 name="registry_principal_role_valid",
-                violation_error_message="The role must be viewer, operator or admin.",
+                violation_error_message="The role must be viewer, operator, admin or monitor.",
             ),
         ]
 

@@ -174,6 +174,16 @@ def find_zone(value: str | int) -> Zone:
     return zone
 
 
+def find_router(name: str) -> Router:
+    """A router by its name, with its site joined in; PlanError with the closest names otherwise."""
+    text = str(name)
+    router = Router.objects.select_related("site").filter(name=text).first()
+    if router is None:
+        known = list(Router.objects.values_list("name", flat=True))
+        raise PlanError("router", f"no router is named {name!r}.", _close(text, known))
+    return router
+
+
 def _close(text: str, candidates: list[str]) -> list[str]:
     lowered = {candidate.lower(): candidate for candidate in candidates}
     return [lowered[match] for match in difflib.get_close_matches(text.lower(), list(lowered), n=3, cutoff=0.5)]

@@ -9,10 +9,8 @@ import re
 
 from django.core.exceptions import ValidationError
 
-from routers import hostkeys
+from routers import hostkeys, platforms
 
-WWN_PATTERN = r"^[0-9a-f]{2}(:[0-9a-f]{2}){7}$"
-_WWN_ANY_CASE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){7}$")
 _SHORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _DESCRIPTION = re.compile(r"^[A-Za-z0-9 _.,:/()#+@-]*$")
 _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
@@ -25,15 +23,11 @@ _SECRET_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def normalize_wwn(value: str) -> str:
-    """Return the canonical (lower-case) WWN or raise ValidationError naming the rule."""
-    text = (value or "").strip()
-    if not _WWN_ANY_CASE.fullmatch(text):
-        raise ValidationError(
-            "A WWN is eight colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17; got %(value)r.",
-            code="wwn_format",
-            params={"value": value},
-        )
-    return text.lower()
+    """Return the canonical (lower-case) WWN or raise ValidationError naming the rule (routers.platforms')."""
+    try:
+        return platforms.normalize_wwn(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc), code="wwn_format") from None
 
 
 def validate_short_name(value: str) -> None:

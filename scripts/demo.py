@@ -3,9 +3,10 @@
 Starts, in order: a private PostgreSQL instance under .demo/pg (unless DATABASE_URL is given; with
 no PostgreSQL binaries it falls back to SQLite and in-process operations), the registry (migrated,
 demo data loaded, demo PKI issued), one simulated router per demo site on its loopback management
-address (the ports they bind are written to the registry), an operations worker, the REST API over
-mutual TLS on https://127.0.0.1:8443, with the admin site at https://127.0.0.1:8443/admin/ (client
-certificate of an admin principal: .demo/pki/root.p12 for a browser).
+address (the ports they bind are written to the registry), an operations worker, and the service
+over mutual TLS on https://127.0.0.1:8443: the console at /, the REST API at /api/, Prometheus metrics
+at /metrics and the admin site at /admin/ (a browser presents .demo/pki/alice.p12, bob.p12 or
+root.p12; the API worker and the operations worker count into one metrics directory, .demo/metrics).
 Everything lives under .demo/ and stops on Ctrl-C. Needs no root.
 """
 
@@ -15,6 +16,8 @@ import json
 import os
 import pwd
 import secrets
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -153,6 +156,15 @@ def demo_environment() -> dict[str, str]:
     return env
 
 
+def metrics_environment(env: dict[str, str]) -> dict[str, str]:
+    """The API's workers and the operations worker count into one directory (one scrape reports
+    both), emptied at each start: prometheus-client would otherwise sum the files of processes gone."""
+    metrics = DEMO / "metrics"
+    shutil.rmtree(metrics, ignore_errors=True)
+    metrics.mkdir()
+    return {**env, "FLEXZONE_METRICS_DIR": env.get("FLEXZONE_METRICS_DIR", str(metrics))}
+
+
 def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
     """One simulator per demo router, on the router's loopback address; returns what they bound."""
     routers = json.loads(manage(env, "demo_routers", "--json", capture=True))
@@ -220,6 +232,18 @@ def write_client_config() -> Path:
     )
 
 
+def write_shell_environment(env: dict[str, str], config: Path) -> Path:
+    """.demo/env, for `. .demo/env` in another shell: manage.py and the CLI then use this demo's database,
+    PKI, router secrets and client configuration (no secret is in it, only where they are)."""
+    names = ("DATABASE_URL", "FLEXZONE_SQLITE_PATH", "FLEXZONE_PKI_DIR", "FLEXZONE_SECRETS_DIR")
+    lines = ["# . .demo/env: point this shell's manage.py and flexzone CLI at the running demo (written by make demo)"]
+    lines += [f"export {name}={shlex.quote(env[name])}" for name in names if env.get(name)]
+    lines.append(f"export FLEXZONE_CONFIG={shlex.quote(str(config))}")
+    path = DEMO / "env"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def main() -> int:
     DEMO.mkdir(exist_ok=True)
     (DEMO / "logs").mkdir(exist_ok=True)
@@ -242,10 +266,12 @@ def main() -> int:
         # The demo started these simulators itself (each keeps its host key in its state directory):
         # it trusts the SSH keys they present. On real routers an admin compares the fingerprint first.
         print(manage(env, "routers", "trust", "--all", "--yes", capture=True).rstrip())
+        served = metrics_environment(env)
         if env.get("DATABASE_URL", "").startswith("postgres"):
-            supervisor.start("worker", [PY, "manage.py", "worker"], env)
-        supervisor.start("api", [PY, "manage.py", "serve", "--bind", API_BIND], env)
+            supervisor.start("worker", [PY, "manage.py", "worker"], served)
+        supervisor.start("api", [PY, "manage.py", "serve", "--bind", API_BIND], served)
         config = write_client_config()
+        shell_env = write_shell_environment(env, config)
         wait_until_listening("api", API_BIND, supervisor)
         print()
         print("flexzone demo is running (Ctrl-C stops it; logs in .demo/logs/):")
@@ -254,11 +280,20 @@ def main() -> int:
                 f"  simulated {router['platform']} '{router['name']}' on {router['transport']} "
                 f"{router['host']}:{router['port']} (transcript in .demo/routers/{router['name']}/)"
             )
+        print(f"  console: https://{API_BIND}/  (mutual TLS: the browser presents one of these client certificates)")
+        for name, role in (("alice", "operator"), ("bob", "viewer"), ("root", "admin")):
+            print(f"    {name} ({role}): .demo/pki/{name}.p12, password in .demo/pki/{name}.p12.password")
+        print("    import the bundle under the browser's own certificates (Chromium: Settings > Privacy and security > "
+              "Security > Manage certificates > Your certificates > Import; Firefox: Settings > Privacy & Security > "
+              "View Certificates > Your Certificates > Import) and .demo/pki/ca.pem as an authority for websites, "
+              "then open the URL and pick the certificate")
         print(f"  API (mutual TLS): https://{API_BIND}/api/  docs: https://{API_BIND}/api/docs/")
         print(
             "    curl --cacert .demo/pki/ca.pem --cert .demo/pki/alice.pem --key .demo/pki/alice.key "
             f"https://{API_BIND}/api/sites/"
         )
+        print(f"  in another shell, `. {shell_env.relative_to(ROOT)}` points manage.py (its database, PKI and router "
+              "secrets) and the CLI (as alice) at this demo")
         print(f"  CLI as alice (operator): export FLEXZONE_CONFIG={config.relative_to(ROOT)}")
         print("    .venv/bin/flexzone --add --device-description XRAID1 --site remote-site")
         print("    .venv/bin/flexzone --lsifcp")
@@ -266,10 +301,13 @@ def main() -> int:
         print("    .venv/bin/flexzone --hosts                 # the sites' hosts and their initiator WWNs")
         print("    .venv/bin/flexzone --plan --device-description EAST-ARRAY1 --site west-site   # FCIP, zoning")
         print("    .venv/bin/flexzone --add --device-description EAST-ARRAY1 --site west-site")
-        print(f"  admin (same TLS, admin principals only): https://{API_BIND}/admin/  import .demo/pki/root.p12 into "
-              "the browser (password in .demo/pki/root.p12.password), or:")
+        print(f"  admin (same TLS, admin principals only): https://{API_BIND}/admin/  with root.p12 in the browser, "
+              "or:")
         print(f"    curl --cacert .demo/pki/ca.pem --cert .demo/pki/root.pem --key .demo/pki/root.key "
               f"https://{API_BIND}/admin/")
+        print(f"  Prometheus metrics (monitor role: the prometheus certificate): https://{API_BIND}/metrics")
+        print("    curl --cacert .demo/pki/ca.pem --cert .demo/pki/prometheus.pem --key .demo/pki/prometheus.key "
+              f"https://{API_BIND}/metrics")
         sys.stdout.flush()
         return supervisor.watch()
     except KeyboardInterrupt:

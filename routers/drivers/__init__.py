@@ -1,50 +1,23 @@
-"""Router drivers, one module per platform, and the dispatch map from platform name to class.
+"""Router drivers, one module per platform, and the dispatch map from platform to driver class.
 
-``DRIVERS`` holds every platform whose module imports; ``get_driver(target)`` returns a driver for
-a RouterTarget. The FOS and MDS modules are imported if present, so the map is complete once they
-exist and still usable before.
+``DRIVERS`` names the driver of every platform in routers.platforms; ``get_driver(target)`` returns
+one (not yet connected) for a RouterTarget. The contract they all keep is routers/drivers/base.py.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-
-from routers.drivers.base import Platform, RouterDriver, RouterTarget
-
-log = logging.getLogger(__name__)
-
-DRIVER_MODULES: dict[Platform, str] = {
-    Platform.MCDATA_ECLIPSE: "routers.drivers.mcdata_eclipse",
-    Platform.NISHAN_IPS3000: "routers.drivers.nishan_ips3000",
-    Platform.BROCADE_FOS: "routers.drivers.brocade_fos",
-    Platform.CISCO_MDS: "routers.drivers.cisco_mds",
-}
-
-
-def _driver_class(platform: Platform, module_name: str) -> type[RouterDriver] | None:
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        return None
-    for value in vars(module).values():
-        if (
-            isinstance(value, type)
-            and issubclass(value, RouterDriver)
-            and value.__module__ == module_name
-            and getattr(value, "platform", None) == platform
-        ):
-            return value
-    log.warning("%s defines no RouterDriver for %s", module_name, platform)
-    return None
-
+from routers.drivers.base import RouterDriver, RouterTarget
+from routers.drivers.brocade_fos import BrocadeFosDriver
+from routers.drivers.cisco_mds import CiscoMdsDriver
+from routers.drivers.mcdata_eclipse import EclipseDriver
+from routers.drivers.nishan_ips3000 import NishanDriver
+from routers.platforms import Platform
 
 DRIVERS: dict[Platform, type[RouterDriver]] = {
-    platform: cls
-    for platform, module_name in DRIVER_MODULES.items()
-    if (cls := _driver_class(platform, module_name)) is not None
+    Platform.MCDATA_ECLIPSE: EclipseDriver,
+    Platform.NISHAN_IPS3000: NishanDriver,
+    Platform.BROCADE_FOS: BrocadeFosDriver,
+    Platform.CISCO_MDS: CiscoMdsDriver,
 }
 
 

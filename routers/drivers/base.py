@@ -2,33 +2,21 @@
 
 Drivers take plain dataclasses (never Django models), speak the router's CLI through netmiko, and
 raise the typed exceptions below. The operations engine, the planner (dry-run command rendering)
-and the lab only ever use what is declared in this module.
+and the lab only ever use what is declared in this module, routers.platforms (the platforms,
+transports and the WWN rule) and the dispatch map in routers.drivers.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import re
 import time
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import ClassVar
 
-WWN_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){7}$")
+from routers.platforms import WWN_RE, Platform, Transport
+
 VSAN_IDS = range(1, 4094)  # 4094 and 4079 are reserved on Cisco MDS
 RESERVED_VSANS = frozenset({4079})
-
-
-class Transport(StrEnum):
-    TELNET = "telnet"
-    SSH = "ssh"
-
-
-class Platform(StrEnum):
-    MCDATA_ECLIPSE = "mcdata_eclipse"
-    NISHAN_IPS3000 = "nishan_ips3000"
-    BROCADE_FOS = "brocade_fos"
-    CISCO_MDS = "cisco_mds"
 
 
 @dataclass(frozen=True)

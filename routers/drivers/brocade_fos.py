@@ -43,8 +43,9 @@ read from the switch at run time); the driver skips what is already in place. On
 remote gateway (circuit 0): a link to another remote on an occupied port is rejected. ``local_ip``,
 ``wwn`` and at least one initiator are required to add (ValueError otherwise), not to remove.
 
-``list_links`` reads ``portcfgshow fciptunnel all -c`` and ``cfgshow``: a link is up when each of
-its zones is in effect with its two members and its tunnel is online.
+``list_links`` reads ``portcfgshow fciptunnel all -c`` and ``cfgshow`` (parsed in
+brocade_fos_show.py): a link is up when each of its zones is in effect with its two members and its
+tunnel is online.
 
 Device quirks handled here
 --------------------------
@@ -61,9 +62,8 @@ Device quirks handled here
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-from netmiko.base_connection import BaseConnection
+from netmiko.brocade.brocade_fos_ssh import BrocadeFOSSSH
 
 from routers.drivers.base import (
     CommandRejected,
@@ -71,22 +71,32 @@ from routers.drivers.base import (
     LinkAbsent,
     LinkExists,
     LinkSpec,
-    Platform,
     RouterLink,
-    Transport,
     ZoningBusy,
     ZoningChanged,
 )
-from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
+from routers.drivers.brocade_fos_show import (
+    DETAIL_LINE,
+    NO_TRANSACTION,
+    TRANSACTION_LINE,
+    ZONING_LINE,
+    FosZoning,
+    TunnelInfo,
+    parse_cfgshow,
+    parse_tunnels,
+    token_of,
+)
+from routers.drivers.netmiko_base import PatientTelnet, SessionGuardedDriver, closed_session_is_eof, netmiko_device_type
 from routers.drivers.zoning import (
     EFFECTIVE,
-    FabricZoning,
+    check_fcip_add,
     fabric_links,
     link_zones,
     pair_zones,
     plan_link_zoning,
     refuse_staged_changes,
 )
+from routers.platforms import Platform, Transport
 
 VE_PORTS = range(24, 44)
 ZONE_CFG = "fz_cfg"
@@ -97,117 +107,25 @@ TUNNEL_EXISTS = r"Tunnel ID \S+ already exists\."
 CIRCUIT_EXISTS = r"Circuit \S+ already exists\."
 ZONE_RE = re.compile(r"fz_z(0|[1-9]\d*)_ve(0|[1-9]\d*)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")  # as flexzone writes them
 BUSY = r"(?i)another zoning transaction|transaction is in progress"
-NO_TRANSACTION = "There is no outstanding zoning transaction"
 TUNNEL_DESCRIPTION = "flexzone"
-TUNNEL_HEAD = re.compile(r"^\s*Tunnel: VE-Port:(?:\d+/)?(\d+)\b")
-CIRCUIT_HEAD = re.compile(r"^\s*Circuit: VE-Port:(?:\d+/)?(\d+) ID:(\d+)")
-KEY_VALUE = re.compile(r"^\s+([^:=][^:]*?)\s*:\s(.*)$")
-# Every line the detail and zoning views may contain (values: what FOS prints for our objects).
-DETAIL_LINE = re.compile(
-    r"|\s*Tunnel: VE-Port:(?:\d+/)?\d+ \(idx:\d+, DP\d\)|\s*Circuit: VE-Port:(?:\d+/)?\d+ ID:\d+|\s*=+"
-    r"|\s+[A-Za-z][A-Za-z0-9 /()\-.]*?\s*:(?: [\w .:/%()\-,]*)?"
-    r"|\s+Description\s+: .*"  # free text an administrator typed
-)
-ZONING_LINE = re.compile(
-    r"|Defined configuration:|Effective configuration:|No Effective configuration: \((?:No|All) Access\)"
-    r"| no configuration defined|\s*(?:cfg|zone|alias):\t[A-Za-z][\w$^\-]*\t?[\w:;, $^\-]*|\t+[\w:;, $^\-]*"
-)
-TRANSACTION_LINE = re.compile(r"There is no outstanding zoning transaction|Current transaction token is \S+"
-                              r"|It is (?:not )?abortable|")
-TOKEN = re.compile(r"Current transaction token is (\S+)")
-
-
-def token_of(transaction: str | None) -> str | None:
-    """The token in a ``cfgtransshow`` reply (None: no transaction open)."""
-    match = TOKEN.search(transaction or "")
-    return match.group(1) if match else None
-
-
 ECHO_CHECK_LIMIT = 70  # FOS wraps the echo at 80 columns, prompt included
 
 
-@dataclass
-class TunnelInfo:
-    """One tunnel as ``portcfgshow fciptunnel <ve> -c`` shows it: its keys, and its circuits' keys."""
+@netmiko_device_type("brocade_fos_telnet")
+class BrocadeFOSTelnet(PatientTelnet, BrocadeFOSSSH):
+    """Brocade FOS over telnet: netmiko has only the SSH class; the CLI is the same."""
 
-    ve: int
-    fields: dict[str, str] = field(default_factory=dict)
-    circuits: dict[int, dict[str, str]] = field(default_factory=dict)
+    username_pattern = r"login:\s*$"
+    prompt_pattern = r">\s*$"
+    refusal_pattern = r"(?i)login incorrect|maximum number of|too many"
 
-    @property
-    def description(self) -> str:
-        return self.fields.get("Description", "")
-
-    @property
-    def remote_ip(self) -> str | None:
-        return self.circuits.get(0, {}).get("Remote IP") or None
-
-    @property
-    def online(self) -> bool:
-        return self.fields.get("Oper State") == "Online"
-
-
-@dataclass
-class FosZoning(FabricZoning):
-    """``cfgshow``: the fabric's zoning plus FOS's default zone access (what applies with no cfg)."""
-
-    default_access: str = "No Access"
+    def session_preparation(self) -> None:
+        self._test_channel_read(pattern=r">")
+        self.set_base_prompt()
 
 
 def link_prefix(spec: LinkSpec) -> str:
     return f"fz_z{spec.zone}_ve{spec.port}"
-
-
-def parse_tunnels(output: str) -> dict[int, TunnelInfo]:
-    """Parse the ``portcfgshow fciptunnel all -c`` detail blocks into tunnels with their circuits."""
-    tunnels: dict[int, TunnelInfo] = {}
-    target: dict[str, str] | None = None
-    for line in output.splitlines():
-        if match := TUNNEL_HEAD.match(line):
-            ve = int(match.group(1))
-            target = tunnels.setdefault(ve, TunnelInfo(ve)).fields
-        elif match := CIRCUIT_HEAD.match(line):
-            ve = int(match.group(1))
-            target = tunnels.setdefault(ve, TunnelInfo(ve)).circuits.setdefault(int(match.group(2)), {})
-        elif target is not None and (match := KEY_VALUE.match(line)):
-            target[match.group(1).strip()] = match.group(2).strip()
-    return tunnels
-
-
-def parse_cfgshow(output: str) -> FosZoning:
-    """``cfgshow``: defined cfgs, zones (aliases resolved) and the effective cfg with its members.
-
-    Defined lines are ``<tab>``-separated (`` zone:\\tNAME\\tm1; m2;``, continued on tab-indented
-    lines); the effective section lists each zone's resolved members one per ``\\t\\t`` line.
-    """
-    fabric = FosZoning()
-    defined: dict[str, dict[str, list[str]]] = {"cfg": {}, "zone": {}, "alias": {}}
-    section, current = "", None
-    for line in output.splitlines():
-        if line.startswith("Defined configuration"):
-            section, current = "defined", None
-        elif line.startswith("Effective configuration"):
-            section, current = "effective", None
-        elif match := re.match(r"No Effective configuration: \((.*)\)", line):
-            section, current, fabric.default_access = "effective", None, match.group(1)
-        elif match := re.match(r"^\s*(cfg|zone|alias):\s*(\S+)\s*(.*)$", line):
-            kind, name, rest = match.groups()
-            if section == "defined":
-                current = defined[kind].setdefault(name, [])
-                current += [m.strip() for m in rest.split(";") if m.strip()]
-            elif kind == "cfg":
-                fabric.in_effect, current = name, None
-            else:
-                current = fabric.active.setdefault(name, [])
-        elif current is not None and line.startswith("\t"):
-            current += [m.strip() for m in line.split(";") if m.strip()]
-    aliases = defined["alias"]
-    fabric.configs = defined["cfg"]
-    fabric.zones = {
-        name: [wwn for member in members for wwn in aliases.get(member, [member])]
-        for name, members in defined["zone"].items()
-    }
-    return fabric
 
 
 class BrocadeFosDriver(SessionGuardedDriver):
@@ -220,6 +138,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
                      r".*not found|.*Invalid|.*unreachable|.*already|.*Nothing to modify|.*does not exist|"
                      r".*should not be deleted|.*is not in|.*duplicate name|.*invalid)")
     zone_cfg = ZONE_CFG
+    logout_command = "exit"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -237,13 +156,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
             return
         if spec.local_ip is None:
             raise ValueError("local_ip: required to create the FCIP circuit")
-        if spec.local_ip == spec.remote_ip:
-            raise ValueError("remote_ip: must differ from local_ip")
-        if spec.wwn is None:
-            raise ValueError("wwn: required on FCIP platforms (the device's target port is zoned)")
-        if not spec.initiators:
-            raise ValueError("initiators: an FCIP link zones the requesting site's initiators with the device; "
-                             "none given")
+        check_fcip_add(spec)
 
     @classmethod
     def render_add(cls, spec: LinkSpec) -> list[str]:
@@ -592,6 +505,3 @@ class BrocadeFosDriver(SessionGuardedDriver):
         of this session's own (edits sent outside add/remove) is saved. Another session's is theirs."""
         if self._own_token is not None:
             self.save()
-
-    def logout(self, conn: BaseConnection) -> None:
-        conn.write_channel("exit" + conn.RETURN)

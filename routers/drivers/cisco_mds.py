@@ -43,6 +43,8 @@ How a flexzone link maps onto MDS FCIP
 the driver skips what is already in place. An interface peering with another gateway is
 CommandRejected, removing a link with no zone raises LinkAbsent. ``local_ip``, ``wwn`` and at least
 one initiator are required to add, not to remove. ``save_config`` copies running to startup.
+The running configuration and zone status are parsed, and the interface and zone lines written, in
+cisco_mds_config.py.
 
 Why a VSAN per router rather than VSAN = zone id: VSAN 1 is the default VSAN every MDS port (FCIP
 interfaces included, "Port vsan is 1") already belongs to, so the zone is enforced with no VSAN
@@ -54,7 +56,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
 
 from netmiko.exceptions import ConfigInvalidException
 
@@ -64,32 +65,37 @@ from routers.drivers.base import (
     LinkAbsent,
     LinkExists,
     LinkSpec,
-    Platform,
     RouterLink,
-    Transport,
     ZoningBusy,
+)
+from routers.drivers.cisco_mds_config import (
+    CONFIG_LINE,
+    DESCRIPTION,
+    RunningConfig,
+    ZoneStatus,
+    foreign_fcip,
+    interface_lines,
+    parse_running_config,
+    parse_zone_status,
+    profile_users,
+    zone_lines,
 )
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
 from routers.drivers.zoning import (
     ACTIVE_ZONESET,
     FabricZoning,
+    check_fcip_add,
     fabric_links,
     link_zones,
     pair_zones,
     plan_link_zoning,
     refuse_staged_changes,
 )
+from routers.platforms import Platform, Transport
 
 FCIP_IDS = range(1, 256)
 ZONESET = "fz_zoneset"
 ZONE_RE = re.compile(r"fz_z(0|[1-9]\d*)_fcip(0|[1-9]\d*)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")  # as flexzone writes them
-DESCRIPTION = "flexzone"
-# Running-config lines are keywords and values; free text and secrets appear only after the
-# keywords listed. A line outside this grammar means the reply was damaged on the way.
-CONFIG_LINE = re.compile(
-    r"\s*(?:!.*|(?:username|snmp-server|radius-server|tacacs-server|banner|(?:switchport )?description) .*"
-    r"|[A-Za-z0-9 \-_./:,()#'\"=<>+%\[\]]*)\s*"
-)
 BUSY = r"Lock is currently busy"
 CONFIG_ERRORS = rf"% (?:Invalid|Incomplete|Ambiguous)|not present|in use|does not exist|{BUSY}"
 SESSION_CREATED = "Enhanced zone session has been created"
@@ -98,133 +104,6 @@ COMMITTED = "Commit operation initiated"
 # Enhanced-mode locks this process's sessions died holding: (host, port, vsan). NX-OS keeps such a
 # lock until it is committed or discarded; the next session of ours to that router discards it.
 _LEFT_LOCKS: set[tuple[str, int, int]] = set()
-
-
-@dataclass
-class ZoneStatus:
-    """``show zone status vsan N``: the zoning mode, who holds the session lock (None: nobody) and the
-    default-zone policy (``deny``, or ``permit``: devices in no zone reach each other)."""
-
-    mode: str
-    holder: str | None
-    status: str
-    default_zone: str
-
-    @property
-    def enhanced(self) -> bool:
-        return self.mode == "enhanced"
-
-
-@dataclass
-class RunningConfig:
-    """The parts of ``show running-config`` a link lives in."""
-
-    interfaces: dict[int, dict[str, str]] = field(default_factory=dict)
-    profiles: dict[int, str] = field(default_factory=dict)
-    zones: dict[tuple[int, str], list[str]] = field(default_factory=dict)
-    zonesets: dict[tuple[int, str], list[str]] = field(default_factory=dict)
-    active: dict[int, str] = field(default_factory=dict)
-    active_zones: dict[tuple[int, str], list[str]] = field(default_factory=dict)
-
-    def fabric(self, vsan: int) -> FabricZoning:
-        """One VSAN's zoning: full zonesets and zones, the active zoneset and its enforced zones."""
-        return FabricZoning(
-            configs={name: members for (v, name), members in self.zonesets.items() if v == vsan},
-            zones={name: members for (v, name), members in self.zones.items() if v == vsan},
-            in_effect=self.active.get(vsan),
-            active={name: members for (v, name), members in self.active_zones.items() if v == vsan},
-        )
-
-
-def parse_running_config(text: str) -> RunningConfig:
-    """Interface fcip blocks, the full zone database and the activated zonesets with their members."""
-    config = RunningConfig()
-    block: list[str] | dict[str, str] | None = None
-    full_db = False
-    number = -1
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if line and not line.startswith(" "):
-            number = -1  # a new top-level block ends any fcip profile block
-        if line.startswith("!Active Zone Database"):
-            full_db = False
-        elif line.startswith("!Full Zone Database"):
-            full_db = True
-        if match := re.match(r"^fcip profile (\d+)$", line):
-            number = int(match.group(1))
-            config.profiles[number] = ""
-            block = None
-        elif (match := re.match(r"^\s+ip address (\S+)$", line)) and number in config.profiles:
-            config.profiles[number] = match.group(1)
-        elif match := re.match(r"^interface fcip(\d+)$", line):
-            block = config.interfaces.setdefault(int(match.group(1)), {"shutdown": "yes"})
-        elif match := re.match(r"^zone name (\S+) vsan (\d+)$", line):
-            key = (int(match.group(2)), match.group(1))
-            block = config.zones.setdefault(key, []) if full_db else config.active_zones.setdefault(key, [])
-        elif match := re.match(r"^zoneset name (\S+) vsan (\d+)$", line):
-            block = config.zonesets.setdefault((int(match.group(2)), match.group(1)), []) if full_db else None
-        elif match := re.match(r"^zoneset activate name (\S+) vsan (\d+)$", line):
-            config.active[int(match.group(2))] = match.group(1)
-            block = None
-        elif line.startswith(" ") and isinstance(block, dict):
-            words = line.split()
-            if words[:2] == ["switchport", "description"]:
-                block["description"] = " ".join(words[2:])
-            elif words[0] == "use-profile":
-                block["profile"] = words[1]
-            elif words[:2] == ["peer-info", "ipaddr"]:
-                block["peer"] = words[2]
-            elif words == ["no", "shutdown"]:
-                block["shutdown"] = "no"
-        elif line.startswith(" ") and isinstance(block, list):
-            words = line.split()
-            if words[:2] == ["member", "pwwn"]:
-                block.append(words[2].lower())
-            elif words[0] == "member":
-                # A zone's `member device-alias X` / `fcalias X` / `interface ...` is kept whole, so a
-                # staged change from one alias to another shows; a zoneset's `member Z` is a zone name.
-                block.append(" ".join(words[1:]))
-        elif line and not line.startswith(" "):
-            block = None
-    return config
-
-
-def parse_zone_status(text: str) -> ZoneStatus:
-    mode = re.search(r"^\s*mode:\s*(\w+)", text, re.M)
-    session = re.search(r"^\s*session:\s*(.+?)\s*$", text, re.M)
-    status = re.search(r"^Status:\s*(.*)$", text, re.M)
-    default_zone = re.match(r"VSAN:\s*\d+\s+default-zone:\s*(\w+)", text)
-    if mode is None or session is None or default_zone is None:
-        raise ValueError(f"unrecognised zone status {text[:200]!r}")
-    holder = None if session.group(1) == "none" else session.group(1)
-    return ZoneStatus(mode.group(1), holder, status.group(1) if status else "", default_zone.group(1))
-
-
-def profile_users(config: RunningConfig, profile: int) -> list[int]:
-    """The fcip interfaces that use FCIP profile `profile`."""
-    return sorted(number for number, interface in config.interfaces.items() if interface.get("profile") == str(profile))
-
-
-def foreign_fcip(config: RunningConfig, port: int) -> str | None:
-    """Why the port's fcip interface or profile is not flexzone's to configure (None: it is, or is free).
-
-    The interface is flexzone's only with flexzone's description; profile N only when flexzone's own
-    ``fcip N`` is its one user: a profile any other interface uses, or none, is someone else's.
-    """
-    interface = config.interfaces.get(port)
-    if interface is not None and interface.get("description") != DESCRIPTION:
-        return (f"interface fcip{port} was not created by flexzone (description "
-                f"{interface.get('description', '')!r}, not {DESCRIPTION!r}); flexzone leaves it alone")
-    if port not in config.profiles:
-        return None
-    others = [number for number in profile_users(config, port) if number != port]
-    if others:
-        used_by = ", ".join(f"fcip{number}" for number in others)
-        return f"fcip profile {port} is used by interface {used_by}; flexzone leaves it alone"
-    if interface is None or interface.get("profile") != str(port):
-        return (f"fcip profile {port} exists and no flexzone interface fcip{port} uses it: it is not flexzone's, "
-                "flexzone leaves it alone")
-    return None
 
 
 def own_session_open(said: str) -> bool:
@@ -266,13 +145,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
             raise ValueError("local_ip: required for the FCIP profile")
         if ipaddress.ip_address(spec.local_ip).version != 4:
             raise ValueError("local_ip: FCIP profiles take an IPv4 address here")
-        if spec.local_ip == spec.remote_ip:
-            raise ValueError("remote_ip: must differ from local_ip")
-        if spec.wwn is None:
-            raise ValueError("wwn: required on FCIP platforms (the device's target port is zoned)")
-        if not spec.initiators:
-            raise ValueError("initiators: an FCIP link zones the requesting site's initiators with the device; "
-                             "none given")
+        check_fcip_add(spec)
 
     @classmethod
     def render_add(cls, spec: LinkSpec) -> list[str]:
@@ -280,8 +153,8 @@ class CiscoMdsDriver(SessionGuardedDriver):
         zones = pair_zones(link_prefix(spec), spec)
         return [
             "configure terminal",
-            *cls._interface_lines(spec),
-            *cls._zone_lines(zones, spec.vsan),
+            *interface_lines(spec),
+            *zone_lines(zones, spec.vsan),
             f"zoneset name {ACTIVE_ZONESET} vsan {spec.vsan}",
             *(f"member {name}" for name in zones),
             f"zoneset activate name {ACTIVE_ZONESET} vsan {spec.vsan}",
@@ -309,27 +182,6 @@ class CiscoMdsDriver(SessionGuardedDriver):
             f"in enhanced zoning mode the edit ends with 'zone commit vsan {spec.vsan}'; another session's zoning lock "
             "is waited for; pieces already in place are skipped",
         ]
-
-    @staticmethod
-    def _interface_lines(spec: LinkSpec) -> list[str]:
-        return [
-            "feature fcip",
-            f"fcip profile {spec.port}",
-            f"ip address {spec.local_ip}",
-            f"interface fcip {spec.port}",
-            f"switchport description {DESCRIPTION}",
-            f"use-profile {spec.port}",
-            f"peer-info ipaddr {spec.remote_ip}",
-            "no shutdown",
-        ]
-
-    @staticmethod
-    def _zone_lines(zones: dict[str, list[str]], vsan: int) -> list[str]:
-        lines = []
-        for name, members in zones.items():
-            lines.append(f"zone name {name} vsan {vsan}")
-            lines += [f"member pwwn {member}" for member in members]
-        return lines
 
     # --- session -----------------------------------------------------------------------------
     def connect(self) -> None:
@@ -474,7 +326,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
         interface_ready = (interface is not None and interface.get("peer") == spec.remote_ip
                            and interface.get("shutdown") == "no" and interface.get("profile") == str(spec.port)
                            and config.profiles.get(spec.port) == spec.local_ip)
-        lines = [] if interface_ready else self._interface_lines(spec)
+        lines = [] if interface_ready else interface_lines(spec)
         zoning = self._zone(spec, config.fabric(spec.vsan), status)
         if zoning and status.enhanced:
             zoning.append(f"zone commit vsan {spec.vsan}")
@@ -530,7 +382,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
         with self._transcript_on_refusal():
             plan = plan_link_zoning(fabric, spec, link_prefix(spec), ZONE_RE, self.zoneset, open_refusal)
         zoneset, wanted, stale = plan.config, plan.wanted, plan.stale
-        lines = self._zone_lines({name: members for name, members in wanted.items() if name not in fabric.zones},
+        lines = zone_lines({name: members for name, members in wanted.items() if name not in fabric.zones},
                                  vsan)
         for name, members in wanted.items():
             have = fabric.zones.get(name)

@@ -1,9 +1,10 @@
 """The netmiko driver base: connect, bounded waits, typed errors, masked transcripts, router time.
 
-Platform drivers subclass ``NetmikoDriver`` and set ``device_types`` (netmiko device_type per
-transport); they add the platform's commands and parsers and override nothing else unless the
-device differs. netmiko has no telnet class for the iFCP routers nor for Brocade FOS, so this module
-defines them (``PatientTelnet`` subclasses) and registers them in netmiko's dispatcher under
+Platform drivers subclass ``NetmikoDriver`` (``SessionGuardedDriver`` on SSH) and set
+``device_types`` (netmiko device_type per transport); they add the platform's commands and parsers
+and override nothing else unless the device differs. netmiko has no telnet class for the iFCP
+routers nor for Brocade FOS, so each of those vendor modules defines one (a ``PatientTelnet``
+subclass) and registers it in netmiko's dispatcher with ``@netmiko_device_type``:
 ``mcdata_eclipse_telnet``, ``nishan_ips3000_telnet`` and ``brocade_fos_telnet``. SSH platforms use
 netmiko's stock ``cisco_nxos`` and ``brocade_fos``.
 
@@ -18,14 +19,13 @@ from __future__ import annotations
 import io
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, ClassVar, TypeVar
 
 import paramiko
 from netmiko import ConnectHandler
 from netmiko.base_connection import BaseConnection
-from netmiko.brocade.brocade_fos_ssh import BrocadeFOSSSH
 from netmiko.exceptions import (
     NetmikoAuthenticationException,
     NetmikoTimeoutException,
@@ -33,9 +33,8 @@ from netmiko.exceptions import (
     ReadTimeout,
     WriteException,
 )
-from netmiko.no_config import NoConfig
-from netmiko.no_enable import NoEnable
-from netmiko.ssh_dispatcher import CLASS_MAPPER, platforms
+from netmiko.ssh_dispatcher import CLASS_MAPPER
+from netmiko.ssh_dispatcher import platforms as netmiko_platforms
 
 from routers import hostkeys
 from routers.drivers.base import (
@@ -50,8 +49,8 @@ from routers.drivers.base import (
     RouterHostKeyError,
     RouterTarget,
     RouterTimeout,
-    Transport,
 )
+from routers.platforms import Transport
 
 MASK = "********"
 
@@ -116,57 +115,22 @@ class PatientTelnet(BaseConnection):
         self.set_base_prompt()
 
 
-class EclipseTelnet(NoEnable, NoConfig, PatientTelnet):
-    """McData Eclipse E/OSi over telnet (SYNTHETIC grammar, see routers/sim/mcdata_eclipse.py)."""
-
-    username_pattern = r"Username:\s*$"
-    prompt_pattern = r":eosi#\s*$"
-    refusal_pattern = r"% Authentication failed|management sessions are in use"
-
-    def session_preparation(self) -> None:
-        super().session_preparation()
-        # Bounded by the login patience rather than netmiko's fixed disable_paging timeouts.
-        self.send_command(
-            "cli pager disable", expect_string=re.escape(self.base_prompt), read_timeout=self.login_patience
-        )
+Connection = TypeVar("Connection", bound=BaseConnection)
+NETMIKO_CLASSES: dict[str, type[BaseConnection]] = {}
 
 
-class NishanTelnet(NoEnable, NoConfig, PatientTelnet):
-    """Nishan IPS 3000 SoIP over telnet (SYNTHETIC grammar, see routers/sim/nishan_ips3000.py)."""
+def netmiko_device_type(name: str) -> Callable[[type[Connection]], type[Connection]]:
+    """Register a connection class under `name` in netmiko.ConnectHandler's dispatcher (there is no
+    public registry: #3273)."""
 
-    username_pattern = r"login:\s*$"
-    prompt_pattern = r">\s*$"
-    refusal_pattern = r"Login incorrect|E_BUSY"
-
-
-class BrocadeFOSTelnet(PatientTelnet, BrocadeFOSSSH):
-    """Brocade FOS over telnet: netmiko has only the SSH class; the CLI is the same."""
-
-    username_pattern = r"login:\s*$"
-    prompt_pattern = r">\s*$"
-    refusal_pattern = r"(?i)login incorrect|maximum number of|too many"
-
-    def session_preparation(self) -> None:
-        self._test_channel_read(pattern=r">")
-        self.set_base_prompt()
-
-
-NETMIKO_CLASSES: dict[str, type[BaseConnection]] = {
-    "mcdata_eclipse_telnet": EclipseTelnet,
-    "nishan_ips3000_telnet": NishanTelnet,
-    "brocade_fos_telnet": BrocadeFOSTelnet,
-}
-
-
-def register_netmiko_classes() -> None:
-    """Make our device types known to netmiko.ConnectHandler (there is no public registry: #3273)."""
-    for name, cls in NETMIKO_CLASSES.items():
+    def register(cls: type[Connection]) -> type[Connection]:
+        NETMIKO_CLASSES[name] = cls
         CLASS_MAPPER[name] = cls
-        if name not in platforms:
-            platforms.append(name)
+        if name not in netmiko_platforms:
+            netmiko_platforms.append(name)
+        return cls
 
-
-register_netmiko_classes()
+    return register
 
 
 def _last_line(text: str) -> str:
@@ -184,6 +148,8 @@ class NetmikoDriver(RouterDriver):
     device_types: ClassVar[dict[Transport, str]]
     # Patterns any platform may hit: the CLI reports a problem in a recognisable way.
     error_pattern: ClassVar[str] = r"(?m)^\s*(?:%|Error|ERROR|Invalid|Usage)"
+    # Sent on close where the device has a logout command (None: netmiko's disconnect only).
+    logout_command: ClassVar[str | None] = None
 
     def __init__(self, target: RouterTarget) -> None:
         super().__init__(target)
@@ -279,7 +245,9 @@ class NetmikoDriver(RouterDriver):
                 pass
 
     def logout(self, conn: BaseConnection) -> None:
-        """Say goodbye politely (override where the device has a logout command)."""
+        """Say goodbye politely where the device has a logout command."""
+        if self.logout_command:
+            conn.write_channel(self.logout_command + conn.RETURN)
 
     def is_alive(self) -> bool:
         conn = self._conn
@@ -310,10 +278,18 @@ class NetmikoDriver(RouterDriver):
         """The device prompt, anchored at the end of the output."""
         return re.escape(self.conn.base_prompt) + r"\S*[#>]\s*$"
 
+    def verify_echo(self, command: str) -> bool:
+        """Whether to wait for the command's echo (netmiko cmd_verify); devices that wrap long echoes say no."""
+        return True
+
+    def command_guard(self) -> AbstractContextManager[None]:
+        """Wrapped around every command's wait (SessionGuardedDriver: a closed session is a dropped connection)."""
+        return nullcontext()
+
     def run(self, command: str, *, expect: str | None = None, timeout: float | None = None) -> str:
         """Send one command line; return its output (echo and prompt stripped)."""
         conn = self.conn
-        with self._router_call(command):
+        with self._router_call(command), self.command_guard():
             return str(
                 conn.send_command(
                     command,
@@ -321,6 +297,7 @@ class NetmikoDriver(RouterDriver):
                     read_timeout=self.wait_limit(timeout or self.target.command_timeout),
                     strip_prompt=True,
                     strip_command=True,
+                    cmd_verify=self.verify_echo(command),
                 )
             )
 
@@ -451,7 +428,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-# --- Guards for the SSH platforms (Brocade FOS, Cisco MDS); added with those drivers --------------
+# --- Guards for the SSH platforms (Brocade FOS, Cisco MDS) ------------------------------------------
 
 
 @contextmanager
@@ -497,23 +474,8 @@ class SessionGuardedDriver(NetmikoDriver):
             raise
         self.conn.read_timeout_override = None  # from here on each command has its own timeout
 
-    def verify_echo(self, command: str) -> bool:
-        """Whether to wait for the command's echo (netmiko cmd_verify); devices that wrap long echoes say no."""
-        return True
-
-    def run(self, command: str, *, expect: str | None = None, timeout: float | None = None) -> str:
-        conn = self.conn
-        with self._router_call(command), closed_session_is_eof(self):
-            return str(
-                conn.send_command(
-                    command,
-                    expect_string=expect or self.prompt_pattern(),
-                    read_timeout=self.wait_limit(timeout or self.target.command_timeout),
-                    strip_prompt=True,
-                    strip_command=True,
-                    cmd_verify=self.verify_echo(command),
-                )
-            )
+    def command_guard(self) -> AbstractContextManager[None]:
+        return closed_session_is_eof(self)
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None

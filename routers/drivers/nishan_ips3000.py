@@ -1,36 +1,46 @@
 """Nishan IPS 3000 (SoIP) driver, over telnet. THE CLI GRAMMAR IS SYNTHETIC.
 
 No public IPS 3000 CLI transcript exists: the grammar is the one flexzone's simulator defines
-(routers/sim/nishan_ips3000.py, designed from RFC 4172). The IPS writes every change to flash as it
-is made, so ``save_config()`` has nothing to send.
+(routers/sim/, designed from RFC 4172). The IPS writes every change to flash as it is made, so
+``save_config()`` has nothing to send.
 """
 
 from __future__ import annotations
 
 import re
 
-from routers.drivers.base import GarbledOutput, LinkSpec, Platform, RouterLink, Transport
-from routers.drivers.netmiko_base import NetmikoDriver
+from routers.drivers.base import GarbledOutput, RouterLink
+from routers.drivers.ifcp import IfcpDriver, IfcpTelnet
+from routers.drivers.netmiko_base import netmiko_device_type
+from routers.platforms import Platform, Transport
 
 HEADER = re.compile(r"^FCPORT\s+ZONE\s+REMOTE\s+STATUS\s*$")
 ROW = re.compile(r"^(\d+)\s+(\d+)\s+(\S+)\s+(ACTIVE|DOWN)\s*$")
 COUNT = re.compile(r"^\((\d+) connections?\)\s*$")
 
 
-class NishanDriver(NetmikoDriver):
+@netmiko_device_type("nishan_ips3000_telnet")
+class NishanTelnet(IfcpTelnet):
+    """Nishan IPS 3000 SoIP over telnet (synthetic grammar)."""
+
+    username_pattern = r"login:\s*$"
+    prompt_pattern = r">\s*$"
+    refusal_pattern = r"Login incorrect|E_BUSY"
+
+
+class NishanDriver(IfcpDriver):
     """SoIP (synthetic): `ifcp create|delete fcport=P zone=Z remote=IP`, `ifcp list`."""
 
     platform = Platform.NISHAN_IPS3000
     device_types = {Transport.TELNET: "nishan_ips3000_telnet"}
     error_pattern = r"(?m)^Error: E_[A-Z]+ "
-
-    @classmethod
-    def render_add(cls, spec: LinkSpec) -> list[str]:
-        return [f"ifcp create fcport={spec.port} zone={spec.zone} remote={spec.remote_ip}"]
-
-    @classmethod
-    def render_remove(cls, spec: LinkSpec) -> list[str]:
-        return [f"ifcp delete fcport={spec.port} zone={spec.zone} remote={spec.remote_ip}"]
+    logout_command = "logout"
+    add_template = "ifcp create fcport={port} zone={zone} remote={remote_ip}"
+    remove_template = "ifcp delete fcport={port} zone={zone} remote={remote_ip}"
+    list_command = "ifcp list"
+    add_ok = remove_ok = r"^OK\s*$"
+    add_exists = r"^Error: E_EXISTS "
+    remove_absent = r"^Error: E_NOTFOUND "
 
     @staticmethod
     def parse_links(output: str) -> list[RouterLink]:
@@ -49,23 +59,5 @@ class NishanDriver(NetmikoDriver):
             raise GarbledOutput(f"ifcp list: {count.group(1)} announced, {len(links)} rows")
         return links
 
-    def list_links(self) -> list[RouterLink]:
-        output = self.run("ifcp list")
-        try:
-            return self.parse_links(output)
-        except GarbledOutput as exc:
-            raise GarbledOutput(str(exc), transcript=self._peek_transcript()) from None
-
-    def add_link(self, spec: LinkSpec) -> None:
-        (command,) = self.render_add(spec)
-        self.classify(command, self.run(command), ok=r"^OK\s*$", exists=r"^Error: E_EXISTS ")
-
-    def remove_link(self, spec: LinkSpec) -> None:
-        (command,) = self.render_remove(spec)
-        self.classify(command, self.run(command), ok=r"^OK\s*$", absent=r"^Error: E_NOTFOUND ")
-
     def save_config(self) -> None:
         """Nothing to send: the IPS has no separate saved configuration."""
-
-    def logout(self, conn) -> None:  # type: ignore[no-untyped-def]
-        conn.write_channel("logout" + conn.RETURN)

@@ -1,4 +1,4 @@
-"""What the FCIP drivers (Brocade FOS, Cisco MDS) share about zoning on a live fabric.
+"""What the FCIP drivers (Brocade FOS, Cisco MDS) share: what adding a link needs, and zoning on a live fabric.
 
 The rule: never replace or disable the fabric's configuration
 ----------------------------------------------------------------
@@ -7,7 +7,7 @@ a VSAN), and it holds every production zone of every other host. flexzone theref
 zones to *that* configuration and re-enables *that* one, takes them out again on remove, and never
 edits, disables or replaces anything it did not create. Only a fabric with no configuration in
 effect gets one of flexzone's own, with a warning in the journal. This is how OpenStack Cinder's FC
-zone manager drives both platforms (cinder/zonemanager/drivers/brocade and .../cisco).
+zone manager drives both platforms (its Brocade and Cisco zone drivers).
 
 Re-enabling a configuration puts its whole *defined* content in force. If someone else has staged
 changes in it (edited and saved, to be enabled in their own maintenance window), re-enabling would
@@ -37,6 +37,18 @@ from routers.drivers.base import CommandRejected, LinkSpec, RouterLink
 # The configuration in effect is read from the switch at run time; a dry run names it like this.
 EFFECTIVE = "<effective cfg>"
 ACTIVE_ZONESET = "<active zoneset>"
+
+
+def check_fcip_add(spec: LinkSpec) -> None:
+    """What adding any FCIP link needs once its local address is there (ValueError before anything is
+    sent): two different ends, the device's target port and the initiators zoned with it."""
+    if spec.local_ip == spec.remote_ip:
+        raise ValueError("remote_ip: must differ from local_ip")
+    if spec.wwn is None:
+        raise ValueError("wwn: required on FCIP platforms (the device's target port is zoned)")
+    if not spec.initiators:
+        raise ValueError("initiators: an FCIP link zones the requesting site's initiators with the device; "
+                         "none given")
 
 
 def hex16(wwn: str) -> str:

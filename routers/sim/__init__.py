@@ -1,27 +1,34 @@
 """CLI simulators of storage routers: real telnet/SSH servers with platform personalities.
 
-``PERSONALITIES`` maps a platform name to its Personality class. Each platform lives in its own
-module (``routers/sim/<module>.py``) and is imported on first use, so one platform's missing or
-broken module never stops the others from running.
+``PERSONALITIES`` maps a platform name (routers.platforms.Platform) to its Personality class. Each
+platform lives in a module of its own and is imported on first use, so one platform's missing or
+broken module never stops the others from running, and importing this package (say, for
+routers.sim.loop) costs nothing.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
-from routers.sim.personality import Personality
+from routers.platforms import Platform
+
+if TYPE_CHECKING:
+    from routers.sim.personality import Personality
 
 PLATFORM_MODULES: dict[str, str] = {
-    "mcdata_eclipse": "routers.sim.mcdata_eclipse",
-    "nishan_ips3000": "routers.sim.nishan_ips3000",
-    "brocade_fos": "routers.sim.fos",
-    "cisco_mds": "routers.sim.mds",
+    Platform.MCDATA_ECLIPSE.value: "routers.sim.mcdata_eclipse",
+    Platform.NISHAN_IPS3000.value: "routers.sim.nishan_ips3000",
+    Platform.BROCADE_FOS.value: "routers.sim.brocade_fos",
+    Platform.CISCO_MDS.value: "routers.sim.cisco_mds",
 }
 
 
 def personality_class(platform: str) -> type[Personality]:
     """Import the platform's module and return the Personality subclass whose `platform` matches."""
+    from routers.sim.personality import Personality
+
     try:
         module_name = PLATFORM_MODULES[platform]
     except KeyError:
@@ -33,7 +40,7 @@ def personality_class(platform: str) -> type[Personality]:
     raise LookupError(f"{module_name} defines no Personality with platform = {platform!r}")
 
 
-class _LazyPersonalities(Mapping[str, type[Personality]]):
+class _LazyPersonalities(Mapping[str, "type[Personality]"]):
     """Platform name -> Personality class, importing each module only when asked for."""
 
     def __getitem__(self, platform: str) -> type[Personality]:

@@ -13,6 +13,8 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -82,22 +84,21 @@ class APIServer:
         return session
 
 
-@pytest.fixture(scope="session")
-def api_server(django_db_setup, django_db_blocker, api_pki, tmp_path_factory) -> APIServer:
+@contextmanager
+def running_server(log: Path, **env_overrides: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`manage.py serve` on a free loopback port against pytest-django's test database, with the
+    environment's overrides; yields (process, URL) and stops it after."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
-        pytest.fail("the API tests need PostgreSQL: set DATABASE_URL=postgres://... (make test does)")
-    log = tmp_path_factory.mktemp("api-server") / "gunicorn.log"
+        pytest.fail("the server tests need PostgreSQL: set DATABASE_URL=postgres://... (make test does)")
     env = dict(
         os.environ,
         DATABASE_URL=_database_url(connection.settings_dict),
         FLEXZONE_DB_CONN_MAX_AGE="0",
-        FLEXZONE_PKI_DIR=str(api_pki.dir),
-        FLEXZONE_OPS_QUEUE="manual",
-        FLEXZONE_API_WORKERS="1",
-        FLEXZONE_API_KEEPALIVE="30",
-        FLEXZONE_API_MAX_WAIT="5",
+        # gunicorn 27 opens a control socket under $HOME/.gunicorn: keep each server's apart.
+        HOME=str(log.parent),
+        **env_overrides,
     )
     with open(log, "wb") as handle:
         process = subprocess.Popen(
@@ -105,8 +106,7 @@ def api_server(django_db_setup, django_db_blocker, api_pki, tmp_path_factory) ->
             cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
         )
     try:
-        url = _wait_for_listening(process, log)
-        yield APIServer(process, url, log, api_pki)
+        yield process, _wait_for_listening(process, log)
     finally:
         process.terminate()
         try:
@@ -114,6 +114,15 @@ def api_server(django_db_setup, django_db_blocker, api_pki, tmp_path_factory) ->
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="session")
+def api_server(django_db_setup, django_db_blocker, api_pki, tmp_path_factory) -> APIServer:
+    log = tmp_path_factory.mktemp("api-server") / "gunicorn.log"
+    env = {"FLEXZONE_PKI_DIR": str(api_pki.dir), "FLEXZONE_OPS_QUEUE": "manual", "FLEXZONE_API_WORKERS": "1",
+           "FLEXZONE_API_KEEPALIVE": "30", "FLEXZONE_API_MAX_WAIT": "5"}
+    with running_server(log, **env) as (process, url):
+        yield APIServer(process, url, log, api_pki)
 
 
 def _wait_for_listening(process: subprocess.Popen, log: Path, timeout: float = 30.0) -> str:

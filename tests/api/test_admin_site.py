@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from registry.models import Zone
+from operations.models import Operation
+from registry.models import AuditEvent, DeviceLock, Link, Zone
 
 
 def test_an_admin_principal_is_signed_in_by_certificate(api_server, cast):
@@ -36,3 +37,60 @@ def test_other_principals_are_refused_saying_why(api_server, cast):
     password_login = api_server.session("bob").post(f"{api_server.url}/admin/login/", timeout=20,
                                                     data={"username": "admin", "password": "anything"})
     assert password_login.status_code == 403  # no way around the certificate
+
+
+def _up_link(cast) -> Link:
+    """What a connect of remote-site to XRAID1 records on primary-rtr (the registry's side only)."""
+    link = Link.objects.create(site=cast["remote"], device=cast["xraid1"], router=cast["primary_rtr"], port=8,
+                               zone=cast["zones"][1], remote_ip="127.0.0.22", state=Link.State.UP)
+    DeviceLock.objects.create(device=cast["xraid1"], site=cast["remote"], exclusive=True)
+    return link
+
+
+def _action(session, url: str, action: str, ids: list[int]):
+    page = session.get(url, timeout=20)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    return session.post(url, timeout=20, allow_redirects=False, headers={"Referer": url},
+                        data={"csrfmiddlewaretoken": token, "action": action, "_selected_action": ids})
+
+
+def test_links_locks_and_operations_are_shown_but_never_edited_in_the_admin(api_server, cast):
+    link = _up_link(cast)
+    lock = DeviceLock.objects.get()
+    root = api_server.session("root")
+    for model, pk in (("link", link.pk), ("devicelock", lock.pk)):
+        page = root.get(f"{api_server.url}/admin/registry/{model}/{pk}/change/", timeout=20)
+        assert page.status_code == 200 and 'name="_save"' not in page.text  # a view, not a form
+        assert root.get(f"{api_server.url}/admin/registry/{model}/add/", timeout=20).status_code == 403
+        assert root.get(f"{api_server.url}/admin/registry/{model}/{pk}/delete/", timeout=20).status_code == 403
+    device = root.get(f"{api_server.url}/admin/registry/device/{cast['xraid1'].pk}/change/", timeout=20).text
+    assert "devicelock_set-0-site" not in device and "locks-0-site" not in device  # holders shown, not editable
+    assert root.get(f"{api_server.url}/admin/operations/operation/add/", timeout=20).status_code == 403
+
+
+def test_an_admin_disconnects_through_the_engine_attributed_and_audited(api_server, cast):
+    link = _up_link(cast)
+    root = api_server.session("root")
+    done = _action(root, f"{api_server.url}/admin/registry/link/", "disconnect", [link.pk])
+    assert done.status_code == 302
+    op = Operation.objects.get()
+    assert (op.kind, op.state, op.principal.name, op.request) == (
+        "remove", "queued", "root", {"site": "remote-site", "device_description": "XRAID1"})
+    assert Link.objects.get(pk=link.pk).state == "up"  # the engine takes it down, not the admin
+    event = AuditEvent.objects.get(action="admin.disconnect")
+    assert (event.principal_name, event.outcome, event.target) == ("root", "allowed", f"operation:{op.pk}")
+    lock = DeviceLock.objects.get()
+    _action(root, f"{api_server.url}/admin/registry/devicelock/", "disconnect", [lock.pk])
+    assert Operation.objects.filter(kind="remove").count() == 2
+
+
+def test_an_admin_checks_and_repairs_routers_by_reconcile_operations(api_server, cast):
+    root = api_server.session("root")
+    router = cast["remote_rtr"]
+    _action(root, f"{api_server.url}/admin/registry/router/", "check_routers", [router.pk])
+    _action(root, f"{api_server.url}/admin/registry/router/", "repair_routers", [router.pk])
+    requests = [op.request for op in Operation.objects.order_by("pk")]
+    assert requests == [{"router": "remote-rtr", "repair": False, "policy": "registry"},
+                        {"router": "remote-rtr", "repair": True, "policy": "registry"}]
+    assert list(AuditEvent.objects.filter(action__startswith="admin.").values_list("action", flat=True)
+                .order_by("pk")) == ["admin.reconcile", "admin.repair"]

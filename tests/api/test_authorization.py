@@ -48,13 +48,12 @@ def test_alice_connects_and_gets_202_with_the_operation_url(call, cast, api_serv
     assert (event.principal_name, event.outcome, event.target) == ("alice", "allowed", f"operation:{operation.pk}")
 
 
-def test_wait_blocks_for_at_most_the_given_seconds_then_answers_202(call, cast):
+def test_wait_for_an_operation_that_does_not_finish_answers_202_with_it_still_queued(call, cast):
     started = time.monotonic()
     response = call("alice", "POST", "/api/disconnect/?wait=0.5", json=CONNECT)
-    elapsed = time.monotonic() - started
     assert response.status_code == 202
-    assert 0.5 <= elapsed < 3.0
-    assert response.json()["kind"] == "remove"
+    assert (response.json()["kind"], response.json()["state"]) == ("remove", "queued")
+    assert time.monotonic() - started < 10  # the wait ends (timing itself is never asserted: see README)
 
 
 def test_wait_answers_200_once_the_operation_has_finished(call, cast):

@@ -84,16 +84,23 @@ def test_demo_pki_is_idempotent_and_registers_alice_and_bob(tmp_path, demo):
     assert openssl_verify(tmp_path, "alice").returncode == 0
 
 
-def test_demo_pki_gives_the_admin_principal_a_browser_bundle(tmp_path, demo):
+def test_demo_pki_gives_alice_bob_and_the_admin_a_browser_bundle_and_prometheus_a_monitor_certificate(
+    tmp_path, demo
+):
     from cryptography.hazmat.primitives.serialization import pkcs12
 
     call_command("demo_pki", "--dir", str(tmp_path))
-    root = Principal.objects.get(name="root")
-    assert root.role == "admin"
-    password = (tmp_path / "root.p12.password").read_bytes().strip()
-    key, cert, _chain = pkcs12.load_key_and_certificates((tmp_path / "root.p12").read_bytes(), password)
-    assert pki.fingerprint(cert) == root.cert_sha256 and key is not None
-    assert oct((tmp_path / "root.p12").stat().st_mode & 0o777) == "0o600"
+    for name, role in (("alice", "operator"), ("bob", "viewer"), ("root", "admin")):
+        principal = Principal.objects.get(name=name)
+        assert principal.role == role
+        password = (tmp_path / f"{name}.p12.password").read_bytes().strip()
+        key, cert, _chain = pkcs12.load_key_and_certificates((tmp_path / f"{name}.p12").read_bytes(), password)
+        assert pki.fingerprint(cert) == principal.cert_sha256 and key is not None
+        assert oct((tmp_path / f"{name}.p12").stat().st_mode & 0o777) == "0o600"
+    prometheus = Principal.objects.get(name="prometheus")
+    assert prometheus.role == "monitor"
+    assert prometheus.cert_sha256 == pki.fingerprint(pki.load_certificate(tmp_path / "prometheus.pem"))
+    assert not (tmp_path / "prometheus.p12").exists()
 
 
 RACING_REVOKE = """

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cli.config import write_config
-from tests.api.conftest import ROOT, _database_url, _wait_for_listening, api_pki, cast  # noqa: F401 - fixtures
+from tests.api.conftest import ROOT, api_pki, cast, running_server  # noqa: F401 - fixtures
 from tests.routers.conftest import PASSWORD, sim_factory  # noqa: F401 - fixture
 
 FAST_OPERATIONS = {
@@ -36,6 +36,11 @@ FAST_OPERATIONS = {
     "FLEXZONE_OPS_HEARTBEAT": "0.2",
     "FLEXZONE_OPS_STALE_AFTER": "5",
 }
+# A server started for a session shares the test database with every later test, whose operations
+# and leases are not its own (the soak abandons operations and lets leases run out on purpose): its
+# reaper and lease sweep would take them over, from a process that cannot even read those routers'
+# passwords. No test here needs them, so they wait a day.
+IDLE_CHORES = {"FLEXZONE_OPS_REAP_EVERY": "86400", "FLEXZONE_OPS_LEASE_EVERY": "86400"}
 
 
 @pytest.fixture(scope="session")
@@ -62,40 +67,15 @@ SERVER_LOGS: list[Path] = []
 
 @pytest.fixture(scope="session")
 def cli_server(django_db_setup, django_db_blocker, api_pki, cli_secrets, tmp_path_factory) -> Iterator[Server]:  # noqa: F811
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        pytest.fail("the CLI tests need PostgreSQL: set DATABASE_URL=postgres://... (make test does)")
     log = tmp_path_factory.mktemp("cli-server") / "gunicorn.log"
-    env = dict(
-        os.environ,
-        DATABASE_URL=_database_url(connection.settings_dict),
-        FLEXZONE_DB_CONN_MAX_AGE="0",
-        FLEXZONE_PKI_DIR=str(api_pki.dir),
-        FLEXZONE_SECRETS_DIR=str(cli_secrets),
-        FLEXZONE_API_WORKERS="1",
-        FLEXZONE_API_KEEPALIVE="5",
-        FLEXZONE_API_MAX_WAIT="5",
-        # gunicorn 27 opens a control socket under $HOME/.gunicorn: keep ours apart from other servers'.
-        HOME=str(log.parent),
-        **FAST_OPERATIONS,
-    )
-    with open(log, "wb") as handle:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--bind", "127.0.0.1:0"],
-            cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
-        )
     SERVER_LOGS.append(log)
     try:
-        yield Server(_wait_for_listening(process, log), log)
+        with running_server(log, FLEXZONE_PKI_DIR=str(api_pki.dir), FLEXZONE_SECRETS_DIR=str(cli_secrets),
+                            FLEXZONE_API_WORKERS="1", FLEXZONE_API_KEEPALIVE="5", FLEXZONE_API_MAX_WAIT="5",
+                            **FAST_OPERATIONS, **IDLE_CHORES) as (_process, url):
+            yield Server(url, log)
     finally:
         SERVER_LOGS.remove(log)
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @dataclass

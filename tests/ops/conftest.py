@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from bench.soak import SOAK_SETTINGS
 from operations.chores import stop_chores_thread
 from operations.pool import pool
-from operations.soak import SOAK_SETTINGS
 from registry.models import Router
 from routers import hostkeys
 from tests.routers.conftest import PASSWORD, sim_factory, sim_process_factory  # noqa: F401 - fixtures

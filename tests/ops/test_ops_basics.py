@@ -101,6 +101,9 @@ def test_bad_requests_fail_at_submit_without_a_journal_row(ops_lab):
     assert info.value.field == "site"
     with pytest.raises(PlanError):
         submit("add", {"site": "remote-site", "device_description": "XRAID1", "duration": -5})
+    with pytest.raises(PlanError) as info:
+        submit("reconcile", {"router": "remote-rtx"})
+    assert info.value.field == "router" and "remote-rtr" in info.value.suggestions
     assert not Operation.objects.exists()
 
 

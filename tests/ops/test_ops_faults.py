@@ -105,6 +105,20 @@ def test_a_refused_login_fails_at_once_with_the_routers_message(ops_lab):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("kind", ["remove", "expire"])
+def test_a_removal_whose_router_password_cannot_be_read_changes_nothing_and_keeps_the_link_up(ops_lab, secrets_dir,
+                                                                                            kind):
+    assert execute(submit("add", {**ADD_XRAID1, "duration": 600}).pk).state == "succeeded"
+    (secrets_dir / ops_lab.remote_rtr.secret_ref.removeprefix("file:")).unlink()  # its first step's router
+    op = execute(submit(kind, ADD_XRAID1).pk)
+    assert op.state == "failed" and "remote-rtr" in op.error and "cannot read" in op.error
+    # Nothing was sent to any router: the links are up on both, and the registry says so.
+    assert set(Link.objects.values_list("state", flat=True)) == {"up"}
+    assert_agreement(ops_lab)
+    assert DeviceLock.objects.filter(device__description="XRAID1").exists()
+
+
+@pytest.mark.django_db
 def test_garbled_output_is_retried_until_the_state_reads_clean(ops_lab):
     ops_lab.primary_sim.add_fault("garble", count=1)
     op = execute(submit("add", ADD_XRAID1).pk)

@@ -17,7 +17,7 @@ from operations import execute, reconcile, submit
 from registry.models import Device, DeviceLock, Host, Initiator, Link, Site
 from routers.sim.faults import Fault
 from tests.ops.conftest import wire
-from tests.routers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
+from tests.routers.drivers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 XRAID1 = "20:00:00:04:53:00:01:a0"

@@ -65,4 +65,4 @@ def test_there_is_one_operations_thread_pool():
     pools = [name for name, tree in _modules().items() for node in ast.walk(tree)
              if isinstance(node, ast.Name) and node.id == "ThreadPoolExecutor" and isinstance(node.ctx, ast.Load)
              and not isinstance(getattr(node, "parent", None), ast.ImportFrom)]
-    assert set(pools) - {"operations.bench"} == {"operations.threads"}  # bench's pool is its clients
+    assert set(pools) == {"operations.threads"}

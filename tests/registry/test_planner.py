@@ -4,7 +4,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from registry.planner import PlanError, plan_connect, plan_disconnect
+from registry.planner import PlanError, find_router, plan_connect, plan_disconnect
 
 
 def test_connect_with_a_device_described_as_xraid2_configures_the_owner_then_the_requester(demo):
@@ -69,6 +69,14 @@ def test_unknown_site_lists_close_matches(demo):
         plan_connect(site="primary-sit", device_description="XRAID2")
     assert info.value.field == "site"
     assert "primary-site" in info.value.suggestions
+
+
+def test_a_router_is_found_by_name_and_an_unknown_one_lists_close_matches(demo):
+    assert find_router("primary-rtr").site.name == "primary-site"
+    with pytest.raises(PlanError) as info:
+        find_router("primary-rtx")
+    assert info.value.field == "router"
+    assert info.value.suggestions[0] == "primary-rtr"
 
 
 @pytest.mark.parametrize("wwn", ["21:00:00:e0:8b:0e:95", "21-00-00-e0-8b-0e-95-17", "zz:00:00:e0:8b:0e:95:17", "x"])

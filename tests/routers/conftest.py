@@ -24,7 +24,8 @@ import pytest
 
 from routers import hostkeys
 from routers.drivers import get_driver
-from routers.drivers.base import Platform, RouterDriver, RouterTarget, Transport
+from routers.drivers.base import RouterDriver, RouterTarget
+from routers.platforms import Platform, Transport
 from routers.sim import personality_class
 from routers.sim.process import SimProcess
 from routers.sim.server import SimRouter

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
-
 from operations import reconcile
+from registry.readiness import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Compare the registry with every router's links; with --repair, converge (journaled)."
 
     def add_arguments(self, parser):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from operations.conf import ops_settings
+from registry.readiness import DatabaseCommand
 
 log = logging.getLogger(__name__)
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Run a flexzone operations worker (procrastinate, PostgreSQL)."
 
     def add_arguments(self, parser):

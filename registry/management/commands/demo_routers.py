@@ -1,11 +1,12 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from registry.models import Router
+from registry.readiness import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "List the registered routers (without secrets) or record the port a simulator bound (used by make demo)."
 
     def add_arguments(self, parser):

@@ -1,9 +1,10 @@
-from django.core.management.base import BaseCommand
+"""`python manage.py loaddemo [--no-fcip]`: the demo registry, idempotently."""
 
 from registry.demo import load_demo
+from registry.readiness import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = (
         "Load the DICE testbed (primary-site/GSFC-DICEL1, remote-site, zones 1-3, XRAID1-3, their hosts and "
         "initiators) and the FCIP pair (east-site on a Brocade FOS, west-site on a Cisco MDS, EAST-ARRAY1). "

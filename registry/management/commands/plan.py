@@ -1,11 +1,12 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from registry.planner import PlanError, plan_connect, plan_disconnect
+from registry.readiness import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = (
         "Answer 'how do I connect SITE to a device (or zone)?' with the routers, ports, zones, remote gateways and "
         "exact commands, in order. Example: plan --device-description XRAID2 --site primary-site"

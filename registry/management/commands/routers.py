@@ -10,13 +10,14 @@ server` / `sshutil showpubkeys`) before trusting it.
 from __future__ import annotations
 
 import paramiko
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from registry.models import Router
+from registry.readiness import DatabaseCommand
 from routers import hostkeys
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "List routers with their transport security, or trust the SSH host keys they present."
 
     def add_arguments(self, parser):

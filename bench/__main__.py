@@ -1,0 +1,78 @@
+"""`python -m bench NAME [options]`: run one benchmark (or the soak) and print its figures.
+
+planner, ops, api and soak run on a temporary PostgreSQL database of their own (bench/database.py);
+routers needs no database. Without PostgreSQL they stop at once, saying what to set.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+# Each benchmark's module is imported only when it runs: most import Django models, which need the
+# settings (and the temporary database) in place first.
+
+
+def _planner(argv: list[str]) -> int:
+    from bench import planner
+
+    return planner.main(argv)
+
+
+def _routers(argv: list[str]) -> int:
+    from bench import routers
+
+    return routers.main(argv)
+
+
+def _ops(argv: list[str]) -> int:
+    from bench import ops
+
+    return ops.main(argv)
+
+
+def _api(argv: list[str]) -> int:
+    from bench import api
+
+    return api.main(argv)
+
+
+def _soak(argv: list[str]) -> int:
+    from bench import soak
+
+    return soak.main(argv)
+
+
+BENCHMARKS: dict[str, tuple[Callable[[list[str]], int], bool]] = {  # name: (run, needs a database)
+    "planner": (_planner, True),
+    "routers": (_routers, False),
+    "ops": (_ops, True),
+    "api": (_api, True),
+    "soak": (_soak, True),
+}
+USAGE = f"usage: python -m bench {{{','.join(BENCHMARKS)}}} [options]   (NAME --help: its options)"
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in BENCHMARKS:
+        print(USAGE, file=sys.stderr)
+        return 2
+    name, rest = argv[0], argv[1:]
+    run, needs_database = BENCHMARKS[name]
+    if not needs_database:
+        return run(rest)
+    if "-h" in rest or "--help" in rest:  # the options only: no database is touched
+        import django
+
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
+        django.setup()
+        return run(rest)
+    from bench.database import temporary_database
+
+    with temporary_database(f"bench {name}"):
+        return run(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

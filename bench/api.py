@@ -1,0 +1,321 @@
+"""`python -m bench api`: GET requests per second over mutual TLS against the server's ceiling, and
+what a full handshake costs.
+
+By default it is self-contained: a throw-away PKI in a temporary directory, a viewer principal
+registered for the run (and deleted after), and two servers on free loopback ports, started by
+`manage.py serve` with the same configuration (api.gunicorn_conf: gthread, mutual TLS, CRL in the
+handshake): flexzone against the run's database (the demo registry loaded into it when it has no
+sites), and the ceiling, the same gunicorn serving a bare WSGI app with only the app swapped
+(bench/api_ceiling.py). The same client times both in the
+same run, in alternating slices so that machine noise hits both alike; `api_ceiling_ratio` is
+flexzone's keep-alive requests/s on /api/sites/ over the ceiling's. `--url --ca --cert --key` measure a
+running server instead (e.g. `make demo`'s), without a ceiling.
+
+Figures: requests/s on one keep-alive connection, requests/s with --concurrency keep-alive connections,
+the time of one request on a fresh connection (TCP + TLS handshake with client certificate + request),
+and the handshake's cost = fresh-connection request time - keep-alive request time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+SITES = "/api/sites/"  # the bare app answers every path alike
+UNCACHED = "/api/links/"  # the read cache never keeps links (they change with every operation)
+ROUNDS = 10  # slices of each measurement, taken in turn from flexzone and the ceiling
+
+
+@dataclass(frozen=True)
+class Target:
+    """A server to measure and the client pair to present to it."""
+
+    url: str
+    ca: str
+    cert: str
+    key: str
+
+    def endpoint(self, path: str) -> str:
+        return f"{self.url.rstrip('/')}{path}"
+
+    def session(self, keep_alive: bool = True) -> requests.Session:
+        session = requests.Session()
+        session.trust_env = False  # REQUESTS_CA_BUNDLE would otherwise replace our CA
+        session.verify, session.cert = self.ca, (self.cert, self.key)
+        if not keep_alive:
+            session.headers["Connection"] = "close"
+        return session
+
+
+def _timed_gets(session: requests.Session, url: str, count: int) -> list[float]:
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        response = session.get(url, timeout=30)
+        response.raise_for_status()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def _handshake_pairs(target: Target, url: str, count: int) -> tuple[list[float], list[float]]:
+    """Interleave a keep-alive request and a fresh-connection request, so load drift hits both alike."""
+    warm, warm_times, fresh_times = target.session(), [], []
+    warm.get(url, timeout=30).raise_for_status()
+    for _ in range(count):
+        started = time.perf_counter()
+        warm.get(url, timeout=30).raise_for_status()
+        warm_times.append(time.perf_counter() - started)
+        fresh = target.session(keep_alive=False)
+        started = time.perf_counter()
+        fresh.get(url, timeout=30).raise_for_status()
+        fresh_times.append(time.perf_counter() - started)
+        fresh.close()
+    return warm_times, fresh_times
+
+
+def _concurrent_gets(target: Target, url: str, connections: int, seconds: float) -> tuple[int, float]:
+    """(requests answered, elapsed seconds) on `connections` keep-alive connections at once, one thread each.
+
+    Each slice opens its connections afresh, together (which worker process accepts each is up to the
+    kernel, so a new draw each slice averages it out), and starts timing once all are open.
+    """
+    counts, errors, stop = [0] * connections, [], []
+    ready = threading.Barrier(connections + 1, action=lambda: stop.append(time.monotonic() + seconds), timeout=30)
+
+    def worker(index: int) -> None:
+        try:
+            with target.session() as session:
+                session.get(url, timeout=30).raise_for_status()
+                ready.wait()
+                while time.monotonic() < stop[0]:
+                    session.get(url, timeout=30).raise_for_status()
+                    counts[index] += 1
+        except Exception as exc:  # noqa: BLE001 - reported by the caller's thread
+            errors.append(exc)
+            ready.abort()
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(connections)]
+    for thread in workers:
+        thread.start()
+    try:
+        ready.wait()
+    except threading.BrokenBarrierError:
+        errors.append(RuntimeError("the parallel connections did not all open within 30 s"))
+    started = time.perf_counter()
+    for thread in workers:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return sum(counts), time.perf_counter() - started
+
+
+def _in_turn(targets: dict[str, Target], measure, rounds: int) -> None:
+    """Call measure(name, target) `rounds` times for each target, alternating which goes first."""
+    names = list(targets)
+    for index in range(rounds):
+        for name in names if index % 2 == 0 else reversed(names):
+            measure(name, targets[name])
+
+
+def run(target: Target, ceiling: Target | None, requests_: int, concurrency: int, seconds: float) -> dict:
+    """flexzone's figures (`api_*`) and, given a ceiling, the bare server's (`ceiling_*`) from the same run."""
+    targets = {"api": target} if ceiling is None else {"api": target, "ceiling": ceiling}
+    one = {name: t.session() for name, t in targets.items()}
+    for name, t in targets.items():  # warm up: connections, DB connections, caches
+        _timed_gets(one[name], t.endpoint(SITES), 20)
+        _concurrent_gets(t, t.endpoint(SITES), concurrency, 0.2)
+
+    rounds = max(1, min(ROUNDS, requests_))
+    keep_alive: dict[str, list[float]] = {name: [] for name in [*targets, "uncached"]}
+    parallel: dict[str, list[float]] = {name: [0, 0.0] for name in targets}
+    _timed_gets(one["api"], target.endpoint(UNCACHED), 20)
+
+    def sequential(name: str, t: Target) -> None:
+        keep_alive[name] += _timed_gets(one[name], t.endpoint(SITES), math.ceil(requests_ / rounds))
+        if name == "api":
+            keep_alive["uncached"] += _timed_gets(one[name], t.endpoint(UNCACHED), math.ceil(requests_ / rounds))
+
+    def concurrent(name: str, t: Target) -> None:
+        count, elapsed = _concurrent_gets(t, t.endpoint(SITES), concurrency, seconds / rounds)
+        parallel[name][0] += count
+        parallel[name][1] += elapsed
+
+    _in_turn(targets, sequential, rounds)
+    _in_turn(targets, concurrent, rounds)
+    # The handshake is measured on /api/health/, the cheapest request, so the difference is the TLS cost.
+    warm, fresh = _handshake_pairs(target, target.endpoint("/api/health/"), max(30, requests_ // 5))
+    warm_ms, fresh_ms = statistics.median(warm) * 1000, statistics.median(fresh) * 1000
+    figures = {
+        "warm_p50_ms": warm_ms,
+        "fresh_p50_ms": fresh_ms,
+        "handshake_ms": fresh_ms - warm_ms,
+    }
+    for name in keep_alive:
+        figures[f"{name}_keepalive_rps"] = len(keep_alive[name]) / sum(keep_alive[name])
+        figures[f"{name}_keepalive_p50_ms"] = statistics.median(keep_alive[name]) * 1000
+    for name in targets:
+        figures[f"{name}_parallel_rps"] = parallel[name][0] / parallel[name][1]
+    if ceiling is not None:
+        figures["ceiling_ratio"] = figures["api_keepalive_rps"] / figures["ceiling_keepalive_rps"]
+        figures["uncached_ratio"] = figures["uncached_keepalive_rps"] / figures["ceiling_keepalive_rps"]
+        figures["ceiling_parallel_ratio"] = figures["api_parallel_rps"] / figures["ceiling_parallel_rps"]
+    return figures
+
+
+def _serve(directory: Path, name: str, env: dict, gunicorn_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, Path]:
+    log_path = directory / f"{name}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--bind", "127.0.0.1:0", "--", *gunicorn_args],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    return process, log_path
+
+
+def _wait_for_url(process: subprocess.Popen, log_path: Path, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"Listening at: (https://[0-9.]+:\d+)", log_path.read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        if process.poll() is not None:
+            raise RuntimeError(log_path.read_text(errors="replace")[-2000:])
+        time.sleep(0.05)
+    raise RuntimeError(f"{log_path.stem}: the server did not start within {timeout:g} s")
+
+
+class ThrowAwayServers:
+    """A temporary PKI, a registered viewer, and two servers: flexzone and (unless `ceiling=False`) the
+    bare ceiling app. `.flexzone` and `.ceiling` are their Targets (URL and the client pair)."""
+
+    def __init__(self, ceiling: bool = True) -> None:
+        self.with_ceiling = ceiling
+
+    def __enter__(self):
+        import django
+
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
+        django.setup()
+        from api import pki
+        from api.principals import register
+
+        self.tmp = tempfile.TemporaryDirectory(prefix="flexzone-bench-")
+        self.processes: list[subprocess.Popen] = []
+        directory = Path(self.tmp.name)
+        ca = pki.init_ca(directory, "flexzone bench CA")
+        ca.issue(pki.SERVER, server=True)
+        from registry.demo import load_demo
+        from registry.models import Site
+
+        if not Site.objects.exists():  # a database of the run's own: something to list
+            load_demo()
+        self.name = f"bench-{os.getpid()}"
+        self.principal = register(ca.issue(self.name), self.name, "viewer")
+        env = dict(os.environ, FLEXZONE_PKI_DIR=str(directory))
+        env.setdefault("FLEXZONE_LOG_LEVEL", "WARNING")
+        try:
+            # No control socket: by default gunicorn 27 puts it at one path per user, which a demo
+            # server running beside the benchmark would be using.
+            started = [_serve(directory, "flexzone", env, ("--no-control-socket",))]
+            if self.with_ceiling:
+                started.append(_serve(directory, "ceiling", env, ("--no-control-socket",
+                                                                  "bench.api_ceiling:application")))
+            self.processes = [process for process, _ in started]
+            flexzone_url, ceiling_url = [_wait_for_url(process, log) for process, log in started] + [None] * (
+                2 - len(started))
+        except BaseException:
+            self.__exit__()
+            raise
+        pair = (str(directory / "ca.pem"), str(directory / f"{self.name}.pem"), str(directory / f"{self.name}.key"))
+        self.flexzone = Target(flexzone_url, *pair)
+        self.ceiling = Target(ceiling_url, *pair) if ceiling_url else None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.principal.delete()
+        self.tmp.cleanup()
+
+
+def _cell(figures: dict, name: str, kind: str) -> str:
+    text = f"{figures[f'{name}_{kind}_rps']:.0f} req/s"
+    if kind == "keepalive":
+        text += f" (p50 {figures[f'{name}_keepalive_p50_ms']:.2f} ms)"
+    return text
+
+
+def report(figures: dict, concurrency: int) -> list[str]:
+    ceiling = "ceiling_keepalive_rps" in figures
+    lines = [f"{'GET over mTLS':<34} {'flexzone /api/sites/':>24}"
+             + (f" {'bare WSGI ceiling':>24} {'ratio':>6}" if ceiling else "")]
+    rows = [("one keep-alive connection", "keepalive", "ceiling_ratio"),
+            (f"{concurrency} keep-alive connections", "parallel", "ceiling_parallel_ratio")]
+    for label, kind, ratio in rows:
+        line = f"{label:<34} {_cell(figures, 'api', kind):>24}"
+        if ceiling:
+            line += f" {_cell(figures, 'ceiling', kind):>24} {figures[ratio]:>6.2f}"
+        lines.append(line)
+    line = f"{'/api/links/ (not cached), one':<34} {_cell(figures, 'uncached', 'keepalive'):>24}"
+    if ceiling:
+        line += f" {'':>24} {figures['uncached_ratio']:>6.2f}"
+    lines.append(line)
+    if not ceiling:
+        lines.append("(no ceiling: --url measures a running server only; without --url the bare app is measured too)")
+    lines.append(
+        f"GET /api/health/ on a fresh connection (TCP + TLS 1.3 handshake, client certificate verified against CA "
+        f"and CRL): p50 {figures['fresh_p50_ms']:.2f} ms vs {figures['warm_p50_ms']:.2f} ms on a keep-alive "
+        f"connection: a full handshake costs {figures['handshake_ms']:.2f} ms"
+    )
+    last = (f"api_keepalive_rps={figures['api_keepalive_rps']:.0f} api_parallel_rps={figures['api_parallel_rps']:.0f} "
+            f"api_handshake_ms={figures['handshake_ms']:.2f}")
+    if ceiling:
+        last += (f" ceiling_keepalive_rps={figures['ceiling_keepalive_rps']:.0f} "
+                 f"ceiling_parallel_rps={figures['ceiling_parallel_rps']:.0f} "
+                 f"api_ceiling_ratio={figures['ceiling_ratio']:.2f} "
+                 f"uncached_ceiling_ratio={figures['uncached_ratio']:.2f}")
+    lines.append(last)
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench api", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=500, help="sequential keep-alive GETs per server (default 500)")
+    parser.add_argument("--concurrency", type=int, default=4, help="parallel keep-alive connections (default 4)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="parallel run per server, s (default 3)")
+    parser.add_argument("--url", help="measure this server instead of starting one, e.g. https://127.0.0.1:8443")
+    parser.add_argument("--ca")
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
+    args = parser.parse_args(argv)
+    if args.requests < 1 or args.concurrency < 1 or args.seconds <= 0:
+        parser.error("--requests and --concurrency must be at least 1, --seconds positive")
+    if args.url:
+        if not (args.ca and args.cert and args.key):
+            parser.error("--url needs --ca, --cert and --key")
+        figures = run(Target(args.url, args.ca, args.cert, args.key), None, args.requests, args.concurrency,
+                      args.seconds)
+    else:
+        with ThrowAwayServers() as servers:
+            figures = run(servers.flexzone, servers.ceiling, args.requests, args.concurrency, args.seconds)
+    print("\n".join(report(figures, args.concurrency)))
+    return 0

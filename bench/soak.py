@@ -1,0 +1,594 @@
+"""A randomized concurrency soak of the operations engine (issue 12): a seeded random walk.
+
+Three sites, each with an iFCP router served by a real simulator on 127.0.0.1 (McData Eclipse and
+Nishan IPS 3000), four devices (two shareable; two of one owner in one zone), and two worker threads.
+Every step submits a few random requests (add with or without a lease, a repeated add that renews,
+remove, a lease made due and expired by the lease chore, a V1 addifcp/rmifcp/lsifcp) and runs them
+at once on the two workers, so operations for one device or one router race; some steps arm the
+simulators' fault knobs (a lost reply, a dropped connection, a silent command, a refused login...)
+and some kill a worker (an operation claimed and abandoned, or a child process running it SIGKILLed
+mid-operation), which the stalled-operation reaper hands back to a worker. Outcomes may be failed or
+rolled back; what must hold after every step, and at the end, is checked (`check_invariants`):
+
+(a) registry == routers: reconcile reports nothing missing, extra, mismatched or in flight, and each
+    router lists exactly the links the registry has `up`;
+(b) a device that is not shareable is locked by one site at most, and an exclusive lock has no other;
+(c) every `up` link has a holder: a lock of the link's site on a device of its zone and owner;
+(d) every lock's site has an `up` link to the device's zone and owner (the holder's links are up);
+(e) no lock is left without a live (queued/running) operation or an up link.
+
+The walk's choices depend only on the seed, never on outcomes, so a seed replays the same requests,
+faults and kills (which operation wins a race may still differ). A violation raises AssertionError
+with the seed, the step and the step log. Quick variant: tests/bench/test_soak.py (`make test`);
+long one: `python -m bench soak --minutes N [--seed S]`, on a temporary database of its own. The cast
+is named `soak-<tag>-*` and removed at the end with its journal rows, so the soak may also run on a
+database that holds other data (the tests' own).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from django.db import close_old_connections, connection
+from django.db.models import Q
+from django.test.utils import override_settings
+from django.utils import timezone
+
+from operations.chores import expire_leases, reap_stalled_operations
+from operations.conf import ops_settings
+from operations.errors import DeviceBusy
+from operations.intake import submit
+from operations.models import Operation
+from operations.pool import pool
+from operations.runner import execute, invoke, reconcile
+from registry.models import Device, DeviceLock, Initiator, Link, Router, Site, Zone
+from registry.planner import PlanError
+from routers.sim.server import SimRouter
+
+ROOT = Path(__file__).resolve().parents[1]
+USERNAME = "admin"
+# Short retries and timeouts, a worker presumed dead after 1.5 s (the engine tests run with these too).
+SOAK_SETTINGS = {
+    "FLEXZONE_OPS_QUEUE": "manual",  # the soak's own two workers run every operation
+    "FLEXZONE_OPS_BACKOFF": 0.05,
+    "FLEXZONE_OPS_BACKOFF_MAX": 0.2,
+    "FLEXZONE_OPS_MAX_ATTEMPTS": 4,
+    "FLEXZONE_OPS_TOTAL_TIMEOUT": 30.0,
+    "FLEXZONE_OPS_ROUTER_WAIT": 20.0,
+    "FLEXZONE_OPS_SAVE_CONFIG": "each",
+    "FLEXZONE_OPS_HEARTBEAT": 0.2,
+    "FLEXZONE_OPS_STALE_AFTER": 1.5,
+}
+PLATFORMS = ("mcdata_eclipse", "nishan_ips3000", "nishan_ips3000")
+# (owner site index, zone index, shareable): D1 and D2 share a zone and an owner.
+DEVICES = ((0, 0, True), (0, 0, False), (1, 1, True), (2, 2, False))
+# Fault kinds of routers/sim/faults.py, weighted; each armed for one or two firings.
+FAULTS = (
+    ("drop_after_apply", 4),  # a lost reply: the change took effect
+    ("drop_before_apply", 3),
+    ("stall_command", 2),
+    ("garble", 2),
+    ("refuse_login", 1),
+    ("session_limit", 1),
+)
+ACTIONS = (("add", 6), ("remove", 4), ("expire", 2), ("invoke", 3), ("zone", 1))
+LEASES = (None, None, None, 600, 3600, 1)  # a 1 s lease runs out by itself and is found by a later expiry
+LIVE = (Operation.State.QUEUED, Operation.State.RUNNING)
+
+
+@dataclass
+class Cast:
+    """The soak's registry rows and the simulators behind its routers."""
+
+    prefix: str
+    secrets_dir: Path
+    sites: list[Site] = field(default_factory=list)
+    routers: list[Router] = field(default_factory=list)
+    sims: list[SimRouter] = field(default_factory=list)
+    zones: list[Zone] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
+
+    def sim_of(self, router: Router) -> SimRouter:
+        return self.sims[[r.pk for r in self.routers].index(router.pk)]
+
+
+def build_cast(prefix: str, secrets_dir: Path, seed: int) -> Cast:
+    """Three sites with a simulated iFCP router each, three zones, four devices; unused ids only."""
+    cast = Cast(prefix, secrets_dir)
+    used_zones = set(Zone.objects.values_list("zone_id", flat=True))
+    used_ips = set(Site.objects.values_list("data_ip", flat=True))
+    next_msan = (max(Site.objects.values_list("msan_id", flat=True), default=0) or 0) + 1
+    zone_ids = [z for z in range(4094, 0, -1) if z not in used_zones][:3]
+    data_ips = [ip for ip in (f"127.77.{n // 250}.{n % 250 + 1}" for n in range(5000)) if ip not in used_ips][:3]
+    for index, zone_id in enumerate(zone_ids):
+        cast.zones.append(Zone.objects.create(zone_id=zone_id, description=f"{prefix} zone {index + 1}"))
+    for index, platform in enumerate(PLATFORMS):
+        letter = "abc"[index]
+        password = secrets.token_urlsafe(12)
+        sim = SimRouter(platform, telnet=("127.0.0.1", 0), scale=0.0, username=USERNAME, password=password,
+                        seed=seed + index)
+        cast.sims.append(sim)
+        host, port = sim.start()["telnet"]
+        site = Site.objects.create(
+            name=f"{prefix}-{letter}", display_name=f"{prefix.upper()}-{letter.upper()}", msan_id=next_msan + index,
+            management_ip=host, data_ip=data_ips[index], router_port=5 + index,
+        )
+        name = f"{prefix}-{letter}-rtr"
+        (secrets_dir / name).write_text(password + "\n")
+        cast.routers.append(Router.objects.create(
+            site=site, name=name, platform=platform, transport="telnet", host=host, port=port, username=USERNAME,
+            secret_ref=f"file:{name}", connect_timeout=5.0, command_timeout=2.0,
+        ))
+        cast.sites.append(site)
+    tag = prefix.rsplit("-", 1)[-1]
+    for index, (owner, zone, shareable) in enumerate(DEVICES, start=1):
+        cast.devices.append(Device.objects.create(
+            device_id=f"{prefix}-d{index}", description=f"{prefix.upper()}-D{index}",
+            wwn=f"2f:5a:{tag[0:2]}:{tag[2:4]}:{tag[4:6]}:00:00:{index:02x}", zone=cast.zones[zone],
+            owner_site=cast.sites[owner], shareable=shareable,
+        ))
+    return cast
+
+
+def unused_prefix() -> str:
+    """`soak-<6 hex digits>`, with no site or device of that name nor device WWN in the registry."""
+    while True:
+        tag = secrets.token_hex(3)
+        prefix = f"soak-{tag}"
+        wwn = f"2f:5a:{tag[0:2]}:{tag[2:4]}:{tag[4:6]}:00:00:"
+        if not (Site.objects.filter(name__startswith=prefix).exists()
+                or Device.objects.filter(Q(device_id__startswith=prefix) | Q(wwn__startswith=wwn)).exists()
+                or Initiator.objects.filter(wwn__startswith=wwn).exists()):
+            return prefix
+
+
+def stop_simulators(cast: Cast) -> None:
+    pool.close_all()
+    for sim in cast.sims:
+        sim.stop()
+
+
+def remove_cast(cast: Cast, first_operation: int) -> None:
+    """Stop the simulators and delete every row of the cast, its journal included; nothing else."""
+    stop_simulators(cast)
+    names = [site.name for site in cast.sites]
+    routers = [router.name for router in cast.routers]
+    Link.objects.filter(Q(router__in=cast.routers) | Q(site__in=cast.sites)).delete()
+    DeviceLock.objects.filter(Q(device__in=cast.devices) | Q(site__in=cast.sites)).delete()
+    Operation.objects.filter(pk__gte=first_operation).filter(
+        Q(request__site__in=names) | Q(request__router__in=routers) | Q(plan__site__in=names)
+    ).delete()
+    Device.objects.filter(pk__in=[d.pk for d in cast.devices]).delete()
+    Router.objects.filter(pk__in=[r.pk for r in cast.routers]).delete()
+    Site.objects.filter(pk__in=[s.pk for s in cast.sites]).delete()
+    Zone.objects.filter(pk__in=[z.pk for z in cast.zones]).delete()
+
+
+# --- the walk ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One step's requests: (what, submit) in order, the faults to arm, which request to kill and how."""
+
+    number: int
+    requests: list[tuple[str, Callable[[], list[int]]]] = field(default_factory=list)
+    faults: list[tuple[int, str, int]] = field(default_factory=list)  # (router index, kind, count)
+    kill: tuple[int, str, float] | None = None  # (request index, "claim" | "process", delay s)
+    expire: tuple[int, int] | None = None  # (site index, device index) whose lease is made due
+
+
+class Soak:
+    def __init__(self, seed: int, cast: Cast, out: Callable[[str], None]) -> None:
+        self.seed, self.cast, self.out = seed, cast, out
+        self.rng = random.Random(seed)
+        self.log: list[str] = []
+        self.ops: list[int] = []  # every operation the walk submitted (the checks' reconciles apart)
+        self.refused: Counter[str] = Counter()
+        self.faults_armed: Counter[str] = Counter()
+        self.faults_fired: Counter[str] = Counter()
+        self.kills: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.problems: list[str] = []  # what the walk itself saw go wrong (reported with the invariants)
+
+    # Choosing: only the seed decides (never an outcome), so a seed replays the same walk.
+
+    def choose(self, number: int) -> Step:
+        step = Step(number)
+        for _ in range(self.rng.choice((1, 2, 3, 3, 4))):
+            kind = self.rng.choices([k for k, _ in ACTIONS], [w for _, w in ACTIONS])[0]
+            step.requests.append(getattr(self, f"_choose_{kind}")(step))
+        if self.rng.random() < 0.5:
+            for _ in range(self.rng.choice((1, 1, 2))):
+                kind = self.rng.choices([k for k, _ in FAULTS], [w for _, w in FAULTS])[0]
+                step.faults.append((self.rng.randrange(3), kind, self.rng.choice((1, 1, 2))))
+        if self.rng.random() < 0.12:
+            how = self.rng.choice(("claim", "claim", "process"))
+            step.kill = (self.rng.randrange(len(step.requests)), how, self.rng.uniform(0.0, 0.6))
+        return step
+
+    def _pair(self) -> tuple[Site, Device]:
+        """A site and a device it does not own (the planner refuses connecting a site to its own)."""
+        device = self.rng.choice(self.cast.devices)
+        site = self.rng.choice([s for s in self.cast.sites if s.pk != device.owner_site_id])
+        return site, device
+
+    def _choose_add(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
+        site, device = self._pair()
+        lease = self.rng.choice(LEASES)
+        request = {"site": site.name, "device_description": device.description,
+                   **({"duration": lease} if lease else {})}
+        return f"add {site.name} {device.description} lease={lease}", lambda: [submit("add", request, enqueue=False).pk]
+
+    def _choose_remove(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
+        site, device = self._pair()
+        request = {"site": site.name, "device_description": device.description}
+        return f"remove {site.name} {device.description}", lambda: [submit("remove", request, enqueue=False).pk]
+
+    def _choose_zone(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
+        zone = self.rng.choice(self.cast.zones)
+        owners = {d.owner_site_id for d in self.cast.devices if d.zone_id == zone.pk}
+        site = self.rng.choice([s for s in self.cast.sites if s.pk not in owners])
+        kind = self.rng.choice(("add", "remove"))
+        request = {"site": site.name, "zone": zone.zone_id}
+        return f"{kind} {site.name} zone {zone.zone_id}", lambda: [submit(kind, request, enqueue=False).pk]
+
+    def _choose_expire(self, step: Step) -> tuple[str, Callable[[], list[int]]]:
+        site, device = self._pair()
+        step.expire = (self.cast.sites.index(site), self.cast.devices.index(device))
+        return f"expire {site.name} {device.description}", lambda: self._expire(site, device)
+
+    def _choose_invoke(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
+        index = self.rng.randrange(3)
+        router, site = self.cast.routers[index], self.cast.sites[index]
+        remote = self.rng.choice([s for s in self.cast.sites if s.pk != site.pk])
+        zone = self.rng.choice(self.cast.zones)
+        command = self.rng.choice(("addifcp", "addifcp", "rmifcp", "rmifcp", "lsifcp"))
+        args = (router.name, command, site.router_port, zone.zone_id, remote.data_ip)
+        return (f"invoke {command} {router.name} port {site.router_port} zone {zone.zone_id} -> {remote.name}",
+                lambda: [invoke(*args, wait=False).pk])
+
+    def _expire(self, site: Site, device: Device) -> list[int]:
+        """Make the site's lease on the device due (if it holds one) and run the lease chore."""
+        now = timezone.now()
+        DeviceLock.objects.filter(site=site, device=device).update(expires_at=now - timedelta(seconds=1))
+        foreign = DeviceLock.objects.filter(expires_at__lte=now).exclude(site__in=self.cast.sites)
+        if foreign.exists():
+            # Other data's leases are due: the chore would submit their removals, which the soak's
+            # manual queue would never run. Leave them to the real workers.
+            self.skipped["expire (other data has leases due)"] += 1
+            return []
+        return expire_leases()
+
+    # Running a step.
+
+    def run_step(self, step: Step) -> list[str]:
+        lines = [f"step {step.number}:"]
+        for router_index, kind, count in step.faults:
+            self.cast.sims[router_index].add_fault(kind, count=count)
+            self.faults_armed[kind] += count
+            lines.append(f"  fault {kind} x{count} on {self.cast.routers[router_index].name}")
+        submitted: list[tuple[str, int]] = []
+        for what, submit_it in step.requests:
+            try:
+                ids = submit_it()
+            except DeviceBusy as exc:
+                self.refused["busy"] += 1
+                lines.append(f"  {what}: refused (busy: {exc})")
+                continue
+            except PlanError as exc:
+                self.refused["plan"] += 1
+                lines.append(f"  {what}: refused ({exc})")
+                continue
+            self.ops += ids
+            submitted += [(what, pk) for pk in ids]
+            lines.append(f"  {what}: operation(s) {', '.join(map(str, ids)) or 'none'}")
+        killed = None
+        if step.kill and step.kill[0] < len(submitted):
+            killed = (submitted[step.kill[0]][1], step.kill[1], step.kill[2])
+            lines.append(f"  kill the worker of operation {killed[0]} ({killed[1]})")
+        self._execute_all([pk for _what, pk in submitted], killed, lines)
+        self._settle_faults(step, lines)
+        for what, pk in submitted:
+            lines += _journal_lines(Operation.objects.get(pk=pk), what)
+        return lines
+
+    def _execute_all(self, ids: list[int], killed: tuple[int, str, float] | None, lines: list[str]) -> None:
+        """Run the operations on two worker threads (submission order, as a queue hands them out)."""
+        work: queue.Queue[int | None] = queue.Queue()
+        child = None
+        if killed and killed[1] == "claim":
+            self._claim_and_abandon(killed[0], lines)  # the reaper queues it again: it stays in the queue
+        elif killed:
+            child = self._start_child_worker(killed[0])
+        for pk in ids:
+            if child is None or pk != killed[0]:
+                work.put(pk)
+        workers = [threading.Thread(target=_worker, args=(work,), name=f"soak-worker-{n}") for n in (1, 2)]
+        for worker in workers:
+            work.put(None)  # one end marker per worker
+            worker.start()
+        if child is not None:
+            self._kill_and_recover(killed, child, lines)
+        for worker in workers:
+            worker.join()
+
+    def _claim_and_abandon(self, operation_id: int, lines: list[str]) -> None:
+        """A worker that claimed the operation and died before its first heartbeat; the reaper finds it."""
+        dead = timezone.now() - timedelta(seconds=ops_settings().stale_after + 1)
+        Operation.objects.filter(pk=operation_id, state=Operation.State.QUEUED).update(
+            state=Operation.State.RUNNING, started_at=dead, heartbeat_at=dead, claimed_by="soak-dead-worker#0"
+        )
+        self.kills["claimed and abandoned"] += 1
+        if operation_id not in reap_stalled_operations():
+            self.problems.append(f"the reaper did not find operation {operation_id} stalled (heartbeat {dead})")
+
+    def _start_child_worker(self, operation_id: int) -> subprocess.Popen:
+        env = {**os.environ, "DATABASE_URL": _database_url(), "FLEXZONE_SECRETS_DIR": str(self.cast.secrets_dir),
+               "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "flexzone.settings"),
+               "FLEXZONE_LOG_LEVEL": "CRITICAL", **{k: str(v) for k, v in SOAK_SETTINGS.items()}}
+        code = "import sys, django; django.setup(); from operations import execute; execute(int(sys.argv[1]))"
+        return subprocess.Popen([sys.executable, "-c", code, str(operation_id)], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def _kill_and_recover(self, killed: tuple[int, str, float], child: subprocess.Popen, lines: list[str]) -> None:
+        """SIGKILL the child worker a moment after its claim; then the reaper finds the operation stalled
+        (heartbeat stale) and a worker (this thread) re-runs it in recovery mode."""
+        operation_id, _how, delay = killed
+        try:
+            _wait_for(lambda: Operation.objects.filter(pk=operation_id).exclude(state=Operation.State.QUEUED).exists(),
+                      20)
+            time.sleep(delay)
+        finally:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        op = Operation.objects.get(pk=operation_id)
+        self.kills["process killed " + ("mid-operation" if op.state in LIVE else "after the end")] += 1
+        lines.append(f"  child worker killed {delay:.2f} s after its claim, in phase {op.phase} ({op.state})")
+        if op.state == Operation.State.QUEUED:
+            lines.append(f"  the child worker never claimed operation {operation_id}; a worker runs it")
+            execute(operation_id)
+            return
+        deadline = time.monotonic() + ops_settings().stale_after * 4 + 5
+        while Operation.objects.filter(pk=operation_id, state__in=LIVE).exists():
+            if operation_id in reap_stalled_operations():
+                lines.append(f"  operation {operation_id} reaped and re-run: {execute(operation_id).state}")
+                return
+            if time.monotonic() > deadline:
+                self.problems.append(f"the reaper never found operation {operation_id} stalled after its worker died")
+                return
+            time.sleep(0.1)
+
+    def _settle_faults(self, step: Step, lines: list[str]) -> None:
+        """Count the faults that fired and disarm the rest, so that the checks read the routers cleanly."""
+        armed: dict[int, Counter[str]] = {}
+        for router_index, kind, count in step.faults:
+            armed.setdefault(router_index, Counter())[kind] += count
+        for router_index, kinds in armed.items():
+            sim = self.cast.sims[router_index]
+            left = Counter()
+            for fault in sim.faults:
+                left[fault.kind] += fault.count or 0
+            for kind, count in kinds.items():
+                fired = count - left[kind]
+                self.faults_fired[kind] += fired
+                if fired:
+                    lines.append(f"  {kind} fired {fired}x on {self.cast.routers[router_index].name}")
+            sim.clear_faults()
+
+    # Checking.
+
+    def check_invariants(self) -> list[str]:
+        """Every invariant, after all operations of a step have ended; the violations found, as text."""
+        problems, self.problems = self.problems, []
+        live = Operation.objects.filter(pk__in=self.ops, state__in=LIVE).values_list("pk", "state")
+        problems += [f"operation {pk} is still {state} after its step" for pk, state in live]
+        problems += self._registry_matches_routers()
+        problems += self._locks_exclusive()
+        problems += self._up_links_held()
+        problems += self._holders_linked()
+        return problems
+
+    def _registry_matches_routers(self) -> list[str]:
+        problems = []
+        for router in self.cast.routers:
+            report = None
+            for _attempt in range(3):  # a pooled session a fault left half-dead is replaced; try again
+                op = reconcile(repair=False, router=router.name)
+                report = op.result.get("routers", {}).get(router.name, {})
+                if op.state == Operation.State.SUCCEEDED:
+                    break
+            if "error" in report:
+                problems.append(f"(a) reconcile could not read {router.name}: {report['error']}")
+                continue
+            for key in ("missing", "extra", "mismatched", "in_flight"):
+                if report.get(key):
+                    problems.append(f"(a) reconcile of {router.name}: {key} {report[key]}")
+            recorded = {(link.port, link.zone.zone_id, link.remote_ip)
+                        for link in Link.objects.filter(router=router, state=Link.State.UP).select_related("zone")}
+            actual = {link.key for link in self.cast.sim_of(router).links()}
+            if recorded != actual:
+                problems.append(f"(a) {router.name}: registry up {sorted(recorded)} != router {sorted(actual)}")
+        return problems
+
+    def _locks_exclusive(self) -> list[str]:
+        problems = []
+        for device in self.cast.devices:
+            locks = list(DeviceLock.objects.filter(device=device).select_related("site"))
+            holders = ", ".join(f"{lock.site.name}{' (exclusive)' if lock.exclusive else ''}" for lock in locks)
+            if len(locks) > 1 and not device.shareable:
+                problems.append(f"(b) {device.description} is not shareable but is locked by {holders}")
+            elif len(locks) > 1 and any(lock.exclusive for lock in locks):
+                problems.append(f"(b) {device.description} has an exclusive lock alongside another: {holders}")
+        return problems
+
+    def _up_links_held(self) -> list[str]:
+        problems = []
+        for link in Link.objects.filter(router__in=self.cast.routers, state=Link.State.UP).select_related(
+            "site", "device", "router", "zone"
+        ):
+            held = DeviceLock.objects.filter(site_id=link.site_id, device__zone_id=link.zone_id,
+                                             device__owner_site_id=link.device.owner_site_id)
+            if not held.exists():
+                problems.append(f"(c) link {link.pk} ({link}, for {link.site.name}) is up but {link.site.name} holds "
+                                f"no device of zone {link.zone.zone_id} owned by site {link.device.owner_site_id}")
+        return problems
+
+    def _holders_linked(self) -> list[str]:
+        problems = []
+        for lock in DeviceLock.objects.filter(device__in=self.cast.devices).select_related(
+            "site", "device", "device__zone", "operation"
+        ):
+            up = Link.objects.filter(site_id=lock.site_id, zone_id=lock.device.zone_id, state=Link.State.UP,
+                                     device__owner_site_id=lock.device.owner_site_id)
+            if up.exists():
+                continue
+            live = lock.operation is not None and lock.operation.state in LIVE
+            what = f"lock {lock.pk} of {lock.device.description} for {lock.site.name} (operation {lock.operation_id})"
+            if not live:
+                problems.append(f"(d) {what}: the holder has no up link to zone {lock.device.zone.zone_id}")
+                problems.append(f"(e) {what}: neither a live operation nor an up link keeps it")
+        return problems
+
+    def summary(self, steps: int, started: float) -> dict[str, Any]:
+        ops = Counter(
+            f"{kind} {state}" for kind, state in Operation.objects.filter(pk__in=self.ops).values_list("kind", "state")
+        )
+        return {
+            "seed": self.seed, "steps": steps, "seconds": round(time.monotonic() - started, 1),
+            "operations": dict(sorted(ops.items())), "refused": dict(self.refused),
+            "faults_armed": dict(self.faults_armed), "faults_fired": dict(self.faults_fired),
+            "kills": dict(self.kills), "skipped": dict(self.skipped),
+        }
+
+
+def _journal_lines(op: Operation, what: str) -> list[str]:
+    """The operation's end and the engine's own notes on the way (retries, waits, recovery, kept links)."""
+    lines = [f"  op {op.pk} ({what}): {op.state}{' - ' + op.error[:300] if op.error else ''}"]
+    if op.kind != what.split()[0]:
+        lines[0] += f" [{op.kind} {op.request.get('site', '')} {op.request.get('device_description', '')}]"
+    notes = [line for line in op.transcript.splitlines() if line.startswith("# ")]
+    return lines + [f"      {note}" for note in notes[:8]]
+
+
+def _worker(work: queue.Queue) -> None:
+    """One worker: takes operations in queue order and runs each to its end, on its own connection."""
+    close_old_connections()
+    try:
+        while (operation_id := work.get()) is not None:
+            execute(operation_id)
+    finally:
+        connection.close()
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _database_url() -> str:
+    """This process's database (pytest's test database included) as a DATABASE_URL for a child."""
+    db = connection.settings_dict
+    auth = quote(db["USER"] or "", safe="") + (":" + quote(db["PASSWORD"], safe="") if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{quote(db['HOST'] or '127.0.0.1', safe='')}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], None] = print, *,
+             keep_on_failure: bool = False) -> dict[str, Any]:
+    """Walk until `steps` steps are done or `seconds` have passed (checked between steps); returns a
+    summary (operations by kind and state, faults armed and fired, kills, steps). Raises AssertionError
+    naming the seed, the step and the step log when an invariant breaks (the cast's rows and journal
+    are then kept for inspection if `keep_on_failure`; the simulators are stopped). Needs PostgreSQL."""
+    if connection.vendor != "postgresql":
+        raise RuntimeError("the soak needs PostgreSQL (DATABASE_URL=postgres://...): workers run on threads with "
+                           "connections of their own and a killed worker is a child process")
+    started = time.monotonic()
+    first_operation = (Operation.objects.order_by("-pk").values_list("pk", flat=True).first() or 0) + 1
+    with tempfile.TemporaryDirectory(prefix="flexzone-soak-") as secrets_dir, \
+            override_settings(**SOAK_SETTINGS, FLEXZONE_SECRETS_DIR=Path(secrets_dir)):
+        cast = build_cast(unused_prefix(), Path(secrets_dir), seed)
+        soak = Soak(seed, cast, out)
+        done, failed = 0, False
+        try:
+            out(f"soak seed {seed}: {', '.join(s.name for s in cast.sites)}; "
+                f"{', '.join(d.description for d in cast.devices)}")
+            while (steps is None or done < steps) and time.monotonic() - started < seconds:
+                done += 1
+                lines = soak.run_step(soak.choose(done))
+                soak.log += lines
+                out("\n".join(lines))
+                _raise_on(soak.check_invariants(), seed, done, soak.log)
+            _raise_on(soak.check_invariants(), seed, done, soak.log, at_end=True)
+            return soak.summary(done, started)
+        except AssertionError:
+            failed = True
+            raise
+        finally:
+            if failed and keep_on_failure:
+                out(f"soak: the cast {cast.prefix}-* and its journal are kept for inspection")
+                stop_simulators(cast)
+            else:
+                remove_cast(cast, first_operation)
+
+
+def _raise_on(problems: list[str], seed: int, step: int, log: list[str], *, at_end: bool = False) -> None:
+    if not problems:
+        return
+    where = "at the end" if at_end else f"after step {step}"
+    raise AssertionError(
+        f"soak invariant broken {where} (seed {seed}; replay: FLEXZONE_SOAK_SEED={seed} pytest "
+        f"tests/bench/test_soak.py, or python -m bench soak --seed {seed} --steps {step}):\n"
+        + "\n".join(f"  {problem}" for problem in problems)
+        + "\nstep log:\n" + "\n".join(log[-400:])
+    )
+
+
+def main(argv: list[str]) -> int:
+    """`python -m bench soak --minutes N [--seed S] [--steps K] [--quiet] [--keep-on-failure]`: prints each
+    step and a summary; exit status 1 when an invariant breaks (the message names the seed to replay)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m bench soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=1.0, help="how long to walk (default 1)")
+    parser.add_argument("--seed", type=int, default=None, help="replay this seed (default: a random one)")
+    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
+    parser.add_argument("--quiet", action="store_true", help="print the summary only, not every step")
+    parser.add_argument("--keep-on-failure", action="store_true",
+                        help="when an invariant breaks, keep the cast's rows and journal for inspection")
+    args = parser.parse_args(argv)
+    if connection.vendor != "postgresql":
+        parser.error("needs PostgreSQL: with SQLite the workers' own connections and a killed worker's recovery "
+                     "cannot be exercised")
+    if args.minutes <= 0:
+        parser.error("--minutes: must be more than 0")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**9)
+    print(f"soak seed {seed} ({args.minutes:g} min{', replayed' if args.seed else ''})", flush=True)
+    out = (lambda _text: None) if args.quiet else (lambda text: print(text, flush=True))
+    try:
+        summary = run_soak(seed, args.steps, args.minutes * 60, out=out, keep_on_failure=args.keep_on_failure)
+    except AssertionError as exc:
+        print(str(exc), file=sys.stderr)
+        print(f"soak: invariant broken (seed {seed})", file=sys.stderr)
+        return 1
+    print(json.dumps(summary, indent=2))
+    print(f"soak seed {seed}: {summary['steps']} steps, every invariant held")
+    return 0
+

@@ -1,0 +1,236 @@
+"""The experiments' sub-commands of `flexzone-lab` (`transfer`, `filesizes`, `all`), also `python -m lab.experiments`.
+
+    lab transfer  [--quick] [--where auto|lab|loopback] [--wan SPEC] [--results DIR] [--budget S]
+    lab filesizes [--quick] ...
+    lab effective [--quick] [--setup-s S --teardown-s S | --timing-scale F] ...
+    lab clients   [--quick] ...
+    lab latency   [--quick] ...      (lab only)
+    lab loss      [--quick] ...      (lab only)
+    lab all       [--quick] ...      every experiment that exists, then report.md with every plot
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import shlex
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from lab.experiments.base import Bench, Outcome
+
+# Experiments are imported when run: matplotlib and friends stay out of `lab up`'s start-up.
+EXPERIMENTS: dict[str, str] = {
+    "transfer": "xdd-style write/read rate vs record size for several file sizes (Figures 3-10)",
+    "filesizes": "1 MB .. 2 GB whole-file rates: SAN link vs local disk, with and without TLS",
+    "effective": "effective rate vs file size with link setup and teardown counted (Figure 15)",
+    "clients": "aggregate block throughput vs 1..N concurrent clients",
+    "latency": "add/list/remove time vs WAN RTT 0..160 ms through the service, registry/invocation/router split"
+    " (Figures 11-13)",
+    "loss": "add/list/remove success and time vs packet loss 0..30 percent through the service, agreement checked"
+    " (Figure 14)",
+}
+LAB_ONLY = ("latency", "loss")  # their impairments exist only between the lab's namespaces
+# They start the flexzone service, on a temporary PostgreSQL database of their own (lab.database).
+NEEDS_DATABASE = ("clients", "latency", "loss")
+ACTIONS = (*EXPERIMENTS, "all")
+
+
+def experiment(name: str) -> Any:
+    return importlib.import_module(f"lab.experiments.{name}")
+
+
+def add_subcommands(sub: Any) -> None:
+    """Register the experiment actions on the `lab` sub-parser set."""
+    for name in ACTIONS:
+        parser = sub.add_parser(name, help=EXPERIMENTS.get(name, "every experiment, then report.md with every plot"))
+        parser.add_argument("--quick", action="store_true", help="the short variant (about a few minutes)")
+        parser.add_argument("--where", choices=["auto", "lab", "loopback"], default="auto",
+                            help="lab namespaces (root) or loopback without an emulated WAN; auto: lab if root")
+        parser.add_argument("--wan", default="none", help="impairment both ways between the sites, e.g. delay=10ms")
+        parser.add_argument("--results", type=Path, default=None, help="results root (default lab-results/)")
+        parser.add_argument("--budget", type=float, default=None, help="time budget per experiment in seconds")
+        if name in ("transfer", "filesizes", "all"):
+            parser.add_argument("--queue-depth", type=int, default=None,
+                                help="outstanding requests per client (xdd -queuedepth; default 1)")
+        if name in ("transfer", "all"):
+            parser.add_argument("--passes", type=int, default=None, help="passes per cell (xdd -passes)")
+        if name in ("effective", "all"):
+            parser.add_argument("--setup-s", type=float, default=None,
+                                help="use this link setup time instead of measuring it on simulated routers")
+            parser.add_argument("--teardown-s", type=float, default=None, help="ditto for the teardown time")
+            parser.add_argument("--timing-scale", type=float, default=None,
+                                help="scale of the simulators' seed timing when measuring setup (quick: 0.05)")
+        if name == "all":
+            parser.add_argument("--no-selfcheck", action="store_true", help="skip the emulator self-check")
+
+
+def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
+    """Run the experiment named by options["action"] (or all of them) and write its results folder."""
+    from lab.database import NoPostgres, server_url
+    from lab.experiments.base import open_bench, results_folder
+    from lab.experiments.report import write_report
+
+    out = out or sys.stdout
+    action = options["action"]
+    command = " ".join([invoked_as(), *(shlex.quote(a) for a in sys.argv[1:])])
+    where = options.get("where") or "auto"
+    if where == "auto":
+        where = "lab" if os.geteuid() == 0 else "loopback"
+    if where == "lab" and os.geteuid() != 0:
+        print("the lab needs root (network namespaces); use --where loopback", file=sys.stderr)
+        return 2
+    names = list(EXPERIMENTS) if action == "all" else [action]
+    if where != "lab" and any(name in LAB_ONLY for name in names):
+        if action != "all":
+            print(f"{action} needs the lab (root, --where lab)", file=sys.stderr)
+            return 2
+        names = [name for name in names if name not in LAB_ONLY]
+    if any(name in NEEDS_DATABASE for name in names):
+        try:
+            server_url()
+        except NoPostgres as exc:  # before anything starts: one line saying what to set
+            print(f"lab {action}: {exc}", file=sys.stderr)
+            return 2
+    plans = {name: _plan(name, options) for name in names}
+    target_bytes = max(plan.target_bytes for plan in plans.values())
+    folder = results_folder(action, options.get("results"))
+    print(f"results: {folder}", file=out, flush=True)
+    outcomes: list[Outcome] = []
+    extra: list[tuple[str, str]] = []
+    checks_passed = True
+    with _lab(options, where) as (lab, owned):
+        data_path = any(name not in LAB_ONLY for name in names)
+        with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none",
+                        data_path=data_path) as bench:
+            for name in names:
+                sub = folder / name if action == "all" else folder
+                sub.mkdir(parents=True, exist_ok=True)
+                outcomes.append(_run_one(name, bench, plans[name], sub, out, command))
+            environment = bench.environment()
+        # Last, on a fresh testbed when it is ours: once any lab.clear() has stopped the delay emulators, the
+        # fallback backend reports "delay emulator is not running" for every later window
+        # (lab/backends.py, FallbackBackend.end_window keys on the stopped emulator's stats file).
+        if action == "all" and lab is not None and not options.get("no_selfcheck"):
+            if owned:
+                lab.down()
+                lab.up(2)
+            verdict, checks_passed = _selfcheck(lab, folder, options.get("quick", False), out)
+            extra.append(("Emulator self-check", verdict))
+    if action == "all" and where != "lab":
+        extra.append(("Not run on loopback", ", ".join(LAB_ONLY) + ": they need the lab's emulated WAN "
+                      "(run as root with --where lab)."))
+    report = write_report(folder, outcomes, environment, command=command, extra_sections=extra)
+    for outcome in outcomes:
+        print(f"\n## {outcome.title}\n{outcome.table}", file=out)
+        for note in outcome.notes:
+            print(f"- {note}", file=out)
+    print(f"\nreport: {report}", file=out, flush=True)
+    return 0 if all(o.valid for o in outcomes) and checks_passed else 1
+
+
+def invoked_as() -> str:
+    """The program as its user typed it, for the report: `flexzone-lab`, `python -m lab` or
+    `python -m lab.experiments`."""
+    program = Path(sys.argv[0])
+    if program.name != "__main__.py":
+        return program.name
+    return "python -m " + ("lab.experiments" if program.parent.name == "experiments" else "lab")
+
+
+def _plan(name: str, options: dict[str, Any]) -> Any:
+    module = experiment(name)
+    plan = module.QUICK if options.get("quick") else module.FULL
+    if options.get("budget"):
+        plan = replace(plan, budget_s=float(options["budget"]))
+    if name in ("transfer", "filesizes") and options.get("queue_depth"):
+        plan = replace(plan, queue_depth=options["queue_depth"])
+    if name == "transfer" and options.get("passes"):
+        plan = replace(plan, passes=options["passes"])
+    if name == "effective":
+        if (options.get("setup_s") is None) != (options.get("teardown_s") is None):
+            raise SystemExit("give both --setup-s and --teardown-s, or neither (then they are measured)")
+        if options.get("setup_s") is not None:
+            plan = replace(plan, setup_s=options["setup_s"], teardown_s=options["teardown_s"])
+        if options.get("timing_scale") is not None:
+            plan = replace(plan, timing_scale=options["timing_scale"])
+    return plan
+
+
+def _run_one(name: str, bench: Bench, plan: Any, folder: Path, out: TextIO, command: str) -> Outcome:
+    """Run one experiment; a failure becomes an invalid outcome in the report instead of ending `lab all`."""
+    from lab.experiments.base import Outcome
+
+    started = time.monotonic()
+    try:
+        outcome: Outcome = experiment(name).run(bench, plan, folder, out=sys.stderr, command=command)
+    except Exception as exc:  # noqa: BLE001 - reported, and the remaining experiments still run
+        print(f"{name}: FAILED after {time.monotonic() - started:.0f} s: {exc}", file=out, flush=True)
+        return Outcome(name, f"{name} (failed)", folder, command, "", [], [f"FAILED: {type(exc).__name__}: {exc}"],
+                       valid=False)
+    print(f"{name}: done in {time.monotonic() - started:.0f} s, {len(outcome.plots)} plots in {folder}", file=out,
+          flush=True)
+    return outcome
+
+
+@contextlib.contextmanager
+def _lab(options: dict[str, Any], where: str) -> Iterator[tuple[Any, bool]]:
+    """(the lab to run in, whether we brought it up and take it down afterwards), or (None, False) on loopback."""
+    if where != "lab":
+        yield None, False
+        return
+    from lab.testbed import DEFAULT_PREFIX, Lab
+
+    lab = Lab(prefix=options.get("prefix") or DEFAULT_PREFIX, run_dir=options.get("run_dir"))
+    owned = not lab.is_up
+    if owned:
+        lab.up(2)
+    try:
+        yield lab, owned
+    finally:
+        if owned:
+            lab.down()
+
+
+def _selfcheck(lab: Any, folder: Path, quick: bool, out: TextIO) -> tuple[str, bool]:
+    """Run the emulator self-check (lab.selfcheck) into folder/selfcheck; return its verdict (Markdown) and
+    whether it passed."""
+    from lab.selfcheck import FULL, QUICK, run_checks
+
+    try:
+        report = run_checks(lab, QUICK if quick else FULL, mode="quick" if quick else "full",
+                            budget_s=240 if quick else 1200)
+    except Exception as exc:  # noqa: BLE001 - the report still gets written, saying so
+        print(f"selfcheck: FAILED to run: {exc}", file=out, flush=True)
+        return f"Verdict: **did not run** ({type(exc).__name__}: {str(exc)[:300]}).", False
+    report.write(folder / "selfcheck")
+    verdict = "PASSED" if report.passed else "FAILED"
+    print(f"selfcheck {verdict}: {report.summary_line()}", file=out, flush=True)
+    failed = [f"{r.profile} {r.kind}: " + ("; ".join(r.health) or "outside target") for r in report.rows
+              if not (r.within_target and r.valid)]
+    text = (f"Verdict: **{verdict}** ({report.summary_line()}). Raw data: `selfcheck/selfcheck.csv`, "
+            "`selfcheck/selfcheck.json`." + "".join(f"\n- {line}" for line in failed))
+    return text, report.passed
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from lab.testbed import DEFAULT_PREFIX
+
+    parser = argparse.ArgumentParser(prog="python -m lab.experiments", description=__doc__.split("\n")[0])
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="name prefix of the lab's namespaces")
+    parser.add_argument("--run-dir", type=Path, default=None, help="lab state, PID files, logs (default .lab/)")
+    sub = parser.add_subparsers(dest="action", metavar="EXPERIMENT")
+    sub.required = True
+    add_subcommands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_experiment(vars(build_parser().parse_args(argv)))

@@ -1,0 +1,188 @@
+"""`loss`: success rate and time of add / list / remove vs packet loss (the paper's Figure 14), through the
+flexzone service.
+
+The service runs at the primary site (lab.experiments.service: the engine in the primary namespace, asked
+for every operation over REST); loss is applied to both directions of the WAN (so a request/reply exchange
+is lost with 1-(1-p)^2) over a fixed round trip. At every loss rate the engine runs add / list / remove
+operations with bounded router timeouts, attempts and total time, so an operation TCP cannot complete
+ends `failed` / `rolled_back` instead of hanging the run; each row carries the journal's state, attempts,
+error and registry / invocation / router split.
+
+After every point the loss is lifted (the round trip stays) and the engine's reconcile runs as a report:
+registry and routers agree when no router shows a link missing, extra or mismatched. The final link
+listing is recorded too. A disagreement is then repaired (recorded), so the next point starts clean.
+The full run does >= 50 operations per point.
+A point the emulator spoiled is measured once more when the budget allows (the first attempt's reason is
+kept as `remeasured_after`); one still spoiled is marked invalid.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from lab.experiments.base import Bench, Budget, Outcome, Progress, markdown_table, write_csv, write_json
+from lab.experiments.service import LabService, ServiceSettings
+from lab.plots import Panel, Series, figure
+
+OPS = ("add", "list", "remove")
+
+
+@dataclass(frozen=True)
+class Plan:
+    loss_pct: tuple[float, ...]
+    repetitions: int  # add/list/remove cycles per point: 3 operations each
+    rtt_ms: float
+    service: ServiceSettings = field(default_factory=ServiceSettings)
+    budget_s: float = 180
+    sessions: str = "per-operation"  # or "pooled" (see latency.py)
+
+    @property
+    def target_bytes(self) -> int:
+        return 1 << 20
+
+
+QUICK = Plan(loss_pct=(0, 6, 12, 30), repetitions=2, rtt_ms=20,
+             service=ServiceSettings(timing_scale=0.05, router_timeout=4, max_attempts=3, backoff=0.2,
+                                     total_timeout=10), budget_s=180)
+FULL = Plan(loss_pct=(0, 2, 4, 6, 8, 10, 12, 16, 20, 25, 30), repetitions=17, rtt_ms=20,
+            service=ServiceSettings(timing_scale=0.2, router_timeout=15, max_attempts=5, backoff=0.5,
+                                    total_timeout=60), budget_s=5400)
+
+
+def _profile(loss: float, rtt_ms: float) -> Any:
+    from lab.profiles import Impairment, LinkProfile
+
+    return LinkProfile.symmetric(f"loss{loss:g}", Impairment(delay_ms=rtt_ms / 2, loss_pct=loss))
+
+
+def _estimate(plan: Plan, loss: float) -> float:
+    per_op = 1.5 + 30 * plan.service.timing_scale + 20 * plan.rtt_ms / 1000
+    worst = plan.service.total_timeout
+    return plan.repetitions * len(OPS) * min(per_op * (1 + loss / 5), worst) + 8
+
+
+def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, command: str = "") -> Outcome:
+    out = out or sys.stderr
+    lab = getattr(bench, "lab", None)
+    if lab is None:
+        raise RuntimeError("loss needs the lab (root, --where lab): loss is emulated between namespaces")
+    budget = Budget(plan.budget_s)
+    estimates = [_estimate(plan, loss) for loss in plan.loss_pct]
+    progress = Progress(estimates, out, label="loss ")
+    rows: list[dict[str, Any]] = []
+    points: list[dict[str, Any]] = []
+    skipped = budget.skipped
+    service_info: dict[str, Any] = {}
+    pooled = plan.sessions == "pooled"
+    try:
+        with LabService(lab, plan.service) as service:
+            service_info = service.describe()
+            for i, loss in enumerate(plan.loss_pct):
+                if not budget.admit(estimates[i], f"loss {loss:g} %", progress):
+                    continue
+                progress.step(f"loss {loss:g} % both ways, RTT {plan.rtt_ms:g} ms: "
+                              f"{plan.repetitions * len(OPS)} operations through the service")
+                spoiled: list[str] = []
+                for attempt in (1, 2):  # a point the emulator spoiled is measured once more if the budget allows
+                    point_rows, point = _measure_point(lab, service, plan, loss, pooled)
+                    if point["valid"] or attempt == 2 or not budget.allows(estimates[i]):
+                        break
+                    spoiled.append(point["health"])
+                rows += point_rows
+                points.append({**point, "remeasured_after": "; ".join(spoiled)})
+                progress.finished()
+    finally:
+        lab.clear()
+    return _write(bench, plan, folder, rows, points, skipped, command, service_info)
+
+
+def _measure_point(lab: Any, service: LabService, plan: Plan, loss: float,
+                   pooled: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One loss rate: the operations in an emulator health window, then agreement with the loss lifted."""
+    lab.impair("primary", "remote", _profile(loss, plan.rtt_ms))
+    with lab.measurement() as health:
+        result, _ = service.run(plan.repetitions, warmup=pooled, pool=pooled)
+    result = [r for r in result if r["rep"] != 0]
+    # Agreement is read with the loss lifted: what is asked is whether the point left registry and routers
+    # consistent, not whether a lossy read succeeds. Re-impairing, never clearing (see commands.py).
+    lab.impair("primary", "remote", _profile(0, plan.rtt_ms))
+    _, report = service.run(0, warmup=False, reconcile=True, repair=True, pool=False)
+    report = report or {}
+    rows = [{"loss_pct": loss, "op": row["kind"], "ok": row["state"] == "succeeded",
+             "seconds": row["total_ms"] / 1000, **row, "valid": health.valid, "health": "; ".join(health.reasons)}
+            for row in result]
+    ok = sum(1 for r in result if r["state"] == "succeeded")
+    point = {"loss_pct": loss, "ops": len(result), "ok": ok, "success_rate": ok / len(result) if result else 0.0,
+             "agree": report.get("agree"), "drift": report.get("drift"), "final": report.get("final_links"),
+             "repaired": "repair" in report, "agree_after_repair": (report.get("after_repair") or {}).get("agree"),
+             "valid": health.valid, "health": "; ".join(health.reasons)}
+    return rows, point
+
+
+def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], points: list[dict[str, Any]],
+           skipped: list[str], command: str, service: dict[str, Any]) -> Outcome:
+    write_csv(folder / "loss.csv", rows)
+    write_csv(folder / "loss-points.csv", [{k: v for k, v in p.items() if k not in ("final", "drift")}
+                                           for p in points])
+    write_json(folder / "loss.json", {"plan": asdict(plan), "environment": bench.environment(), "service": service,
+                                      "rows": rows, "points": points, "skipped": skipped})
+    losses = [p["loss_pct"] for p in points]
+    success = Series("success rate (%)", losses, [100 * p["success_rate"] for p in points])
+    drifted = [p for p in points if p["agree"] is not True]
+    marks = [Series("registry/routers disagreed after the point", [p["loss_pct"] for p in drifted],
+                    [100 * p["success_rate"] for p in drifted], style="rx")] if drifted else []
+    time_series = []
+    for op in OPS:
+        med = []
+        for loss in losses:
+            values = [r["seconds"] for r in rows if r["op"] == op and r["loss_pct"] == loss and r["ok"]]
+            med.append(statistics.median(values) if values else float("nan"))
+        kept = [(x, y) for x, y in zip(losses, med, strict=True) if y == y]
+        if kept:
+            time_series.append(Series(f"{op} (median of successes)", [x for x, _ in kept], [y for _, y in kept]))
+    table = []
+    for p in points:
+        mine = [r for r in rows if r["loss_pct"] == p["loss_pct"]]
+        times = [r["seconds"] for r in mine if r["ok"]]
+        phases = {k: statistics.median(r[k] for r in mine if r["ok"]) if times else "-"
+                  for k in ("registry_ms", "invocation_ms", "router_ms")}
+        retried = sum(1 for r in mine if r["ok"] and r["attempts"] > 2)
+        table.append([f"{p['loss_pct']:g}", p["ops"], f"{100 * p['success_rate']:.0f}%",
+                      statistics.median(times) if times else "-", max(times) if times else "-",
+                      phases["registry_ms"], phases["invocation_ms"], phases["router_ms"], retried,
+                      {True: "yes", False: "NO", None: "unread"}[p["agree"]]
+                      + ("" if p["valid"] else " (invalid)")])
+    plot = figure(folder / "loss.png", [
+        Panel("success rate vs loss (both directions)", [success, *marks], {}, xlabel="loss per direction (%)",
+              ylabel="% of operations", logx=False, byte_ticks=False),
+        Panel("operation time vs loss", time_series, {}, xlabel="loss per direction (%)", ylabel="seconds",
+              logx=False, byte_ticks=False),
+    ], f"flexzone operations under packet loss (service at primary, RTT {plan.rtt_ms:g} ms, timing scale "
+       f"{plan.service.timing_scale:g})")
+    failures: dict[str, int] = {}
+    for r in rows:
+        if not r["ok"]:
+            kind = f"{r['state']}: " + (r["error"].split(":")[0][:60] or "?")
+            failures[kind] = failures.get(kind, 0) + 1
+    s = plan.service
+    notes = [f"Each point: {plan.repetitions} add/list/remove cycles ({plan.sessions} sessions); router timeouts "
+             f"{s.router_timeout:g} s, {s.max_attempts} attempts per step, operation limit {s.total_timeout:g} s.",
+             "Failures by kind: " + (", ".join(f"{k} {v}" for k, v in sorted(failures.items())) or "none") + ".",
+             "Agreement: the engine's reconcile (report only) after each point with the loss lifted; a "
+             "disagreement is repaired before the next point (loss-points.csv: repaired, agree_after_repair)."]
+    again = [f"{p['loss_pct']:g} %" for p in points if p.get("remeasured_after")]
+    if again:
+        notes.append(f"Measured twice because the emulator spoiled the first attempt: {', '.join(again)} "
+                     "(reasons in the JSON, remeasured_after).")
+    invalid = sum(1 for p in points if not p["valid"])
+    if invalid:
+        notes.append(f"{invalid} points were spoiled by the emulator (marked invalid): "
+                     + "; ".join(f"{p['loss_pct']:g} %: {p['health']}" for p in points if not p["valid"]))
+    return Outcome("loss", "Operation success and time vs packet loss (Figure 14)", folder, command,
+                   markdown_table(["loss %", "ops", "success", "median s", "max s", "registry ms", "invocation ms",
+                                   "router ms", "retried", "registry/routers agree"], table),
+                   [plot], notes, skipped, valid=not invalid and bool(rows))

@@ -1,0 +1,259 @@
+"""The flexzone service in the lab: simulators at both sites, the engine at the primary site, driven over REST.
+
+As in the reference testbed, the management server sits at the primary site and reaches every router
+across the emulated WAN: an McData Eclipse simulator on the primary site's management address, a Nishan
+IPS 3000 simulator on the remote site's, and the operations engine (`manage.py worker`) running inside
+the primary site's namespace. The rest of the service is started from outside as a user would
+(lab.deployment): a temporary PostgreSQL database of its own, the demo registry and PKI loaded by
+`manage.py loaddemo` and `manage.py demo_pki`, and `manage.py serve`, the REST API over mutual TLS, on this
+host's loopback. The lab then uses that API as the admin principal (root): it moves the demo sites and
+routers onto the lab's addresses and simulator ports, and asks for every operation there. The API and the
+database stay on this host (the worker reaches PostgreSQL over its UNIX socket), so only the engine's
+router sessions cross the WAN. Router passwords are the ones `loaddemo` generated (file:NAME secrets in the
+run's scratch directory), which the simulators read with --password-file.
+
+`LabService.run()` returns the engine's own journal figures per operation, as the API's operation JSON
+carries them: registry_ms (planning, locks, journal), router_ms (waiting on the routers, WAN included),
+invocation_ms (the rest: session handling, retries' back-off, verification bookkeeping) and total_ms;
+wall_ms is what the client waited (REST, queue and the operation). The operations are what a user asks for:
+`add` and `remove` are /api/connect/ and /api/disconnect/ (`flexzone --add/--remove`), `list` is the V1
+lsifcp through /api/invoke/ on the remote router (`flexzone-rtr --lsifcp`), the router across the WAN.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cli.client import Client, json_body
+from cli.errors import CliError
+from lab.database import server_url
+from lab.deployment import Deployment
+
+SIM_PORT = 2324  # 2323 is the router-only probe's simulator (mgmt.py), which may run beside it
+USERNAME = "admin"  # the demo routers' user (manage.py loaddemo)
+PLATFORMS = {"primary": "mcdata_eclipse", "remote": "nishan_ips3000"}  # the demo's: primary-rtr, remote-rtr
+REQUESTER = "primary-site"
+DEVICE = "XRAID2"  # owned by the remote site: an add configures both routers, the remote one across the WAN
+LISTED = "remote-rtr"
+WORKER = "svc-worker"
+TERMINAL = ("succeeded", "failed", "rolled_back")
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """How the service runs in an experiment; recorded with the results."""
+
+    timing_scale: float = 0.05  # simulators' seed timing (Eclipse ~12 s to a prompt at 1.0)
+    router_timeout: float = 30.0  # Router.connect_timeout / command_timeout
+    max_attempts: int = 5  # FLEXZONE_OPS_MAX_ATTEMPTS
+    backoff: float = 0.5  # FLEXZONE_OPS_BACKOFF
+    total_timeout: float = 180.0  # FLEXZONE_OPS_TOTAL_TIMEOUT
+    save_config: str = "each"  # a batched save would land inside the next operation's router time
+    pool: bool = True  # pooled logged-in sessions, as the engine runs by default
+
+    def ops_env(self) -> dict[str, str]:
+        return {"FLEXZONE_OPS_MAX_ATTEMPTS": str(self.max_attempts), "FLEXZONE_OPS_BACKOFF": f"{self.backoff:g}",
+                "FLEXZONE_OPS_BACKOFF_MAX": f"{max(self.backoff * 8, 1):g}",
+                "FLEXZONE_OPS_TOTAL_TIMEOUT": f"{self.total_timeout:g}", "FLEXZONE_OPS_SAVE_CONFIG": self.save_config,
+                "FLEXZONE_OPS_POOL": "1" if self.pool else "0", "FLEXZONE_OPS_ROUTER_WAIT": "30",
+                # An operation's answer is waited for in one request (?wait=) when it can be.
+                "FLEXZONE_API_MAX_WAIT": f"{self.total_timeout + 30:g}"}
+
+
+class LabService:
+    """The service and its two routers in a running lab; a context manager that leaves nothing behind."""
+
+    def __init__(self, lab: Any, settings: ServiceSettings | None = None) -> None:
+        self.lab = lab
+        self.settings = settings or ServiceSettings()
+        self.deployment: Deployment | None = None
+        self.scratch = Path(tempfile.mkdtemp(prefix="fz-svc-"))
+        self.sims: list[str] = []
+        self.worker_pool: bool | None = None  # the running worker's session pooling, None: no worker
+        self.worker_url: str | None = None  # the database as the worker in the primary site reaches it
+        self.client: Client | None = None
+
+    @property
+    def database(self) -> str:
+        return self.deployment.database.name if self.deployment else ""
+
+    def start(self) -> LabService:
+        try:
+            deployment = self.deployment = Deployment(server_url(), label=self.lab.prefix, fcip=False,
+                                                      procs=self.lab.procs, env=self.settings.ops_env(),
+                                                      serve_name="svc-serve")
+            self.worker_url = deployment.database.socket_url()
+            if self.worker_url is None:
+                raise RuntimeError("the engine in the primary site reaches PostgreSQL over its UNIX socket, and "
+                                   "DATABASE_URL names a server that is not on this host (or whose socket is not in "
+                                   "/var/run/postgresql, /run/postgresql or /tmp)")
+            deployment.start()
+            self._start_worker(self.settings.pool)  # early: it is up by the first operation
+            for site, platform in PLATFORMS.items():
+                name = f"svc-sim-{site}"
+                self.lab.start_router_sim(site, platform, name=name, telnet_port=SIM_PORT,
+                                          state_dir=self.scratch / name, args=[
+                                              "--timing-scale", f"{self.settings.timing_scale:g}", "--username",
+                                              USERNAME, "--password-file", str(deployment.password(f"{site}-rtr")),
+                                              "--seed", "7"])
+                self.sims.append(name)
+            self.lab.wait_listening("remote", SIM_PORT, timeout=20)
+            self.client = deployment.client("root", timeout=self.settings.total_timeout + 60)
+            self._move_registry_into_the_lab(self.client)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _move_registry_into_the_lab(self, client: Client) -> None:
+        """The demo's sites and routers on the lab's addresses, as an admin changes them through the API."""
+        sites = {s["name"]: s for s in client.get_all("/api/sites/")}
+        routers = {r["name"]: r for r in client.get_all("/api/routers/")}
+        for site in PLATFORMS:
+            where = self.lab.site(site)
+            client.request("PATCH", f"/api/sites/{sites[f'{site}-site']['id']}/",
+                           body={"management_ip": where.mgmt_addr, "data_ip": where.data_addr})
+            client.request("PATCH", f"/api/routers/{routers[f'{site}-rtr']['id']}/", body={
+                "host": where.mgmt_addr, "port": SIM_PORT, "username": USERNAME,
+                "connect_timeout": self.settings.router_timeout, "command_timeout": self.settings.router_timeout})
+
+    def _start_worker(self, pool: bool) -> None:
+        """A fresh `manage.py worker` in the primary site (a fresh session pool, as each run had its own)."""
+        assert self.deployment is not None
+        self.deployment.stop_process(WORKER)
+        self.deployment.spawn(WORKER, ["worker", "--concurrency", "1"], netns=self.lab.site("primary").netns,
+                              database_url=self.worker_url, FLEXZONE_OPS_POOL="1" if pool else "0")
+        self.worker_pool = pool
+
+    def run(self, reps: int, *, warmup: bool = True, reconcile: bool = False, repair: bool = False,
+            pool: bool | None = None, timeout: float | None = None,
+            ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """Operations through the service: (rows, reconcile report or None).
+
+        `pool` overrides the settings' session pooling for this run (False: every operation logs in and out,
+        as the reference system's server did for each invocation). A pooled run starts with a fresh worker,
+        so its warm-up (a `list` of each router, reported as rep 0) logs the pool in; `timeout` bounds the
+        whole run."""
+        assert self.client is not None
+        pooled = self.settings.pool if pool is None else pool
+        if pooled or self.worker_pool != pooled:
+            self._start_worker(pooled)
+        if timeout is None:
+            timeout = (3 * reps + 4) * self.settings.total_timeout + 60
+        deadline = time.monotonic() + timeout
+        rows = [self.operation("list", 0, deadline, router=f"{site}-rtr") for site in PLATFORMS] if warmup else []
+        for rep in range(1, reps + 1):
+            for kind in ("add", "list", "remove"):
+                rows.append(self.operation(kind, rep, deadline))
+        report = None
+        if reconcile:
+            report = self.agreement(deadline)
+            if repair and not report["agree"]:
+                op = self._submit("/api/reconcile/", {"repair": True, "policy": "registry"}, deadline)
+                report["repair"] = {"state": op["state"], "error": (op["error"] or "")[:300], "result": op["result"]}
+                report["after_repair"] = self.agreement(deadline)
+        return rows, report
+
+    def operation(self, kind: str, rep: int, deadline: float, router: str = LISTED) -> dict[str, Any]:
+        """One operation asked for over REST (`list`: of `router`); a request refused before it is journaled
+        is a row too (state "refused", its wall time counted as registry time, as the planner refused it)."""
+        path, body = {"add": ("/api/connect/", {"site": REQUESTER, "device_description": DEVICE}),
+                      "remove": ("/api/disconnect/", {"site": REQUESTER, "device_description": DEVICE}),
+                      "list": ("/api/invoke/", {"router": router, "command": "lsifcp"})}[kind]
+        started = time.perf_counter()
+        try:
+            op = self._submit(path, body, deadline)
+        except CliError as exc:
+            wall = (time.perf_counter() - started) * 1000
+            return {"kind": kind, "rep": rep, "state": "refused", "attempts": 0, "error": exc.message[:300],
+                    "registry_ms": wall, "invocation_ms": 0.0, "router_ms": 0.0, "total_ms": wall, "wall_ms": wall}
+        return {"kind": kind, "rep": rep, "state": op["state"], "attempts": op["attempts"],
+                "error": (op["error"] or "")[:300], "registry_ms": op["registry_ms"],
+                "invocation_ms": op["invocation_ms"], "router_ms": op["router_ms"], "total_ms": op["total_ms"],
+                "wall_ms": (time.perf_counter() - started) * 1000}
+
+    def _submit(self, path: str, body: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """POST an operation, waiting for its end in the request (?wait=), then by re-reading it if need be."""
+        assert self.client is not None
+        wait = max(1.0, min(self.settings.total_timeout + 30, deadline - time.monotonic()))
+        op = json_body(self.client.request("POST", path, params={"wait": f"{wait:.0f}"}, body=body,
+                                           timeout=wait + 30))
+        while op["state"] not in TERMINAL:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"operation {op['id']} ({path}) did not end within the run's time limit")
+            time.sleep(0.2)
+            op = self.client.get(op["url"])
+        return op
+
+    def agreement(self, deadline: float, tries: int = 3) -> dict[str, Any]:
+        """Reconcile (report only) and say whether registry and routers agree; retried, since it crosses the WAN."""
+        last: dict[str, Any] = {}
+        for _ in range(tries):
+            op = self._submit("/api/reconcile/", {"repair": False}, deadline)
+            routers = (op["result"] or {}).get("routers", {})
+            drift = {name: {key: report.get(key, []) for key in ("missing", "extra", "mismatched", "unresolved")}
+                     for name, report in routers.items()}
+            readable = op["state"] == "succeeded" and all("error" not in r for r in routers.values())
+            last = {"state": op["state"], "error": (op["error"] or "")[:300], "readable": readable, "drift": drift,
+                    "agree": readable and not any(v for d in drift.values() for v in d.values()),
+                    "reconcile_ms": op["total_ms"]}
+            if readable:
+                break
+        last["final_links"] = self._final_links(deadline)
+        return last
+
+    def _final_links(self, deadline: float) -> Any:
+        """What each router holds now (lsifcp on each, through the API)."""
+        links: dict[str, Any] = {}
+        for site in PLATFORMS:
+            router = f"{site}-rtr"
+            try:
+                op = self._submit("/api/invoke/", {"router": router, "command": "lsifcp"}, deadline)
+            except (CliError, TimeoutError) as exc:
+                return {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            if op["state"] != "succeeded":  # under heavy loss the read-back itself may fail: say so
+                return {"error": f"{router}: {(op['error'] or op['state'])[:200]}"}
+            links[router] = sorted([link["port"], link["zone"], link["remote_ip"], link.get("state")]
+                                   for link in op["result"]["links"])
+        return links
+
+    def describe(self) -> dict[str, Any]:
+        return {"service_site": "primary", "engine": "manage.py worker in the primary site's namespace",
+                "api": "manage.py serve on this host's loopback, used as admin principal root",
+                "database": self.database, "database_via": "unix socket (worker), DATABASE_URL's server (API)",
+                "list": f"lsifcp on {LISTED} through /api/invoke/",
+                "routers": {site: {"platform": p, "mgmt": self.lab.site(site).mgmt_addr, "port": SIM_PORT}
+                            for site, p in PLATFORMS.items()},
+                "settings": asdict(self.settings)}
+
+    def stop(self) -> None:
+        try:
+            for name in self.sims:
+                self.lab.stop(name)
+            self.sims = []
+            if self.client is not None:
+                self.client.session.close()
+                self.client = None
+        finally:
+            try:
+                if self.deployment is not None:
+                    self.deployment.stop()
+                self.worker_pool = None
+            finally:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> LabService:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def phase_sum_ok(row: dict[str, Any], tolerance_ms: float = 1.0) -> bool:
+    """registry + invocation + router == total (the engine's own bookkeeping; invocation is the remainder)."""
+    return abs(row["registry_ms"] + row["invocation_ms"] + row["router_ms"] - row["total_ms"]) <= tolerance_ms

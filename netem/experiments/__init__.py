@@ -1,5 +1,0 @@
-"""The lab's experiments: block transfers through the SAN link (transfer, filesizes, effective) and the report.
-
-Each experiment is one function `run(bench, plan, folder, out) -> Outcome` plus a QUICK and a FULL plan,
-driven by `python manage.py lab <name> [--quick]` or `python -m netem.experiments <name> [--quick]`.
-"""

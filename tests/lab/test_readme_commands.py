@@ -1,0 +1,96 @@
+"""The lab commands the README shows, run as a user would: `python -m lab ...` in a subprocess, in an
+environment that holds nothing of ours but what the test gives it (no DATABASE_URL unless given), with the
+default SQLite file moved where the test can see that nothing touched it.
+
+The README's own lines are read, so a lab command added to it without a quick form here fails this test.
+`selfcheck --quick` runs as a user would in test_selfcheck.py (in a lab the fixture brought up on the
+fallback backend, so that every kernel checks the same one); `all --quick` runs here, on loopback and with a
+budget of seconds per experiment: in the lab its experiments take minutes (latency and loss through the
+service in the lab are tested in test_experiments.py and test_service_experiments.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from lab.database import maintenance_url
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOWN = re.compile(r"^(?:sudo (?:--preserve-env=DATABASE_URL )?)?\.venv/bin/python -m lab ([^#]*?)\s*(?:#.*)?$")
+# What each README lab command runs in the tests.
+QUICK = {
+    "selfcheck --quick": "tests/lab/test_selfcheck.py",
+    "all --quick": ["all", "--quick", "--where", "loopback", "--budget", "3", "--setup-s", "2", "--teardown-s", "1"],
+}
+PLOTS = ("transfer/transfer-sequential.png", "transfer/transfer-random.png", "filesizes/filesizes.png",
+         "effective/effective.png", "clients/clients.png", "clients/api_clients.png")
+
+
+def readme_lab_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return [found.group(1) for block in re.findall(r"```sh\n(.*?)```", text, re.S) for line in block.splitlines()
+            if (found := SHOWN.match(line.strip()))]
+
+
+def run_lab(argv: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m lab ARGV` from the repository, with nothing of ours in the environment but `env`."""
+    keep = {name: value for name, value in os.environ.items()
+            if not name.startswith(("FLEXZONE_", "DATABASE_URL", "DJANGO_", "PYTEST_"))}
+    env = {**keep, "FLEXZONE_SQLITE_PATH": str(tmp_path / "default.sqlite3"), "FLEXZONE_LAB_DIR": str(tmp_path / "run"),
+           **env}
+    return subprocess.run([sys.executable, "-m", "lab", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=240)
+
+
+def lab_databases(server: str) -> set[str]:
+    with psycopg.connect(maintenance_url(server), autocommit=True) as conn:
+        return {name for (name,) in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'flexzone_lab_%'")}
+
+
+def test_every_lab_command_the_readme_shows_has_a_quick_form_here():
+    commands = readme_lab_commands()
+    assert commands and set(commands) <= set(QUICK), commands
+
+
+def test_lab_all_without_postgresql_stops_at_once_saying_what_to_set(tmp_path):
+    results = tmp_path / "results"
+    for env in ({}, {"DATABASE_URL": f"sqlite:///{tmp_path / 'other.sqlite3'}"}):
+        done = run_lab([*QUICK["all --quick"], "--results", str(results)], tmp_path, **env)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("lab all: needs PostgreSQL: set DATABASE_URL=postgres://")
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not results.exists() and not (tmp_path / "default.sqlite3").exists()
+
+
+@pytest.mark.slow
+def test_lab_all_quick_runs_every_experiment_on_a_database_of_its_own_and_writes_the_report(tmp_path):
+    server = os.environ.get("DATABASE_URL", "")
+    if urlsplit(server).scheme not in ("postgres", "postgresql"):
+        pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
+    before = lab_databases(server)
+    done = run_lab([*QUICK["all --quick"], "--results", str(tmp_path / "results")], tmp_path, DATABASE_URL=server)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    (folder,) = (tmp_path / "results").iterdir()
+    report = (folder / "report.md").read_text()
+    for plot in PLOTS:
+        assert f"]({plot})" in report
+        data = (folder / plot).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, plot
+    assert "| op | file size |" in report and "| pattern | op | record |" in report
+    assert "Registry/API operations over mutual TLS" in report and "FAILED" not in report
+    with open(folder / "clients" / "api_clients.csv", newline="") as f:
+        api = [row for row in csv.DictReader(f) if row["operation"] == "all"]
+    assert [row["clients"] for row in api] == ["1", "2", "4"] and {row["errors"] for row in api} == {"0"}, api
+    assert all(float(row["p95_ms"]) >= float(row["p50_ms"]) > 0 and float(row["requests_per_s"]) > 0 for row in api)
+    assert done.stdout.rstrip().endswith(f"report: {folder / 'report.md'}")
+    assert lab_databases(server) == before
+    assert not (tmp_path / "default.sqlite3").exists()
