@@ -42,8 +42,13 @@ def require_migrated(using: str = "default") -> None:
 
 class DatabaseCommand(BaseCommand):
     """A management command that needs the registry: stops at once, in one line, on a database that is
-    unreachable or not migrated."""
+    unreachable or not migrated. Mistakes in its own arguments are reported first (`check_options`), so
+    that a user is not sent to fix the database before learning the command line was wrong."""
+
+    def check_options(self, options: dict) -> None:
+        """Raise CommandError for options that are wrong whatever the database holds."""
 
     def execute(self, *args, **options):
+        self.check_options(options)
         require_migrated(options.get("database") or "default")
         return super().execute(*args, **options)

@@ -84,10 +84,16 @@ def test_a_failed_verification_is_not_an_identity(proxied_server, api_pki):
     assert get_as(proxied_server, headers)[0] == 401
 
 
-def test_serve_refuses_a_tcp_port_when_proxy_headers_are_trusted(db):
+@pytest.mark.parametrize("database", ["migrated", "missing"])
+def test_serve_refuses_a_tcp_port_when_proxy_headers_are_trusted(db, database):
+    # A wrong command line is reported as such whatever the database holds: before the database check,
+    # which on a machine without the named database would otherwise speak first.
+    env = dict(os.environ, FLEXZONE_TRUST_PROXY_HEADERS="1", FLEXZONE_PROXY_SECRET=SECRET)
+    if database == "missing":
+        env["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/flexzone_no_such_database"
     result = subprocess.run(
         [sys.executable, "manage.py", "serve", "--bind", "127.0.0.1:0"], cwd=ROOT, capture_output=True, text=True,
-        env=dict(os.environ, FLEXZONE_TRUST_PROXY_HEADERS="1", FLEXZONE_PROXY_SECRET=SECRET), timeout=60,
+        env=env, timeout=60,
     )
     assert result.returncode != 0
     assert "bind a unix socket" in result.stderr

@@ -10,10 +10,13 @@ import os
 import sys
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.db import connections
+
+from registry.readiness import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Serve the API over mutual TLS with gunicorn (client certificate required, CRL enforced)."
 
     def add_arguments(self, parser) -> None:
@@ -22,13 +25,15 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=None)
         parser.add_argument("gunicorn_args", nargs="*", help="extra gunicorn options (after --)")
 
-    def handle(self, *args, **options) -> None:
+    def check_options(self, options: dict) -> None:
         if settings.FLEXZONE_TRUST_PROXY_HEADERS and not options["bind"].startswith("unix:"):
             raise CommandError("FLEXZONE_TRUST_PROXY_HEADERS is on: bind a unix socket (--bind unix:PATH) only")
         for name in ("FLEXZONE_TLS_CERT", "FLEXZONE_TLS_KEY", "FLEXZONE_TLS_CA", "FLEXZONE_TLS_CRL"):
             path = getattr(settings, name)
             if not os.path.exists(path) and not settings.FLEXZONE_TRUST_PROXY_HEADERS:
                 raise CommandError(f"{name}={path} does not exist; run `manage.py demo_pki` or `manage.py ca init`")
+
+    def handle(self, *args, **options) -> None:
         argv = [sys.executable, "-m", "gunicorn", "-c", "python:api.gunicorn_conf", "--bind", options["bind"]]
         if options["workers"]:
             argv += ["--workers", str(options["workers"])]
@@ -36,4 +41,5 @@ class Command(BaseCommand):
             argv += ["--threads", str(options["threads"])]
         argv += options["gunicorn_args"]
         sys.stdout.flush()
+        connections.close_all()  # the readiness check's connection: not handed to gunicorn
         os.execv(sys.executable, argv)
