@@ -11,7 +11,7 @@ from operations.steps import router_target
 from registry.models import Device, Link
 from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec
-from tests.ops.conftest import lab_factory, ops_lab, ops_settings  # noqa: F401 - fixtures
+from tests.operations.conftest import lab_factory, ops_lab, ops_settings  # noqa: F401 - fixtures
 from tests.routers.conftest import sim_factory  # noqa: F401 - fixture
 
 

@@ -1,3 +1,3 @@
 """Benchmarks run quick, on the test database, with the engine's fast test settings."""
 
-from tests.ops.conftest import ops_settings  # noqa: F401 - fixture
+from tests.operations.conftest import ops_settings  # noqa: F401 - fixture

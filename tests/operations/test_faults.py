@@ -10,7 +10,7 @@ from operations import execute, reconcile, submit
 from operations.models import Operation
 from operations.pool import pool
 from registry.models import DeviceLock, Link, Router
-from tests.ops.test_ops_basics import assert_agreement, router_keys
+from tests.operations.test_basics import assert_agreement, router_keys
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
 

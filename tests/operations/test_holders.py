@@ -11,8 +11,8 @@ from django.db import connection, transaction
 from operations import execute, invoke, reconcile, submit
 from operations.models import Operation
 from registry.models import Device, DeviceLock, Link
-from tests.ops.test_ops_basics import assert_agreement, router_keys
-from tests.ops.test_ops_reconcile import STRAY, behind_the_registrys_back
+from tests.operations.test_basics import assert_agreement, router_keys
+from tests.operations.test_reconcile import STRAY, behind_the_registrys_back
 
 
 @pytest.fixture

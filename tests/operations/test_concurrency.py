@@ -15,8 +15,8 @@ from psycopg.conninfo import make_conninfo
 from operations import DeviceBusy, execute, submit
 from operations.locking import ADVISORY_NAMESPACE, router_lock
 from registry.models import DeviceLock, Link
-from tests.ops.conftest import wire
-from tests.ops.test_ops_basics import add_third_site, assert_agreement, router_keys
+from tests.operations.conftest import wire
+from tests.operations.test_basics import add_third_site, assert_agreement, router_keys
 
 
 def in_threads(*calls):

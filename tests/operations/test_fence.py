@@ -11,7 +11,7 @@ from django.utils import timezone
 from operations import execute, journal, submit
 from operations.models import Operation
 from registry.models import Link
-from tests.ops.test_ops_basics import assert_agreement
+from tests.operations.test_basics import assert_agreement
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}
 

@@ -15,8 +15,8 @@ from django.utils import timezone
 from operations import submit
 from operations.models import Operation
 from registry.models import DeviceLock
-from tests.ops.test_ops_basics import assert_agreement, router_keys
-from tests.ops.test_ops_worker import WORKER_ENV, database_url, wait_for
+from tests.operations.test_basics import assert_agreement, router_keys
+from tests.operations.test_worker import WORKER_ENV, database_url, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -120,7 +120,7 @@ def test_list_links_reads_every_router(ops_lab):
 @pytest.mark.parametrize("platform", ["brocade_fos", "cisco_mds"])
 @pytest.mark.django_db
 def test_add_and_remove_drive_fcip_routers_over_ssh(demo, ops_settings, sim_factory, secrets_dir, platform):
-    from tests.ops.conftest import wire
+    from tests.operations.conftest import wire
 
     if platform == "brocade_fos":  # FCIP links live on VE ports 24-43
         Site.objects.filter(name="primary-site").update(router_port=24)

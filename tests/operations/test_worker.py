@@ -20,7 +20,7 @@ from operations.locking import router_lock
 from operations.models import Operation
 from registry.models import DeviceLock
 from routers.sim.personality import TimingProfile
-from tests.ops.test_ops_basics import assert_agreement, router_keys
+from tests.operations.test_basics import assert_agreement, router_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER_ENV = {

@@ -16,7 +16,7 @@ import pytest
 from operations import execute, reconcile, submit
 from registry.models import Device, DeviceLock, Host, Initiator, Link, Site
 from routers.sim.faults import Fault
-from tests.ops.conftest import wire
+from tests.operations.conftest import wire
 from tests.routers.drivers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}

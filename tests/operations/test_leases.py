@@ -13,7 +13,7 @@ from operations import execute, submit
 from operations.chores import expire_leases
 from operations.models import Operation
 from registry.models import Device, DeviceLock, Link
-from tests.ops.test_ops_basics import assert_agreement
+from tests.operations.test_basics import assert_agreement
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
 

@@ -10,7 +10,7 @@ from django.db import connection
 from operations import execute, submit
 from operations.models import Operation
 from registry.models import DeviceLock, Link
-from tests.ops.test_ops_basics import assert_agreement, router_keys
+from tests.operations.test_basics import assert_agreement, router_keys
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}
 

@@ -14,7 +14,7 @@ from operations.steps import router_target
 from registry.models import DeviceLock, Link
 from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec
-from tests.ops.test_ops_basics import assert_agreement, registry_keys, router_keys
+from tests.operations.test_basics import assert_agreement, registry_keys, router_keys
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
 PRIMARY_LINK = (8, 1, "127.0.0.22")
