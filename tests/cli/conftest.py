@@ -9,11 +9,9 @@ shared by the server and the per-test registry.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,62 +92,17 @@ def _wire(router, address: tuple[str, int], secrets: Path) -> None:
     (secrets / router.secret_ref.removeprefix("file:")).write_text(PASSWORD + "\n")
 
 
-class StrandedOperationSweeper:
-    """A second worker that runs operations left `queued` for more than `after` seconds.
-
-    Workaround, not part of what is tested: the engine claims an operation with FOR UPDATE SKIP
-    LOCKED, which skips a row while another transaction holds FOR KEY SHARE on it, and the API's
-    audit insert (a foreign key to the operation) takes exactly that lock right after submitting. When
-    the two meet, the worker thread skips the row and the operation stays queued for ever (about one
-    session in four here). FOR NO KEY UPDATE in operations/engine.py `_claim` is the fix; once
-    it lands this sweeper finds nothing to do.
-    """
-
-    def __init__(self, after: float = 1.5, every: float = 0.25) -> None:
-        self.after, self.every = after, every
-        self.stop_event = threading.Event()
-        self.rescued: list[int] = []
-        self.thread = threading.Thread(target=self._run, name="cli-test-sweeper", daemon=True)
-
-    def _run(self) -> None:
-        from django.db import connection
-        from django.utils import timezone
-
-        from operations import execute
-        from operations.models import Operation
-
-        try:
-            while not self.stop_event.wait(self.every):
-                cutoff = timezone.now() - dt.timedelta(seconds=self.after)
-                stranded = Operation.objects.filter(state="queued", created_at__lt=cutoff).values_list("pk", flat=True)
-                for operation_id in list(stranded):
-                    print(f"sweeper: operation {operation_id} was left queued; running it", file=sys.stderr)
-                    self.rescued.append(operation_id)
-                    execute(operation_id)
-        finally:
-            connection.close()
-
-    def __enter__(self) -> StrandedOperationSweeper:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop_event.set()
-        self.thread.join(timeout=60)
-
-
 @pytest.fixture
 def lab(cli_server, cast, sim_factory, secrets_dir, settings) -> Iterator[Lab]:  # noqa: F811
     """The cast's registry with both demo routers played by simulators on loopback."""
     for name, value in FAST_OPERATIONS.items():
         setattr(settings, name, _setting(value))
-    settings.FLEXZONE_OPS_QUEUE = "manual"  # the sweeper runs operations here; never queue from this process
+    settings.FLEXZONE_OPS_QUEUE = "manual"  # the server's threads run operations; never queue from this process
     primary = sim_factory("mcdata_eclipse", telnet=("127.0.0.1", 0))
     remote = sim_factory("nishan_ips3000", telnet=("127.0.0.1", 0))
     _wire(cast["primary_rtr"], primary.addresses["telnet"], secrets_dir)
     _wire(cast["remote_rtr"], remote.addresses["telnet"], secrets_dir)
-    with StrandedOperationSweeper():
-        yield Lab(cli_server, cast, primary, remote)
+    yield Lab(cli_server, cast, primary, remote)
 
 
 def _setting(value: str) -> object:
