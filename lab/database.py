@@ -66,10 +66,10 @@ class TemporaryDatabase:
     """A database of one run's own on `server` (a DATABASE_URL): `create()` makes and migrates it, `drop()`
     removes it (also usable as a context manager)."""
 
-    def __init__(self, server: str, label: str = "run") -> None:
+    def __init__(self, server: str, label: str = "run", prefix: str = "flexzone_lab") -> None:
         self.server = server
         safe = "".join(c if c.isalnum() else "_" for c in label.lower())[:24]
-        self.name = f"flexzone_lab_{safe}_{os.getpid()}_{secrets.token_hex(3)}"
+        self.name = f"{prefix}_{safe}_{os.getpid()}_{secrets.token_hex(3)}"
         self.url = _with_database(server, self.name)
         self.created = False
 
