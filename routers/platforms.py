@@ -50,12 +50,13 @@ def choices(kind: type[LabelledEnum]) -> list[tuple[str, str]]:
 WWN_PATTERN = r"^[0-9a-f]{2}(:[0-9a-f]{2}){7}$"
 WWN_RE = re.compile(WWN_PATTERN)
 WWN_MESSAGE = "A WWN is eight lower-case colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17."
-_WWN_ANY_CASE = re.compile(WWN_PATTERN, re.IGNORECASE | re.ASCII)
+# What a switch CLI accepts as a WWN (either letter case); the simulators parse members with it.
+WWN_ANY_CASE_RE = re.compile(WWN_PATTERN, re.IGNORECASE | re.ASCII)
 
 
 def normalize_wwn(value: str) -> str:
     """The canonical (lower-case) form of a WWN typed in any letter case; ValueError naming the rule."""
     text = (value or "").strip()
-    if not _WWN_ANY_CASE.fullmatch(text):
+    if not WWN_ANY_CASE_RE.fullmatch(text):
         raise ValueError(f"A WWN is eight colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17; got {value!r}.")
     return text.lower()

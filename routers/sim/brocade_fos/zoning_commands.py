@@ -16,6 +16,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from routers.platforms import WWN_ANY_CASE_RE
 from routers.sim.brocade_fos.show import NO_TRANSACTION
 from routers.sim.brocade_fos.zoning import ALL_ACCESS, NO_ACCESS, FabricZoning, empty_defined
 from routers.sim.personality import Console, Session
@@ -30,7 +31,6 @@ EDIT_COMMANDS = (
 )
 ZONING_COMMANDS = frozenset({*EDIT_COMMANDS, "cfgsave", "cfgenable", "cfgdisable", "cfgtransabort"})
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_$^-]{0,63}$")
-WWN_INPUT_RE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){7}$")
 PORT_MEMBER_RE = re.compile(r"^\d{1,3},\d{1,4}$")
 KINDS = {"zone": "zones", "ali": "aliases", "cfg": "cfgs"}
 
@@ -63,7 +63,7 @@ def split_members(text: str) -> list[str]:
 
 def normalise_member(member: str) -> str:
     # FOS stores WWNs in lower case whatever the input case (seen in cfgshow after alicreate).
-    return member.lower() if WWN_INPUT_RE.match(member) else member
+    return member.lower() if WWN_ANY_CASE_RE.match(member) else member
 
 
 def parse_token(text: str) -> int | None:
@@ -113,7 +113,7 @@ def check_members(console: Console, defined: dict[str, Any], kind: str, text: st
             return None
         return members
     for member in members:
-        if not (WWN_INPUT_RE.match(member) or PORT_MEMBER_RE.match(member) or NAME_RE.match(member)):
+        if not (WWN_ANY_CASE_RE.match(member) or PORT_MEMBER_RE.match(member) or NAME_RE.match(member)):
             console.write(f'"{member}" invalid member\n')
             return None
     return [normalise_member(member) for member in members]

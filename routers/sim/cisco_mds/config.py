@@ -19,7 +19,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from routers.sim.cisco_mds.parser import FCIP_IDS, RESERVED_VSANS, VSAN_IDS, WWN_RE, CliError, Sink, Words
+from routers.platforms import WWN_ANY_CASE_RE
+from routers.sim.cisco_mds.parser import FCIP_IDS, RESERVED_VSANS, VSAN_IDS, CliError, Sink, Words
 from routers.sim.cisco_mds.zoning import MdsZoning
 from routers.sim.personality import Session
 
@@ -242,7 +243,7 @@ class ConfigMode:
             member = f"device-alias {words.name()}"  # the device-alias database itself is not modelled
         else:
             member = words.value().lower()
-            if not WWN_RE.match(member):
+            if not WWN_ANY_CASE_RE.match(member):
                 raise CliError("Invalid command", position)
         words.end()
         self.zoning.zone_member(session, out, int(ids[0]), ids[1], member, negate)

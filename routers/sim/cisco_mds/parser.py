@@ -13,7 +13,6 @@ from routers.sim.personality import Console
 FCIP_IDS = range(1, 256)
 VSAN_IDS = range(1, 4095)
 RESERVED_VSANS = (4079, 4094)
-WWN_RE = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){7}$")
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_$^-]{0,63}$")
 
 
