@@ -8,6 +8,7 @@ admin principal signed in by certificate, audited, and followed on the console's
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.contrib import admin, messages
 from django.db import DatabaseError
 from django.urls import reverse
@@ -120,3 +121,21 @@ admin.site.unregister(Router)  # registry.admin's, imported above: the same page
 @admin.register(Router)
 class EngineRouterAdmin(RouterAdmin):
     actions = [check_routers, repair_routers]
+
+
+# procrastinate (installed with PostgreSQL) registers an admin for its jobs with retry, cancel and abort
+# actions that change a job behind its operation's back: a cancelled job leaves its operation queued for
+# ever with its device locks held, and nothing is audited. The jobs stay visible (what the queue holds is
+# worth seeing); what happens to them is the engine's business. Its admin module is imported here first so
+# that it has registered when this one replaces it, whichever order the apps are listed in.
+if apps.is_installed("procrastinate.contrib.django"):
+    from procrastinate.contrib.django.admin import ProcrastinateJobAdmin
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    admin.site.unregister(ProcrastinateJob)
+
+    @admin.register(ProcrastinateJob)
+    class QueueJobAdmin(ProcrastinateJobAdmin):
+        """procrastinate's job list and pages, without its actions."""
+
+        actions = None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from django.db import connection
+
 from operations.models import Operation
 from registry.models import AuditEvent, DeviceLock, Link, Zone
 
@@ -94,3 +96,27 @@ def test_an_admin_checks_and_repairs_routers_by_reconcile_operations(api_server,
                         {"router": "remote-rtr", "repair": True, "policy": "registry"}]
     assert list(AuditEvent.objects.filter(action__startswith="admin.").values_list("action", flat=True)
                 .order_by("pk")) == ["admin.reconcile", "admin.repair"]
+
+
+def test_the_queues_jobs_are_shown_but_never_retried_cancelled_or_aborted_in_the_admin(api_server, cast):
+    # procrastinate's own admin offered retry/cancel/abort: a job cancelled there left its operation queued
+    # for ever with its locks held, unaudited.
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    from operations.tasks import defer_operation
+
+    job_id = defer_operation(operation_id=999_999)
+    try:
+        root = api_server.session("root")
+        url = f"{api_server.url}/admin/procrastinate/procrastinatejob/"
+        page = root.get(url, timeout=20)
+        assert page.status_code == 200 and f">{job_id}<" in page.text
+        assert 'name="action"' not in page.text
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        for action in ("cancel", "abort", "retry"):
+            root.post(url, timeout=20, allow_redirects=False, headers={"Referer": url},
+                      data={"csrfmiddlewaretoken": token, "action": action, "_selected_action": [job_id]})
+        assert ProcrastinateJob.objects.get(pk=job_id).status == "todo"
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM procrastinate_jobs WHERE id = %s", [job_id])
