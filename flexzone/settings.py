@@ -146,6 +146,15 @@ else:
         "NAME": env_path("FLEXZONE_SQLITE_PATH", BASE_DIR / ".demo" / "flexzone.sqlite3"),
     }
 if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # A fresh clone has no .demo/ yet: the file's folder is made here, so that `manage.py migrate` can
+    # create the file and a command run before it is told to migrate rather than "unable to open".
+    if _db["NAME"] != ":memory:":
+        try:
+            Path(_db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ImproperlyConfigured(
+                f"FLEXZONE_SQLITE_PATH: cannot make the folder of {_db['NAME']} ({exc})"
+            ) from None
     # Writers queue for the lock at BEGIN instead of failing mid-transaction with "database is
     # locked" (the SQLite demo runs operations in threads beside the web server).
     _db.setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})

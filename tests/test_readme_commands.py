@@ -99,7 +99,8 @@ def test_every_readme_command_has_a_quick_form():
 
 
 def test_the_registry_commands_stop_with_one_line_on_a_fresh_clone_and_work_once_migrated(clean_checkout, tmp_path):
-    database = {"FLEXZONE_SQLITE_PATH": str(tmp_path / "registry.sqlite3")}
+    # As on a fresh clone: the default SQLite file's folder (.demo/) does not exist yet either.
+    database = {"FLEXZONE_SQLITE_PATH": str(tmp_path / "not-made-yet" / "registry.sqlite3")}
     registry = [quick_form(command) for command in readme_commands() if command.startswith("manage.py")]
     registry = [argv for argv in registry if isinstance(argv, list)]
     refused = run(clean_checkout, registry[0], **database)
