@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import ssl
 import subprocess
 import sys
@@ -135,3 +136,22 @@ def test_revocations_from_processes_running_at_once_all_reach_the_index_and_the_
     crl = x509.load_pem_x509_crl((tmp_path / "crl.pem").read_bytes())
     assert revoked_in_index == serials
     assert {format(entry.serial_number, "x") for entry in crl} == serials
+
+
+@pytest.mark.parametrize("action", [["issue-client", "carl", "--role", "viewer"], ["revoke", "carl"]])
+def test_a_ca_action_that_registers_stops_before_it_issues_or_revokes_on_an_unmigrated_database(tmp_path, action):
+    # All or nothing: a certificate issued (or a CRL rewritten) whose principal could not be written is half
+    # an action. Before, issue-client wrote carl.pem and then failed with a traceback.
+    pki_dir = tmp_path / "pki"
+    env = {**{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+           "FLEXZONE_SQLITE_PATH": str(tmp_path / "empty.sqlite3")}
+    ca = [sys.executable, "manage.py", "ca", "--dir", str(pki_dir)]
+    assert subprocess.run([*ca, "init"], cwd=ROOT, env=env, capture_output=True).returncode == 0
+    if action[0] == "revoke":
+        subprocess.run([*ca, "issue-client", "carl", "--no-register"], cwd=ROOT, env=env, check=True,
+                       capture_output=True)
+    before = {path.name: path.read_bytes() for path in pki_dir.iterdir()}
+    done = subprocess.run([*ca, *action], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "run `python manage.py migrate` first" in done.stderr
+    assert {path.name: path.read_bytes() for path in pki_dir.iterdir()} == before  # nothing issued, CRL untouched

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from api import pki, principals
 from registry.models import Role
+from registry.readiness import require_migrated
 
 
 class Command(BaseCommand):
@@ -51,6 +52,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         directory = options["dir"] or Path(settings.FLEXZONE_PKI_DIR)
         action = options["action"]
+        if action == "revoke" or (action == "issue-client" and not options["no_register"]):
+            # Before the certificate is issued or the CRL rewritten: all of the action or none of it.
+            require_migrated()
         try:
             if action == "init":
                 ca = pki.init_ca(directory, options["name"], options["days"])
