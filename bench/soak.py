@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from django.db import close_old_connections, connection
 from django.test.utils import override_settings
@@ -57,6 +56,7 @@ from operations.models import Operation
 from operations.runner import execute, invoke, reconcile
 from registry.models import Device, DeviceLock, Link, Site
 from registry.planner import PlanError
+from registry.readiness import database_url
 
 ROOT = Path(__file__).resolve().parents[1]
 # Short retries and timeouts, a worker presumed dead after 1.5 s (the engine tests run with these too).
@@ -245,7 +245,7 @@ class Soak:
             self.problems.append(f"the reaper did not find operation {operation_id} stalled (heartbeat {dead})")
 
     def _start_child_worker(self, operation_id: int) -> subprocess.Popen:
-        env = {**os.environ, "DATABASE_URL": _database_url(), "FLEXZONE_SECRETS_DIR": str(self.cast.secrets_dir),
+        env = {**os.environ, "DATABASE_URL": database_url(), "FLEXZONE_SECRETS_DIR": str(self.cast.secrets_dir),
                "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "flexzone.settings"),
                "FLEXZONE_LOG_LEVEL": "CRITICAL", **{k: str(v) for k, v in SOAK_SETTINGS.items()}}
         code = "import sys, django; django.setup(); from operations import execute; execute(int(sys.argv[1]))"
@@ -408,13 +408,6 @@ def _wait_for(predicate: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.02)
 
 
-def _database_url() -> str:
-    """This process's database (pytest's test database included) as a DATABASE_URL for a child."""
-    db = connection.settings_dict
-    auth = quote(db["USER"] or "", safe="") + (":" + quote(db["PASSWORD"], safe="") if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{quote(db['HOST'] or '127.0.0.1', safe='')}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], None] = print, *,
              keep_on_failure: bool = False) -> dict[str, Any]:
     """Walk until `steps` steps are done or `seconds` have passed (checked between steps); returns a
@@ -477,7 +470,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
     parser.add_argument("--quiet", action="store_true", help="print the summary only, not every step")
     parser.add_argument("--keep-on-failure", action="store_true",
-                        help="when an invariant breaks, keep the cast's rows and journal for inspection")
+                        help="when an invariant breaks, keep the cast's rows and journal (and the temporary database) "
+                             "for inspection")
     args = parser.parse_args(argv)
     if connection.vendor != "postgresql":
         parser.error("needs PostgreSQL: with SQLite the workers' own connections and a killed worker's recovery "

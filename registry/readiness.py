@@ -19,6 +19,20 @@ def describe(using: str = "default") -> str:
     return f"PostgreSQL {settings.get('HOST') or 'socket'}:{settings.get('PORT') or 5432}/{settings['NAME']}"
 
 
+def database_url(using: str = "default", name: str | None = None) -> str:
+    """This process's database (a test database included) as a DATABASE_URL a child process can use, or,
+    with `name`, another database on the same server. Credentials and a unix-socket directory are
+    quoted, so a socket URL (make test's fallback) stays one."""
+    from urllib.parse import quote
+
+    db = connections[using].settings_dict
+    if connections[using].vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    auth = quote(db["USER"] or "", safe="") + (":" + quote(db["PASSWORD"], safe="") if db["PASSWORD"] else "")
+    host = quote(db["HOST"] or "127.0.0.1", safe="")
+    return f"postgres://{auth}{'@' if auth else ''}{host}:{db['PORT'] or 5432}/{name or db['NAME']}"
+
+
 def pending_migrations(using: str = "default") -> list[str]:
     from django.db.migrations.executor import MigrationExecutor
 

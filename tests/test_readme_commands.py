@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from registry.readiness import database_url
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # What each README command runs here: a shorter form of it, or why it is exercised elsewhere.
@@ -83,14 +85,6 @@ def run(checkout: Path, argv: list[str], **env: str) -> subprocess.CompletedProc
                           timeout=300)
 
 
-def postgres_server_url() -> str:
-    from django.db import connection
-
-    settings = connection.settings_dict
-    user = settings.get("USER") or "postgres"
-    return f"postgres://{user}@{settings.get('HOST') or '127.0.0.1'}:{settings.get('PORT') or 5432}/postgres"
-
-
 def test_every_readme_command_has_a_quick_form():
     commands = readme_commands()
     assert {"manage.py loaddemo", "-m bench ops"} <= set(commands), commands
@@ -123,7 +117,7 @@ def test_every_benchmark_runs_on_a_database_of_its_own_or_says_what_it_needs(cle
     assert refused.returncode == 2 and refused.stderr.strip() == (
         "bench ops: needs PostgreSQL: set DATABASE_URL=postgres://USER@HOST:PORT/DB (a server where it may create a "
         "temporary database of its own; make test uses postgres://postgres@127.0.0.1:5432/flexzone)")
-    server = postgres_server_url()
+    server = database_url(name="postgres")  # the server: each bench makes a database of its own there
     for argv in benches:
         done = run(clean_checkout, argv, DATABASE_URL=server)
         assert done.returncode == 0, (argv, done.stdout[-1500:], done.stderr[-3000:])

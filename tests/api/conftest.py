@@ -22,6 +22,7 @@ import requests
 from cryptography import x509
 
 from api import pki
+from registry.readiness import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN_PK = 987_654  # far from the ids the property-based run guesses, so it rarely deletes its own admin
@@ -60,15 +61,6 @@ def api_pki(tmp_path_factory) -> PKI:
     return PKI(tmp_path_factory.mktemp("pki"), tmp_path_factory.mktemp("foreign-pki"))
 
 
-def _database_url(settings_dict: dict) -> str:
-    user = settings_dict.get("USER") or ""
-    password = settings_dict.get("PASSWORD") or ""
-    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = settings_dict.get("HOST") or "127.0.0.1"
-    port = settings_dict.get("PORT") or 5432
-    return f"postgres://{auth}{host}:{port}/{settings_dict['NAME']}"
-
-
 class APIServer:
     def __init__(self, process: subprocess.Popen, url: str, log: Path, pki_: PKI) -> None:
         self.process, self.url, self.log, self.pki = process, url, log, pki_
@@ -94,7 +86,7 @@ def running_server(log: Path, **env_overrides: str) -> Iterator[tuple[subprocess
         pytest.fail("the server tests need PostgreSQL: set DATABASE_URL=postgres://... (make test does)")
     env = dict(
         os.environ,
-        DATABASE_URL=_database_url(connection.settings_dict),
+        DATABASE_URL=database_url(),
         FLEXZONE_DB_CONN_MAX_AGE="0",
         # gunicorn 27 opens a control socket under $HOME/.gunicorn: keep each server's apart.
         HOME=str(log.parent),

@@ -16,7 +16,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.api.conftest import ROOT, _database_url, running_server
+from registry.readiness import database_url
+from tests.api.conftest import ROOT, running_server
 from tests.cli.conftest import (  # noqa: F401 - fixtures
     FAST_OPERATIONS,
     IDLE_CHORES,
@@ -153,7 +154,6 @@ def test_an_add_and_a_remove_are_counted_with_their_durations_sessions_and_links
 def test_a_reconcile_run_by_another_process_is_in_the_servers_scrape_with_its_drift(
     lab, api_pki, monitor, metrics_dir, cli_secrets  # noqa: F811
 ):
-    from django.db import connection
 
     from registry.models import Link
 
@@ -161,7 +161,7 @@ def test_a_reconcile_run_by_another_process_is_in_the_servers_scrape_with_its_dr
     # Drift: the registry forgets one of the two links the routers hold.
     Link.objects.filter(router__name="remote-rtr").update(state=Link.State.DOWN)
     before = scrape(lab, api_pki)
-    env = dict(os.environ, DATABASE_URL=_database_url(connection.settings_dict), FLEXZONE_OPS_QUEUE="manual",
+    env = dict(os.environ, DATABASE_URL=database_url(), FLEXZONE_OPS_QUEUE="manual",
                FLEXZONE_SECRETS_DIR=str(cli_secrets), FLEXZONE_METRICS_DIR=str(metrics_dir))
     report = subprocess.run([sys.executable, "manage.py", "reconcile"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=60)

@@ -14,7 +14,8 @@ from urllib.parse import quote
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from tests.api.conftest import ROOT, _database_url
+from registry.readiness import database_url
+from tests.api.conftest import ROOT
 
 SECRET = "proxy-hop-secret-for-this-test"
 
@@ -32,11 +33,10 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
 @pytest.fixture
 def proxied_server(cast, api_pki, tmp_path):
-    from django.db import connection
 
     sock = tmp_path / "api.sock"
     log = tmp_path / "gunicorn.log"
-    env = dict(os.environ, DATABASE_URL=_database_url(connection.settings_dict), FLEXZONE_DB_CONN_MAX_AGE="0",
+    env = dict(os.environ, DATABASE_URL=database_url(), FLEXZONE_DB_CONN_MAX_AGE="0",
                FLEXZONE_PKI_DIR=str(api_pki.dir), FLEXZONE_OPS_QUEUE="manual", FLEXZONE_API_WORKERS="1",
                FLEXZONE_TRUST_PROXY_HEADERS="1", FLEXZONE_PROXY_SECRET=SECRET)
     with open(log, "wb") as handle:

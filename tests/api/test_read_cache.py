@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api import read_cache
 from registry.models import Principal, Site
-from tests.api.conftest import _database_url
+from registry.readiness import database_url
 from tests.api.test_mtls import connection_for, get
 
 # Headers gunicorn writes for each answer itself; everything else must be the same whoever answered.
@@ -93,7 +93,7 @@ def test_a_change_made_behind_the_apis_back_is_seen_on_the_next_request(api_serv
 def test_a_change_is_not_seen_before_its_transaction_commits_and_is_seen_right_after(api_server, cast):
     bob = connection_for(api_server, "bob")
     assert get(bob, "/api/zones/")[0] == 200
-    with psycopg.connect(_database_url(connection.settings_dict)) as writer:
+    with psycopg.connect(database_url()) as writer:
         writer.execute("UPDATE registry_zone SET description = 'late' WHERE zone_id = 1")
         zones = get(bob, "/api/zones/")[1]["results"]
         assert [zone["description"] for zone in zones if zone["zone_id"] == 1] != ["late"]
@@ -188,7 +188,7 @@ def test_a_change_committed_after_django_read_the_data_is_seen_on_the_next_reque
             answer = in_process(environ, start_response)
             if self.armed:
                 self.armed = False
-                with psycopg.connect(_database_url(connection.settings_dict), autocommit=True) as writer:
+                with psycopg.connect(database_url(), autocommit=True) as writer:
                     writer.execute("UPDATE registry_site SET display_name = 'CHANGED' WHERE name = 'primary-site'")
             return answer
 
@@ -245,7 +245,7 @@ def test_recording_a_change_adds_no_deadlock_between_writers(cast):
 
     site = Site.objects.create(name="doomed-site", display_name="DOOMED", msan_id=77, management_ip="127.0.0.77",
                                data_ip="127.0.0.78", router_port=1)
-    url = _database_url(connection.settings_dict)
+    url = database_url()
     with psycopg.connect(url) as adder, psycopg.connect(url) as deleter:
         adder.execute("UPDATE registry_zone SET description = description WHERE zone_id = 1")
         adder.execute("INSERT INTO registry_host (site_id, name, description, created_at, updated_at) "

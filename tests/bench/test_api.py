@@ -9,16 +9,15 @@ import pytest
 
 from bench import api as bench
 from registry.models import Principal
-from tests.api.conftest import _database_url
+from registry.readiness import database_url
 
 
 @pytest.mark.django_db(transaction=True)
 def test_bench_api_measures_flexzone_against_the_bare_ceiling_and_prints_the_ratio(monkeypatch, capsys):
-    from django.db import connection
 
     # The servers it starts are other processes: point them at this test's database, where the bench
     # registers its throw-away viewer.
-    monkeypatch.setenv("DATABASE_URL", _database_url(connection.settings_dict))
+    monkeypatch.setenv("DATABASE_URL", database_url())
     monkeypatch.setenv("FLEXZONE_OPS_QUEUE", "manual")
     assert bench.main(["--requests", "10", "--concurrency", "2", "--seconds", "0.2"]) == 0
     out = capsys.readouterr().out

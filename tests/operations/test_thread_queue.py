@@ -15,8 +15,9 @@ from django.utils import timezone
 from operations import submit
 from operations.models import Operation
 from registry.models import DeviceLock
+from registry.readiness import database_url
 from tests.operations.test_basics import assert_agreement, router_keys
-from tests.operations.test_worker import WORKER_ENV, database_url, wait_for
+from tests.operations.test_worker import WORKER_ENV, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

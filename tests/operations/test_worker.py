@@ -9,16 +9,15 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from operations import submit
 from operations.locking import router_lock
 from operations.models import Operation
 from registry.models import DeviceLock
+from registry.readiness import database_url
 from routers.sim.personality import TimingProfile
 from tests.operations.test_basics import assert_agreement, router_keys
 
@@ -32,14 +31,6 @@ WORKER_ENV = {
     "FLEXZONE_OPS_BACKOFF": "0.05",
     "FLEXZONE_LOG_LEVEL": "WARNING",
 }
-
-
-def database_url() -> str:
-    """The test database as a DATABASE_URL for a child process (TCP or a unix-socket directory)."""
-    db = connection.settings_dict
-    auth = quote(db["USER"] or "", safe="") + (":" + quote(db["PASSWORD"], safe="") if db["PASSWORD"] else "")
-    host = quote(db["HOST"] or "127.0.0.1", safe="")
-    return f"postgres://{auth}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def start_worker(secrets_dir: Path, log: Path, concurrency: int = 4, **env_extra: str) -> subprocess.Popen:
