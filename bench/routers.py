@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass
 
 from routers.drivers import DRIVERS
-from routers.drivers.base import LinkSpec, Platform, RouterError, RouterTarget, Transport
+from routers.drivers.base import LinkSpec, RouterError, RouterTarget
+from routers.platforms import Platform, Transport
 from routers.sim import PLATFORM_MODULES, available_platforms
 from routers.sim.server import SimRouter
 

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--quick", action="store_true", help="a short run (about a minute)")
     check.add_argument("--results", type=Path, default=None, help="results root (default lab-results/)")
     check.add_argument("--budget", type=float, default=None, help="time budget in seconds")
-    experiments.add_subcommands(sub)  # transfer, filesizes, all (lab/experiments/commands.py)
+    experiments.add_subcommands(sub)  # every experiment and `all` (lab/experiments/commands.py)
 
 
 def run(options: dict[str, Any], out: Any = None) -> int:

@@ -6,7 +6,9 @@ demo registry (`manage.py loaddemo`) and the demo PKI with its principals (`mana
 an admin, bob a viewer), `manage.py serve` (the REST API over mutual TLS) on this host's loopback, and
 `manage.py worker` processes (the operations engine) wherever the lab puts them, a site's namespace
 included. The lab talks to it with the `cli` package's REST client, as the `flexzone` command does.
-Everything it writes (PKI, router passwords, logs) lives in a scratch directory removed by `stop()`.
+Everything it writes (PKI, router passwords) lives in a scratch directory removed by `stop()`; the
+processes' logs go where its process table keeps them (the scratch directory, or the lab's run directory when
+the lab passes its own table).
 """
 
 from __future__ import annotations

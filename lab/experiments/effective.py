@@ -109,7 +109,8 @@ def measure_setup(plan: Plan, out: TextIO) -> list[dict[str, float]]:
     """Time add (until data flows through both routers) and remove (until router A refuses), per repetition."""
     from lab.datapath import DataPathRelay
     from routers.drivers import get_driver
-    from routers.drivers.base import LinkSpec, Platform, RouterTarget, Transport
+    from routers.drivers.base import LinkSpec, RouterTarget
+    from routers.platforms import Platform, Transport
     from routers.sim.server import SimRouter
 
     greeter = _Greeter()

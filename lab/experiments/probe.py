@@ -24,7 +24,8 @@ LOCAL_DATA = "198.18.1.11"  # configuration value: router A's data-path address,
 
 
 def _target(args: argparse.Namespace) -> Any:
-    from routers.drivers.base import Platform, RouterTarget, Transport
+    from routers.drivers.base import RouterTarget
+    from routers.platforms import Platform, Transport
 
     return RouterTarget(Platform(args.platform), args.host, args.port, Transport(args.transport), args.username,
                         args.password, name="probe", connect_timeout=args.op_timeout,

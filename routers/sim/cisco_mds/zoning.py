@@ -86,7 +86,8 @@ def dont_ask(session: Session) -> bool:
 
 
 class MdsZoning:
-    """The zoning half of the MDS personality: state, locks, the zoning commands' effects, the shows."""
+    """The zoning half of the MDS personality: state, locks and the zoning commands' effects (the shows are
+    zoning_show.py's)."""
 
     def __init__(self, state: SimState, locked_elsewhere: Callable[[], bool]) -> None:
         self.state = state

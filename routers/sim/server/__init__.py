@@ -7,6 +7,6 @@ reach it (transports.py: telnet, SSH, the addresses a simulator may bind) and wh
 """
 
 from routers.sim.server.router import SimRouter
-from routers.sim.server.transports import check_bind_host, parse_address
+from routers.sim.server.transports import check_bind_host
 
-__all__ = ["SimRouter", "check_bind_host", "parse_address"]
+__all__ = ["SimRouter", "check_bind_host"]
