@@ -70,8 +70,12 @@ def main(argv: list[str]) -> int:
         return run(rest)
     from bench.database import temporary_database
 
-    with temporary_database(f"bench {name}"):
-        return run(rest)
+    with temporary_database(f"bench {name}") as database:
+        status = run(rest)
+        if status and name == "soak" and "--keep-on-failure" in rest:
+            print(f"bench soak: the database {database.keep()} is kept for inspection (DATABASE_URL's server; "
+                  "drop it when done)", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ def postgres_url(what: str) -> str:
 
 
 @contextmanager
-def temporary_database(what: str) -> Iterator[str]:
-    """Create, migrate and yield (its URL, also in os.environ["DATABASE_URL"]) a database of this run's
-    own; Django is set up on it. Dropped afterwards, whatever happened."""
+def temporary_database(what: str) -> Iterator[TemporaryDatabase]:
+    """Create, migrate and yield a database of this run's own (its URL also in os.environ["DATABASE_URL"]);
+    Django is set up on it. Dropped afterwards, whatever happened, unless the run called its `keep()`."""
     with TemporaryDatabase(postgres_url(what), label=what.removeprefix("bench "), prefix="flexzone_bench") as database:
         previous = os.environ.get("DATABASE_URL")
         os.environ["DATABASE_URL"] = database.url
@@ -43,7 +43,7 @@ def temporary_database(what: str) -> Iterator[str]:
 
             os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
             django.setup()
-            yield database.url
+            yield database
         finally:
             from django.db import connections
 

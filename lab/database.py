@@ -95,6 +95,11 @@ class TemporaryDatabase:
         with _connect(maintenance_url(self.server)) as conn:
             return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.name,)).fetchone() is not None
 
+    def keep(self) -> str:
+        """Leave the database on the server for inspection (`drop()` does nothing after this); its name."""
+        self.created = False
+        return self.name
+
     def drop(self) -> None:
         if not self.created:
             return
@@ -115,7 +120,7 @@ def maintenance_url(url: str) -> str:
 
 
 def _with_database(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}", query=""))
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))  # the query (sslmode=, host=...) holds for both
 
 
 def _where(url: str) -> str:
