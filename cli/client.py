@@ -244,7 +244,14 @@ def flag_for(field: str) -> str:
 
 
 def http_error(response: requests.Response) -> CliError:
-    """The API's JSON error ({detail, code, errors: [{field, rule, message, suggestions?}]}) as a CliError."""
+    """The API's JSON error ({detail, code, errors: [{field, rule, message, suggestions?}]}) as a CliError
+    carrying the HTTP status."""
+    error = _http_error(response)
+    error.status = response.status_code
+    return error
+
+
+def _http_error(response: requests.Response) -> CliError:
     try:
         body = response.json()
     except ValueError:

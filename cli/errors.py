@@ -12,11 +12,13 @@ UNREACHABLE = 4
 class CliError(Exception):
     """Something the user must hear about: one sentence, a hint saying what to do, and the exit code."""
 
-    def __init__(self, message: str, hint: str = "", exit_code: int = OPERATION_FAILED) -> None:
+    def __init__(self, message: str, hint: str = "", exit_code: int = OPERATION_FAILED,
+                 status: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.exit_code = exit_code
+        self.status = status  # the HTTP status when the server answered; None when it did not (TLS, network)
 
     def line(self, program: str) -> str:
         text = f"{program}: {self.message}"

@@ -160,8 +160,10 @@ class LabService:
         return rows, report
 
     def operation(self, kind: str, rep: int, deadline: float, router: str = LISTED) -> dict[str, Any]:
-        """One operation asked for over REST (`list`: of `router`); a request refused before it is journaled
-        is a row too (state "refused", its wall time counted as registry time, as the planner refused it)."""
+        """One operation asked for over REST (`list`: of `router`). A request the API refused (a 4xx answer)
+        is a row too, state "refused", its wall time counted as registry time (the planner refused it); one
+        that got no answer, a 5xx, or lost its operation while following it is state "error", its wall time
+        counted only as the total, so that neither passes for the service's own time."""
         path, body = {"add": ("/api/connect/", {"site": REQUESTER, "device_description": DEVICE}),
                       "remove": ("/api/disconnect/", {"site": REQUESTER, "device_description": DEVICE}),
                       "list": ("/api/invoke/", {"router": router, "command": "lsifcp"})}[kind]
@@ -170,8 +172,10 @@ class LabService:
             op = self._submit(path, body, deadline)
         except CliError as exc:
             wall = (time.perf_counter() - started) * 1000
-            return {"kind": kind, "rep": rep, "state": "refused", "attempts": 0, "error": exc.message[:300],
-                    "registry_ms": wall, "invocation_ms": 0.0, "router_ms": 0.0, "total_ms": wall, "wall_ms": wall}
+            refused = exc.status is not None and 400 <= exc.status < 500
+            return {"kind": kind, "rep": rep, "state": "refused" if refused else "error", "attempts": 0,
+                    "error": exc.message[:300], "registry_ms": wall if refused else 0.0, "invocation_ms": 0.0,
+                    "router_ms": 0.0, "total_ms": wall, "wall_ms": wall}
         return {"kind": kind, "rep": rep, "state": op["state"], "attempts": op["attempts"],
                 "error": (op["error"] or "")[:300], "registry_ms": op["registry_ms"],
                 "invocation_ms": op["invocation_ms"], "router_ms": op["router_ms"], "total_ms": op["total_ms"],

@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
 
+from cli.client import http_error
 from cli.config import load_config, write_config
-from cli.errors import CliError
+from cli.errors import OPERATION_FAILED, REFUSED, UNREACHABLE, USAGE, CliError
 from cli.flexzone import translate_words
 from cli.output import lease_text, parse_duration
 
@@ -210,3 +212,15 @@ def test_a_server_that_does_not_speak_tls_exits_4_saying_so(run_cli, api_pki, tm
     assert result.returncode == 4, result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith(f"flexzone: {url} does not speak TLS")
+
+
+@pytest.mark.parametrize("status, exit_code", [(400, USAGE), (403, REFUSED), (409, OPERATION_FAILED),
+                                               (503, OPERATION_FAILED)])
+def test_an_api_error_carries_its_http_status_so_a_caller_tells_a_refusal_from_a_failure(status, exit_code):
+    # The lab counts a 4xx as the service refusing a request and anything else as an error of the run.
+    response = requests.Response()
+    response.status_code, response.url = status, "https://127.0.0.1:8443/api/connect/"
+    response._content = json.dumps({"detail": "no", "errors": [{"field": "site", "message": "unknown"}]}).encode()
+    error = http_error(response)
+    assert (error.status, error.exit_code) == (status, exit_code)
+    assert CliError("cannot reach the server", exit_code=UNREACHABLE).status is None
