@@ -69,7 +69,11 @@ class RouterLink:
     """A link as read back from a router's running configuration.
 
     On FCIP platforms `initiators` and `targets` are the zone members found on the switch (sorted);
-    they are left out of equality, which is about the link and its state.
+    they are left out of equality, which is about the link and its state. `state` says whether the
+    router is configured to carry the link ("up": in force, "down": part of it missing or disabled);
+    `oper` is what the router reports of its carrier right now where it says (a Brocade tunnel's
+    OpStatus: ``Up``, ``InProg``, ``Degrade``...), "" otherwise: a carrier waiting for the far end is
+    still configured.
     """
 
     port: int
@@ -78,6 +82,7 @@ class RouterLink:
     state: str = "up"
     initiators: tuple[str, ...] = field(default=(), compare=False)
     targets: tuple[str, ...] = field(default=(), compare=False)
+    oper: str = field(default="", compare=False)
 
     @property
     def key(self) -> tuple[int, int, str]:
@@ -135,6 +140,15 @@ class GarbledOutput(RouterError):
     """The router's reply could not be parsed; treated as transient (re-read the state)."""
 
     transient = True
+
+
+class LayoutError(ValueError):
+    """A line of a show command's reply outside the layout its parser knows (parsers raise it; the
+    driver turns it into GarbledOutput naming the command and the line)."""
+
+    def __init__(self, line: str, why: str = "unrecognised line") -> None:
+        super().__init__(f"{why} {line[:160]!r}")
+        self.line = line
 
 
 class ZoningBusy(RouterError):

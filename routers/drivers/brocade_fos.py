@@ -29,23 +29,34 @@ How a flexzone link maps onto FOS FCIP
 --------------------------------------
 ``LinkSpec(port, zone, remote_ip, local_ip, wwn, initiators)`` is, on the switch:
 
-* an FCIP tunnel on VE port ``port`` (7840: VE 24-43) described ``flexzone`` (so we only ever delete
-  tunnels we created), with circuit 0 from ``local_ip`` (an ipif the site already configured) to
-  ``remote_ip``. The tunnel is shared by every flexzone zone carried to that remote gateway:
-  ``portcfg fciptunnel <port> create -d flexzone`` and
-  ``portcfg fcipcircuit <port> create 0 --local-ip <local_ip> --remote-ip <remote_ip>``;
 * one zone per initiator-target pair, ``fz_z<zone>_ve<port>_<initiator>_<target>`` (16 hex digits
   each) with exactly those two members, added to the effective cfg and enabled. The name says which
-  link the zone belongs to, so a remove deletes exactly the link's zones and nobody else's.
+  link the zone belongs to, so a remove deletes exactly the link's zones and nobody else's;
+* an FCIP tunnel on VE port ``port`` (7840: VE 24-43) with circuit 0 from ``local_ip`` (an ipif the
+  site already configured) to ``remote_ip``. The tunnel is shared by every flexzone zone carried to
+  that remote gateway: ``portcfg fciptunnel <port> create -d flexzone`` and
+  ``portcfg fcipcircuit <port> create 0 --local-ip <local_ip> --remote-ip <remote_ip>``.
+
+Whose tunnel is it? No public capture shows where FOS prints a tunnel's description, so flexzone
+does not rely on reading it back (it still sets it, for people). A tunnel is flexzone's when
+flexzone's zones name its VE port: an add puts the zones in effect first and then makes the tunnel,
+so a retry after a lost reply finds the zones and knows the tunnel is its own; a tunnel on a VE
+port that no flexzone zone names is someone else's and the add is refused. A remove deletes the
+tunnel first, while the link's zones still prove it is flexzone's (and only when no other flexzone
+link uses the port), and then the zones.
 
 ``render_add`` shows what a fresh link sends, naming the cfg in effect ``<effective cfg>`` (it is
 read from the switch at run time); the driver skips what is already in place. One VE port reaches one
 remote gateway (circuit 0): a link to another remote on an occupied port is rejected. ``local_ip``,
 ``wwn`` and at least one initiator are required to add (ValueError otherwise), not to remove.
 
-``list_links`` reads ``portcfgshow fciptunnel all -c`` and ``cfgshow`` (parsed in
-brocade_fos_show.py): a link is up when each of its zones is in effect with its two members and its
-tunnel is online.
+What is read (parsed in brocade_fos_show.py): ``cfgtransshow`` and ``cfgshow`` (aliases resolved,
+duplicates removed, so the defined and the effective configuration compare as the switch applies
+them), ``portshow fciptunnel all -c`` (the tunnels and circuits and their operational status) and,
+when there are circuits, ``portcfgshow fcipcircuit all`` (their addresses and admin state). A link
+is up when each of its zones is in effect with its two members and its tunnel's circuit 0 is
+enabled to the link's remote gateway; the tunnel's OpStatus (``Up``, ``InProg``...) is reported
+beside it, since a tunnel waits for its far end to be configured too.
 
 Device quirks handled here
 --------------------------
@@ -76,15 +87,14 @@ from routers.drivers.base import (
     ZoningChanged,
 )
 from routers.drivers.brocade_fos_show import (
-    DETAIL_LINE,
     NO_TRANSACTION,
-    TRANSACTION_LINE,
-    ZONING_LINE,
     FosZoning,
     TunnelInfo,
+    merge_circuits,
     parse_cfgshow,
-    parse_tunnels,
-    token_of,
+    parse_cfgtransshow,
+    parse_circuit_details,
+    parse_tunnel_table,
 )
 from routers.drivers.netmiko_base import PatientTelnet, SessionGuardedDriver, closed_session_is_eof, netmiko_device_type
 from routers.drivers.zoning import (
@@ -128,6 +138,13 @@ def link_prefix(spec: LinkSpec) -> str:
     return f"fz_z{spec.zone}_ve{spec.port}"
 
 
+def tunnel_lines(spec: LinkSpec) -> list[str]:
+    """The tunnel on the link's VE port (described flexzone, for people reading the switch) and its
+    circuit 0 from the site's address to the remote gateway."""
+    return [f"portcfg fciptunnel {spec.port} create -d {TUNNEL_DESCRIPTION}",
+            f"portcfg fcipcircuit {spec.port} create 0 --local-ip {spec.local_ip} --remote-ip {spec.remote_ip}"]
+
+
 class BrocadeFosDriver(SessionGuardedDriver):
     """FOS 8/9 FCIP: a flexzone tunnel per VE port, a zone per initiator-target pair in the cfg in effect."""
 
@@ -163,23 +180,21 @@ class BrocadeFosDriver(SessionGuardedDriver):
         cls.check_spec(spec, adding=True)
         zones = pair_zones(link_prefix(spec), spec)
         return [
-            f"portcfg fciptunnel {spec.port} create -d {TUNNEL_DESCRIPTION}",
-            f"portcfg fcipcircuit {spec.port} create 0 --local-ip {spec.local_ip} --remote-ip {spec.remote_ip}",
             *(f'zonecreate "{name}", "{"; ".join(members)}"' for name, members in zones.items()),
             f'cfgadd "{EFFECTIVE}", "{"; ".join(zones)}"',
             f'cfgenable "{EFFECTIVE}"',
+            *tunnel_lines(spec),
         ]
 
     @classmethod
     def render_remove(cls, spec: LinkSpec) -> list[str]:
         cls.check_spec(spec, adding=False)
         zones = list(pair_zones(link_prefix(spec), spec)) if spec.wwn else []
-        lines = []
+        lines = [f"portcfg fciptunnel {spec.port} delete"]
         if zones:
             lines.append(f'cfgremove "{EFFECTIVE}", "{"; ".join(zones)}"')
             lines += [f'zonedelete "{name}"' for name in zones]
             lines.append(f'cfgenable "{EFFECTIVE}"')
-        lines.append(f"portcfg fciptunnel {spec.port} delete")
         return lines
 
     @classmethod
@@ -189,6 +204,8 @@ class BrocadeFosDriver(SessionGuardedDriver):
             f"{EFFECTIVE} is the zoning configuration in effect on the switch, read at run time: flexzone {verb}, "
             f"never replaces or disables it (on a fabric with none in effect it creates {cls.zone_cfg})",
             "another session's open zoning transaction is waited for; pieces already in place are skipped",
+            f"the tunnel on VE {spec.port} is flexzone's while flexzone's zones name that port: zones are made before "
+            "the tunnel on add, and the tunnel is deleted (when no other flexzone link uses it) before them on remove",
         ]
 
     # --- commands ----------------------------------------------------------------------------
@@ -229,7 +246,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
         return self.run_confirmed(command, YES_NO, "y")
 
     def extension(self, command: str, exists: str | None = None) -> bool:
-        """Run a portcfg command; True when it succeeded, False when the object already existed."""
+        """Run a portcfg command; True when it made its change, False when the object already existed."""
         output = self.run(command)
         if re.search(SUCCEEDED, output):
             return True
@@ -257,7 +274,7 @@ class BrocadeFosDriver(SessionGuardedDriver):
         if output:
             raise self.rejection(command, output)
         if self._own_token is None:
-            self._own_token = token_of(self.transaction())
+            self._own_token = self.transaction()
 
     def enable(self, cfg: str) -> None:
         output = self.confirm(f'cfgenable "{cfg}"')
@@ -272,33 +289,25 @@ class BrocadeFosDriver(SessionGuardedDriver):
         self._own_token = None
 
     # --- reading -----------------------------------------------------------------------------
-    def read(self, command: str, grammar: re.Pattern[str]) -> str:
-        """A paged show command whose every line must fit `grammar`: a damaged reply is refused
-        (GarbledOutput) rather than half-parsed into a wrong picture of the switch."""
-        output = self.run_paged(command)
-        bad = next((line for line in output.splitlines() if not grammar.fullmatch(line.rstrip())), None)
-        if bad is not None:
-            raise GarbledOutput(f"{command}: unrecognised line {bad[:120]!r}", transcript=self._peek_transcript())
-        return output
+    def read_command(self, command: str) -> str:
+        return self.run_paged(command)
 
-    def tunnels(self) -> dict[int, TunnelInfo]:
-        return parse_tunnels(self.read("portcfgshow fciptunnel all -c", DETAIL_LINE))
+    def tunnels(self) -> dict[str, TunnelInfo]:
+        """The tunnels by VE port as printed ("24"; "9/16" on a blade), with their circuits: which exist
+        and their operational status from the summary table, addresses and admin state from the
+        circuit configuration (read only when there are circuits)."""
+        tunnels = self.show("portshow fciptunnel all -c", parse_tunnel_table)
+        if any(tunnel.circuits for tunnel in tunnels.values()):
+            merge_circuits(tunnels, self.show("portcfgshow fcipcircuit all", parse_circuit_details))
+        return tunnels
 
     def zoning(self) -> FosZoning:
-        output = self.read("cfgshow", ZONING_LINE)
-        if "configuration" not in output:
-            raise GarbledOutput(f"cfgshow: unrecognised reply {output[:200]!r}", transcript=self._peek_transcript())
-        return parse_cfgshow(output)
+        return self.show("cfgshow", parse_cfgshow)
 
     def transaction(self) -> str | None:
-        """None when no zoning transaction is open, else what ``cfgtransshow`` says about it."""
-        output = self.read("cfgtransshow", TRANSACTION_LINE).strip()
-        if output.startswith(NO_TRANSACTION):
-            return None
-        if "token" not in output:
-            raise GarbledOutput(f"cfgtransshow: unrecognised reply {output[:200]!r}",
-                                transcript=self._peek_transcript())
-        return output
+        """None when no zoning transaction is open, else its token (as FOS prints it)."""
+        open_transaction = self.show("cfgtransshow", parse_cfgtransshow)
+        return None if open_transaction is None else open_transaction.token
 
     def claim_zoning(self) -> None:
         """Before changing anything: wait for another session's transaction (ZoningBusy), abort our own.
@@ -306,15 +315,14 @@ class BrocadeFosDriver(SessionGuardedDriver):
         Ours is the one whose token this session read after its own first edit (a failed attempt left
         it open); any other transaction belongs to someone else and is left alone.
         """
-        open_transaction = self.transaction()
-        if open_transaction is None:
+        token = self.transaction()
+        if token is None:
             self._own_token = None
             return
-        if self._own_token is not None and token_of(open_transaction) == self._own_token:
+        if self._own_token is not None and token == self._own_token:
             self.abort_own_transaction()
             return
-        summary = " ".join(open_transaction.split())
-        raise ZoningBusy(f"another session holds the fabric's zoning transaction ({summary}); waiting for it",
+        raise ZoningBusy(f"another session holds the fabric's zoning transaction (token {token}); waiting for it",
                          transcript=self._peek_transcript())
 
     def abort_own_transaction(self) -> None:
@@ -325,61 +333,79 @@ class BrocadeFosDriver(SessionGuardedDriver):
 
     def abort_if_own(self) -> None:
         """Drop this session's transaction if it is still the one open (after a failed edit)."""
-        if self._own_token is not None and token_of(self.transaction()) == self._own_token:
+        if self._own_token is not None and self.transaction() == self._own_token:
             self.abort_own_transaction()
         self._own_token = None
 
     def list_links(self) -> list[RouterLink]:
         tunnels = self.tunnels()
-        remote_of = {ve: tunnel.remote_ip for ve, tunnel in tunnels.items()}
-        online = {ve: tunnel.online for ve, tunnel in tunnels.items()}
-        return fabric_links(self.zoning(), ZONE_RE, remote_of, online)
+        mine = {int(ve): tunnel for ve, tunnel in tunnels.items() if ve.isdigit()}
+        return fabric_links(self.zoning(), ZONE_RE, {ve: tunnel.remote_ip for ve, tunnel in mine.items()},
+                            {ve: tunnel.carrying for ve, tunnel in mine.items()},
+                            {ve: tunnel.oper for ve, tunnel in mine.items()})
 
     # --- operations --------------------------------------------------------------------------
     def add_link(self, spec: LinkSpec) -> None:
-        tunnel_line, circuit_line, *_ = self.render_add(spec)
-        # Everything that can refuse (someone else's transaction, staged changes, no cfg to use) is
-        # decided before the first change, so a refusal leaves the switch untouched.
+        tunnel_line, circuit_line = tunnel_lines(spec)
+        self.render_add(spec)  # validation before anything is sent
+        # Everything that can refuse (someone else's transaction or tunnel, staged changes, no cfg to
+        # use) is decided before the first change, so a refusal leaves the switch untouched.
         self.claim_zoning()
         fabric = self.zoning()
+        tunnel = self.tunnels().get(str(spec.port))
+        if tunnel is not None:
+            self._check_tunnel_is_ours(spec, fabric, tunnel)
         cfg, edits = self._zoning_plan(spec, fabric)
-        tunnel_existed = not self.extension(tunnel_line, exists=TUNNEL_EXISTS)
-        circuit_existed = False
-        if tunnel_existed:
-            tunnel = self.tunnels().get(spec.port)
-            remote = tunnel.remote_ip if tunnel else None
-            if tunnel is None or tunnel.description != TUNNEL_DESCRIPTION or remote not in (None, spec.remote_ip):
-                raise CommandRejected(
-                    f"VE port {spec.port} already carries a tunnel to {remote or 'another gateway'}",
-                    router_message=f"Tunnel ID {spec.port} already exists.", transcript=self._peek_transcript())
-            circuit_existed = remote == spec.remote_ip
-        if not circuit_existed and not self.extension(circuit_line, exists=CIRCUIT_EXISTS):
-            circuit_existed = True
+        # The zones go first: once they are in effect they name the VE port, and that is how a later
+        # attempt (a lost reply, a retry) knows the tunnel made next is flexzone's.
         if cfg is not None:
             ours = link_zones(fabric, ZONE_RE, spec) | set(pair_zones(link_prefix(spec), spec))
             self._transactional(lambda: self._apply(cfg, edits, fabric, ours))
-        elif tunnel_existed and circuit_existed:
+        made = cfg is not None
+        if tunnel is None:
+            made |= self.extension(tunnel_line, exists=TUNNEL_EXISTS)
+        if tunnel is None or 0 not in tunnel.circuits:
+            made |= self.extension(circuit_line, exists=CIRCUIT_EXISTS)
+        if not made:
             raise LinkExists(f"link {spec.key} already configured", router_message="",
                              transcript=self._peek_transcript())
 
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
-        tunnel = self.tunnels().get(spec.port)
+        self.claim_zoning()
+        fabric = self.zoning()
+        tunnel = self.tunnels().get(str(spec.port))
         if tunnel is not None and tunnel.remote_ip not in (None, spec.remote_ip):
             raise LinkAbsent(f"VE port {spec.port} tunnels to {tunnel.remote_ip}, not {spec.remote_ip}",
                              router_message="", transcript=self._peek_transcript())
-        self.claim_zoning()
-        fabric = self.zoning()
         ours = link_zones(fabric, ZONE_RE, spec)
-        if ours:
-            self._transactional(lambda: self._unzone(fabric, ours))
         others = [name for name in fabric.names() - ours
                   if (m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port]
-        if tunnel is not None and tunnel.description == TUNNEL_DESCRIPTION and not others:
+        if ours:
+            self._check_unzone(fabric, ours)  # refusals before the first change
+        # The tunnel goes first, while the link's zones still prove it is flexzone's (a tunnel on a VE
+        # port no flexzone zone names may be anyone's, and stays); then the zones.
+        if tunnel is not None and ours and not others:
             self.extension(f"portcfg fciptunnel {spec.port} delete")
-        if not ours:
+        if ours:
+            self._transactional(lambda: self._unzone(fabric, ours))
+        else:
             raise LinkAbsent(f"no flexzone zone of link {spec.key} on the switch", router_message="",
                              transcript=self._peek_transcript())
+
+    def _check_tunnel_is_ours(self, spec: LinkSpec, fabric: FosZoning, tunnel: TunnelInfo) -> None:
+        """A tunnel already on the VE port is flexzone's only when flexzone's zones name the port, and
+        it can carry this link only when its circuit 0 reaches the link's remote gateway."""
+        claimed = any((m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port for name in fabric.names())
+        if not claimed:
+            raise CommandRejected(
+                f"VE port {spec.port} already carries a tunnel that flexzone did not create (no flexzone zone names "
+                "this port); flexzone leaves it alone: choose another VE port for this site",
+                router_message=f"Tunnel ID {spec.port} already exists.", transcript=self._peek_transcript())
+        if tunnel.remote_ip not in (None, spec.remote_ip):
+            raise CommandRejected(
+                f"VE port {spec.port} already carries a tunnel to {tunnel.remote_ip}",
+                router_message=f"Tunnel ID {spec.port} already exists.", transcript=self._peek_transcript())
 
     def _transactional(self, work):
         """Run zoning edits; if one fails, drop this session's transaction so nothing half-done stays."""
@@ -453,18 +479,26 @@ class BrocadeFosDriver(SessionGuardedDriver):
         if before.in_effect is not None and (refusal := refuse_staged_changes(now, cfg, ours)):
             raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
 
+    def _check_unzone(self, fabric: FosZoning, ours: set[str]) -> None:
+        """Refuse, before anything changes, a remove that would enforce someone's staged changes or
+        leave a configuration flexzone did not create without zones."""
+        cfg = fabric.in_effect
+        if cfg is None or not (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
+            return
+        if refusal := refuse_staged_changes(fabric, cfg, ours):
+            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+        if not set(fabric.configs.get(cfg, [])) - ours and cfg != self.zone_cfg:
+            raise CommandRejected(
+                f"{cfg} holds nothing but flexzone's zones of this link; removing them would leave no "
+                f"configuration in effect, and flexzone never disables a configuration it did not create",
+                router_message="", transcript=self._peek_transcript())
+
     def _unzone(self, fabric: FosZoning, ours: set[str]) -> None:
         """Take the link's zones out of the cfg in effect and re-enable it (see the module doc)."""
         cfg = fabric.in_effect
         if cfg is not None and (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
-            if refusal := refuse_staged_changes(fabric, cfg, ours):
-                raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+            self._check_unzone(fabric, ours)
             if not set(fabric.configs.get(cfg, [])) - ours:
-                if cfg != self.zone_cfg:
-                    raise CommandRejected(
-                        f"{cfg} holds nothing but flexzone's zones of this link; removing them would leave no "
-                        f"configuration in effect, and flexzone never disables a configuration it did not create",
-                        router_message="", transcript=self._peek_transcript())
                 # fz_cfg was created by flexzone on a fabric with none in effect: disabling it restores that.
                 self.warn(f"the last flexzone zone left {cfg}, which flexzone had created on a fabric with no "
                           "configuration in effect; zoning is back to no configuration in effect")

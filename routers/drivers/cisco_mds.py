@@ -61,24 +61,24 @@ from netmiko.exceptions import ConfigInvalidException
 
 from routers.drivers.base import (
     CommandRejected,
-    GarbledOutput,
     LinkAbsent,
     LinkExists,
     LinkSpec,
     RouterLink,
     ZoningBusy,
 )
-from routers.drivers.cisco_mds_config import (
-    CONFIG_LINE,
-    DESCRIPTION,
-    RunningConfig,
+from routers.drivers.cisco_mds_config import DESCRIPTION, foreign_fcip, interface_lines, profile_users, zone_lines
+from routers.drivers.cisco_mds_show import (
+    FcipConfig,
     ZoneStatus,
-    foreign_fcip,
-    interface_lines,
-    parse_running_config,
+    names_device_alias,
+    parse_active_zoneset,
+    parse_device_aliases,
+    parse_fcip_config,
     parse_zone_status,
-    profile_users,
-    zone_lines,
+    parse_zones,
+    parse_zoneset_brief,
+    resolve,
 )
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
 from routers.drivers.zoning import (
@@ -266,12 +266,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
 
     def zone_status(self) -> ZoneStatus:
         vsan = self.target.vsan
-        output = self.run(f"show zone status vsan {vsan}")
-        try:
-            return parse_zone_status(output.strip())
-        except ValueError:
-            raise GarbledOutput(f"show zone status vsan {vsan}: unrecognised reply {output[:200]!r}",
-                                transcript=self._peek_transcript()) from None
+        return self.show(f"show zone status vsan {vsan}", lambda text: parse_zone_status(text, vsan))
 
     def claim_zoning(self) -> tuple[ZoneStatus, list[str]]:
         """Before any change: someone else's lock is ZoningBusy; a lock our own dead session left
@@ -296,26 +291,38 @@ class CiscoMdsDriver(SessionGuardedDriver):
                                   router_message=status.status, transcript=self._peek_transcript())
         _LEFT_LOCKS.discard((self.target.host, self.target.port, self.target.vsan))
 
-    def running_config(self) -> RunningConfig:
-        output = self.run("show running-config")
-        bad = next((line for line in output.splitlines() if not CONFIG_LINE.fullmatch(line)), None)
-        if "version " not in output or bad is not None:
-            raise GarbledOutput(f"show running-config: unrecognised line {(bad or output)[:120]!r}",
-                                transcript=self._peek_transcript())
-        return parse_running_config(output)
+    def fcip_config(self) -> FcipConfig:
+        """The fcip profiles and interfaces: the FCIP part of the running configuration only."""
+        return self.show("show running-config fcip", parse_fcip_config)
+
+    def zoning(self, *, zonesets: bool = True) -> FabricZoning:
+        """The router's VSAN as the switch enforces it: the full database's zones (fcalias members
+        expanded by the switch), which zones each full zoneset lists (`zonesets`: only what a change
+        needs), the active zoneset, and every device-alias member replaced by its pwwn."""
+        vsan = self.target.vsan
+        zones = self.show(f"show zone vsan {vsan}", lambda text: parse_zones(text, vsan))
+        configs = self.show(f"show zoneset brief vsan {vsan}",
+                            lambda text: parse_zoneset_brief(text, vsan)) if zonesets else {}
+        in_effect, active = self.show(f"show zoneset active vsan {vsan}",
+                                      lambda text: parse_active_zoneset(text, vsan))
+        if names_device_alias([*zones.values(), *active.values()]):
+            aliases = self.show("show device-alias database", parse_device_aliases)
+            zones = {name: resolve(members, aliases) for name, members in zones.items()}
+            active = {name: resolve(members, aliases) for name, members in active.items()}
+        return FabricZoning(configs=configs, zones=zones, in_effect=in_effect, active=active)
 
     # --- operations --------------------------------------------------------------------------
     def list_links(self) -> list[RouterLink]:
-        config = self.running_config()
+        config = self.fcip_config()
         remote_of = {number: interface.get("peer") for number, interface in config.interfaces.items()}
         online = {number: interface.get("shutdown") == "no" for number, interface in config.interfaces.items()}
-        return fabric_links(config.fabric(self.target.vsan), ZONE_RE, remote_of, online)
+        return fabric_links(self.zoning(zonesets=False), ZONE_RE, remote_of, online)
 
     def add_link(self, spec: LinkSpec) -> None:
         self.render_add(spec)  # validation before anything is sent
         self._check_vsan(spec)
         status, freeing = self.claim_zoning()
-        config = self.running_config()
+        config = self.fcip_config()
         interface = config.interfaces.get(spec.port)
         if refusal := foreign_fcip(config, spec.port):
             raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
@@ -327,7 +334,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
                            and interface.get("shutdown") == "no" and interface.get("profile") == str(spec.port)
                            and config.profiles.get(spec.port) == spec.local_ip)
         lines = [] if interface_ready else interface_lines(spec)
-        zoning = self._zone(spec, config.fabric(spec.vsan), status)
+        zoning = self._zone(spec, self.zoning(), status)
         if zoning and status.enhanced:
             zoning.append(f"zone commit vsan {spec.vsan}")
         if not lines and not zoning and not freeing:
@@ -341,18 +348,18 @@ class CiscoMdsDriver(SessionGuardedDriver):
         self.check_spec(spec, adding=False)
         self._check_vsan(spec)
         status, freeing = self.claim_zoning()
-        config = self.running_config()
+        config = self.fcip_config()
         interface = config.interfaces.get(spec.port)
         if interface is not None and interface.get("peer") not in (None, spec.remote_ip):
             raise LinkAbsent(f"fcip{spec.port} peers with {interface['peer']}, not {spec.remote_ip}",
                              router_message="", transcript=self._peek_transcript())
-        fabric = config.fabric(spec.vsan)
+        fabric = self.zoning()
         ours = link_zones(fabric, ZONE_RE, spec)
-        zoning = self._unzone(fabric, ours, spec.vsan) if ours else []
+        zoning = self._unzone(fabric, ours, spec.vsan, status) if ours else []
         if zoning and status.enhanced:
             zoning.append(f"zone commit vsan {spec.vsan}")
-        others = [name for _vsan, name in {*config.zones, *config.active_zones}
-                  if name not in ours and (m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port]
+        others = [name for name in fabric.names() - ours
+                  if (m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port]
         lines = [*freeing, *zoning]
         if interface is not None and interface.get("description") == DESCRIPTION and not others:
             lines.append(f"no interface fcip {spec.port}")
@@ -379,6 +386,8 @@ class CiscoMdsDriver(SessionGuardedDriver):
             f"no zoneset is active in vsan {vsan} and the default zone of vsan {vsan} is {status.default_zone}: "
             f"every device reaches every other, and activating {self.zoneset} would cut off every device not in "
             "it, so flexzone will not create one here", f"default-zone: {status.default_zone}")
+        self._refuse_stale_full_database(fabric, status, link_zones(fabric, ZONE_RE, spec)
+                                         | set(pair_zones(link_prefix(spec), spec)))
         with self._transcript_on_refusal():
             plan = plan_link_zoning(fabric, spec, link_prefix(spec), ZONE_RE, self.zoneset, open_refusal)
         zoneset, wanted, stale = plan.config, plan.wanted, plan.stale
@@ -407,8 +416,9 @@ class CiscoMdsDriver(SessionGuardedDriver):
             self.warn(f"no zoneset was active in vsan {vsan}; flexzone created and activated {zoneset} for its zones")
         return [*lines, f"zoneset activate name {zoneset} vsan {vsan}"]
 
-    def _unzone(self, fabric: FabricZoning, ours: set[str], vsan: int) -> list[str]:
+    def _unzone(self, fabric: FabricZoning, ours: set[str], vsan: int, status: ZoneStatus) -> list[str]:
         """The zoning lines that take the link's zones out of the active zoneset and re-activate it."""
+        self._refuse_stale_full_database(fabric, status, ours)
         zoneset = fabric.in_effect
         lines: list[str] = []
         reactivate = deactivate = None
@@ -441,6 +451,26 @@ class CiscoMdsDriver(SessionGuardedDriver):
         if reactivate:
             lines.append(f"zoneset activate name {reactivate} vsan {vsan}")
         return lines
+
+    def _refuse_stale_full_database(self, fabric: FabricZoning, status: ZoneStatus, ours: set[str]) -> None:
+        """Basic mode with ``distribute: active only``: activation spreads only the active zoneset, so
+        this switch's full database may be empty or older than what is in force (another switch
+        activated since). Re-activating from it would put that older content in force: refused,
+        saying how an administrator brings the full database up to date."""
+        zoneset = fabric.in_effect
+        if status.enhanced or status.distribute != "active only" or zoneset is None:
+            return
+        if zoneset in fabric.configs and not fabric.staged_changes(zoneset, ours):
+            return
+        vsan = self.target.vsan
+        held = "does not hold" if zoneset not in fabric.configs else "holds another version of"
+        raise CommandRejected(
+            f"vsan {vsan} is in basic zoning mode with 'distribute: active only', and this switch's full zone "
+            f"database {held} the active zoneset {zoneset}: re-activating it would put the full database's content in "
+            f"force instead of what is active now. Bring the full database up to date first, on this switch: 'zone "
+            f"copy active-zoneset full-zoneset vsan {vsan}' (then check it with 'show zoneset vsan {vsan}'), or keep "
+            f"every switch's full database in step with 'zoneset distribute full vsan {vsan}'",
+            router_message=f"distribute: {status.distribute}", transcript=self._peek_transcript())
 
     def save_config(self) -> None:
         conn = self.conn

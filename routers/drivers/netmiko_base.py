@@ -40,6 +40,7 @@ from routers import hostkeys
 from routers.drivers.base import (
     CommandRejected,
     GarbledOutput,
+    LayoutError,
     LinkAbsent,
     LinkExists,
     RouterAuthError,
@@ -116,6 +117,7 @@ class PatientTelnet(BaseConnection):
 
 
 Connection = TypeVar("Connection", bound=BaseConnection)
+T = TypeVar("T")
 NETMIKO_CLASSES: dict[str, type[BaseConnection]] = {}
 
 
@@ -150,6 +152,8 @@ class NetmikoDriver(RouterDriver):
     error_pattern: ClassVar[str] = r"(?m)^\s*(?:%|Error|ERROR|Invalid|Usage)"
     # Sent on close where the device has a logout command (None: netmiko's disconnect only).
     logout_command: ClassVar[str | None] = None
+    # How the CLI refuses a show command it does not know (the reply is then not parsed).
+    read_refusal: ClassVar[str] = r"(?m)^\s*% "
 
     def __init__(self, target: RouterTarget) -> None:
         super().__init__(target)
@@ -157,6 +161,7 @@ class NetmikoDriver(RouterDriver):
         self._log = io.BytesIO()
         self._router_seconds = 0.0
         self._notes: list[str] = []
+        self._reads = [0, 0]  # show commands sent and bytes they returned, since take_read_stats()
 
     # --- session -------------------------------------------------------------------------------
     def connection_args(self) -> dict[str, Any]:
@@ -300,6 +305,32 @@ class NetmikoDriver(RouterDriver):
                     cmd_verify=self.verify_echo(command),
                 )
             )
+
+    def read_command(self, command: str) -> str:
+        """Send one read-only command and return its whole reply (platforms with a pager override it)."""
+        return self.run(command)
+
+    def show(self, command: str, parse: Callable[[str], T]) -> T:
+        """Run a read-only command and parse its reply.
+
+        A reply outside the layout `parse` knows is GarbledOutput naming the command and the line (a
+        transient error: read again); the CLI refusing the command itself is CommandRejected.
+        """
+        output = self.read_command(command)
+        self._reads[0] += 1
+        self._reads[1] += len(output.encode())
+        if re.search(self.read_refusal, output):
+            message = " ".join(line.strip() for line in output.splitlines() if line.strip() not in ("", "^"))[:300]
+            raise CommandRejected(f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript())
+        try:
+            return parse(output)
+        except LayoutError as exc:
+            raise GarbledOutput(f"{command}: {exc}", transcript=self._peek_transcript()) from None
+
+    def take_read_stats(self) -> tuple[int, int]:
+        """(show commands sent, bytes they returned) since the last call."""
+        reads, self._reads = tuple(self._reads), [0, 0]
+        return reads[0], reads[1]
 
     def run_confirmed(self, command: str, question: str, answer: str = "y") -> str:
         """Send a command that may ask a question; answer it; return all output."""

@@ -173,12 +173,13 @@ def zone_members_differ(fabric: FabricZoning, name: str, members: list[str]) -> 
 
 
 def fabric_links(fabric: FabricZoning, pattern: re.Pattern[str], remote_of: dict[int, str | None],
-                 online: dict[int, bool]) -> list[RouterLink]:
+                 online: dict[int, bool], oper: dict[int, str] | None = None) -> list[RouterLink]:
     """A RouterLink per (zone, port) group of flexzone zones whose port reaches a remote gateway.
 
     Up when every zone of the group is in effect, defined and enforced with exactly the members its
     name says (an old-style zone: the members it is defined with), and the port's tunnel or
-    interface is up; otherwise down. Members are read from the pair names.
+    interface is configured to carry it (`online`); otherwise down. Members are read from the pair
+    names; `oper` is the port's operational status where the switch reports one.
     """
     groups: dict[tuple[int, int], list[str]] = {}
     for name in sorted(fabric.names()):
@@ -205,5 +206,6 @@ def fabric_links(fabric: FabricZoning, pattern: re.Pattern[str], remote_of: dict
             defined_right = name not in fabric.zones or not zone_members_differ(fabric, name, expected)
             enforced &= name in fabric.active and sorted(fabric.active[name]) == sorted(expected) and defined_right
         state = "up" if enforced and online.get(port, False) else "down"
-        links.append(RouterLink(port, zone, remote, state, tuple(sorted(initiators)), tuple(sorted(targets))))
+        links.append(RouterLink(port, zone, remote, state, tuple(sorted(initiators)), tuple(sorted(targets)),
+                                (oper or {}).get(port, "")))
     return sorted(links, key=lambda link: link.key)

@@ -94,6 +94,10 @@ class FosPersonality(Personality):
         self.fabric_zoning.seed_production()
         self.save()
 
+    def seed_fabric(self, size: int) -> None:
+        self.fabric_zoning.seed_fabric(size)
+        self.save()
+
     def links(self) -> list[RouterLink]:
         """flexzone links: each (zone, port) group of ``fz_z<zone>_ve<port>[_<i>_<t>]`` zones, committed
         or in effect, whose VE port has a tunnel with a circuit 0 remote address; up when every zone

@@ -17,8 +17,15 @@ from typing import Any
 
 from routers.sim.brocade_fos.extension import DOMAIN, FC_PORTS, GE_PORTS, SWITCH_WWN, VE_PORTS, ExtensionConfig
 from routers.sim.brocade_fos.portcfg import COMPRESSIONS
-from routers.sim.brocade_fos.texts import CIRCUIT_FLAG_LEGEND, RULE, TUNNEL_FLAG_LEGEND, TUNNEL_USAGE
+from routers.sim.brocade_fos.texts import (
+    CIRCUIT_FLAG_LEGEND,
+    CIRCUIT_FLAG_LEGEND_COMBINED,
+    RULE,
+    TUNNEL_FLAG_LEGEND,
+    TUNNEL_USAGE,
+)
 from routers.sim.brocade_fos.zoning import PHANTOM_TOKEN, FabricZoning
+from routers.sim.brocade_fos.zoning_show import render_cfgshow, render_effective
 from routers.sim.personality import Console, Session
 
 NO_TRANSACTION = "There is no outstanding zoning transaction\n"
@@ -52,76 +59,74 @@ def tunnel_flags(tunnel: dict[str, Any]) -> str:
     return "".join(flags)
 
 
-def circuit_detail(ve: str, cid: str, circuit: dict[str, Any]) -> str:
-    # [R] the circuit detail keys are reconstructed; values follow the circuit table's units.
-    up = circuit.get("admin", "enable") == "enable" and bool(circuit.get("remote_ip"))
-    rows = [
-        ("Admin/Oper State", f"{'Enabled' if circuit.get('admin', 'enable') == 'enable' else 'Disabled'} / "
-                             f"{'Online' if up else 'Offline'}"),
-        ("Remote IP", circuit.get("remote_ip", "")),
-        ("Local IP", circuit.get("local_ip", "")),
-        ("Metric/Failover Grp", f"{circuit.get('metric', '0')} / {circuit.get('failover_group', '-')}"),
-        ("Min/Max Comm Rt", f"{circuit.get('min_rate')} / {circuit.get('max_rate')}"),
-        ("Keepalive (Cfg/Peer)", f"{circuit.get('keepalive')} / {circuit.get('keepalive')}"),
-    ]
-    text = f" Circuit: VE-Port:{ve} ID:{cid}\n {'=' * 50}\n"
-    return text + "".join(f"  {key:<20s}: {value}\n" for key, value in rows) + "\n"
+def tunnel_status(tunnel: dict[str, Any]) -> str:
+    """The tunnel's OpStatus: ``Empty`` with no circuit, ``Up`` with an enabled circuit to a remote
+    address, ``Down`` otherwise. (A real tunnel also waits for its far end: ``InProg``.)"""
+    if not tunnel["circuits"]:
+        return "Empty"
+    return "Up" if any(circuit_up(c) for c in tunnel["circuits"].values()) else "Down"
 
 
-def tunnel_detail(ve: str, tunnel: dict[str, Any], with_circuits: bool) -> str:
-    online = any(c.get("remote_ip") for c in tunnel["circuits"].values())
+def circuit_up(circuit: dict[str, Any]) -> bool:
+    return circuit.get("admin", "enable") == "enable" and bool(circuit.get("remote_ip"))
+
+
+def detail_lines(rows: list[tuple[str, str]]) -> str:
+    """Key lines as FOS 8/9 prints them: two spaces, the key left-justified in 21 columns, ': ', the value."""
+    return "".join(f"  {key:<21s}: {value}\n" for key, value in rows)
+
+
+def tunnel_detail(ve: str, tunnel: dict[str, Any], live: bool) -> str:
+    """``portcfgshow fciptunnel <ve>`` (configuration: Oper State is the admin state, ``Enabled``) or
+    ``portshow fciptunnel <ve>`` (live: ``Online``/``In Progress`` and the peer and traffic keys).
+    No Description key: no capture shows one."""
+    ipsec = tunnel.get("ipsec", "none") != "none"
+    up = tunnel_status(tunnel) == "Up"
     rows = [
-        ("Oper State", "Online" if online else "Offline"),
-        ("TID", str(int(ve) - VE_PORTS.start)),
-        ("Description", tunnel.get("description", "")),  # [R] key name
+        ("Oper State", ("Online" if up else "In Progress") if live else "Enabled"),
+        ("TID", str(int(ve)) if live else "0"),
         ("Flags", "0x00000000"),
         ("IP-Extension", "Disabled"),
         ("Compression", COMPRESSIONS.get(tunnel.get("compression", "none"), "None")),
         ("QoS BW Ratio", "50% / 30% / 20%"),
         ("Fastwrite", "Enabled" if tunnel.get("fastwrite") == "enable" else "Disabled"),
         ("Tape Pipelining", "Disabled"),
-        ("IPSec", "Disabled" if tunnel.get("ipsec", "none") == "none" else "Enabled"),
-        ("IPSec-Policy", "" if tunnel.get("ipsec", "none") == "none" else tunnel["ipsec"]),
+        ("IPSec", "Enabled" if ipsec else "Disabled"),
+        *([("IPSec-Policy", tunnel["ipsec"])] if ipsec else []),
         ("Legacy QOS Mode", "Disabled"),
-        ("Load-Level", tunnel.get("load_leveling", "Failover").capitalize()),
-        ("Local WWN", SWITCH_WWN),
-        ("RemWWN (config)", tunnel.get("remote_wwn", "00:00:00:00:00:00:00:00")),
-        ("cfgmask", "0x0000001f 0x80000208"),
     ]
-    text = f" Tunnel: VE-Port:{ve} (idx:{int(ve) - VE_PORTS.start}, DP0)\n {'=' * 50}\n"
-    text += "".join(f"  {key:<20s}: {value}\n" for key, value in rows) + "\n"
-    if with_circuits:
-        for cid in sorted(tunnel["circuits"], key=int):
-            text += circuit_detail(ve, cid, tunnel["circuits"][cid])
-    return text
+    load_level = tunnel.get("load_leveling", "failover").capitalize()
+    if live:
+        peer = peer_identity(tunnel["circuits"]["0"]["remote_ip"])[0] if up and "0" in tunnel["circuits"] else None
+        rows += [("Load-Level (Cfg/Peer)", f"{load_level} ({load_level} / {load_level})"),
+                 ("Local WWN", SWITCH_WWN), ("Peer WWN", peer or "00:00:00:00:00:00:00:00"),
+                 ("RemWWN (config)", tunnel.get("remote_wwn", "00:00:00:00:00:00:00:00")),
+                 ("Peer Platform", "7840" if peer else "UNKNOWN")]
+    else:
+        rows += [("Load-Level", load_level), ("Local WWN", SWITCH_WWN)]
+    rows += [("cfgmask", "0x0000001f 0x4000020c"), ("Uncomp/Comp Bytes", "0 / 0 / 1.00 : 1"),
+             ("Uncomp/Comp Byte(30s)", "0 / 0 / 1.00 : 1")]
+    if live:
+        rows += [("Flow Status", "0"), ("ConCount/Duration", f"1 / {format_uptime(30) if up else '0s'}"),
+                 ("Uptime", format_uptime(30) if up else "0s"), ("RTT (min/avg/max)", "5 / 5 / 49 ms"),
+                 ("Wan Util", "0.0%"), ("TxQ Util", "0.0%")]
+    return f"\n Tunnel: VE-Port:{ve} (idx:0, DP0)\n {'=' * 52}\n" + detail_lines(rows) + "\n"
 
 
-def render_defined(defined: dict[str, Any]) -> str:
-    if not any(defined.values()):
-        return "Defined configuration:\n no configuration defined\n"
-    text = "Defined configuration:\n"
-    for name, zones in defined["cfgs"].items():
-        text += f" cfg:\t{name}\t" + _wrap(zones) + "\n"
-    for kind, label in (("zones", "zone"), ("aliases", "alias")):
-        for name, members in defined[kind].items():
-            text += f" {label}:\t{name}\t" + _wrap(members) + "\n"
-    return text
-
-
-def render_effective(committed: dict[str, Any]) -> str:
-    effective = committed["effective"]
-    if effective is None:
-        return f"No Effective configuration: ({committed['default_access']})\n"
-    text = f"Effective configuration:\n cfg:\t{effective['cfg']}\t\n"
-    for zone, members in effective["zones"].items():
-        text += f" zone:\t{zone}\t\n" + "".join(f"\t\t{member}\n" for member in members)
-    return text
-
-
-def _wrap(members: list[str], per_line: int = 3) -> str:
-    """cfgshow member lists: `; `-separated, continued on tab-indented lines."""
-    chunks = [members[i : i + per_line] for i in range(0, len(members), per_line)] or [[]]
-    return ";\n\t\t".join("; ".join(chunk) for chunk in chunks)
+def circuit_detail(ve: str, cid: str, circuit: dict[str, Any], ge: str) -> str:
+    """``portcfgshow fcipcircuit``: one circuit's configuration. [R] No capture of this view exists;
+    it is laid out as the tunnel detail is, with the circuit keys the FOS 8/9 command reference names."""
+    admin = "Enabled" if circuit.get("admin", "enable") == "enable" else "Disabled"
+    local = (circuit.get("local_ip") or "0.0.0.0") + (f" {ge}.dp0" if ge != "-" else "")
+    rows = [
+        ("Admin Status", admin),
+        ("IP Addr (L/R)", f"{local} <-> {circuit.get('remote_ip') or '0.0.0.0'}"),
+        ("Configured Comm Rates", f"{circuit.get('min_rate')} / {circuit.get('max_rate')} kbps"),
+        ("Keepalive (Cfg)", f"{circuit.get('keepalive')} ms"),
+        ("Metric", circuit.get("metric", "0")),
+        ("Failover Group", circuit.get("failover_group", "-")),
+    ]
+    return f"\n Circuit: VE-Port:{ve} ID:{cid} (DP0)\n {'=' * 52}\n" + detail_lines(rows)
 
 
 class FosShows:
@@ -227,39 +232,67 @@ class FosShows:
             console.write("\n".join(lines) + "\n")
         elif what == "fciptunnel":
             await self._portcfgshow_tunnel(console, words[1:])
+        elif what == "fcipcircuit":
+            await self._portcfgshow_circuit(console, words[1:])
         else:
             console.write(f"portcfgshow: Invalid option '{what}'.\n"
                           "Usage: portCfgShow ipif|iproute|fciptunnel|fcipcircuit [[<slot>/]<port>|all] [-c]\n")
 
+    def _ves(self, console: Console, target: str | None) -> list[str] | None:
+        """The VE ports a view covers: all (no target or ``all``), or one; None after an error."""
+        if target is None or target == "all":
+            return sorted(self.tunnels, key=int)
+        ve = target.split("/")[-1]
+        if not ve.isdigit() or int(ve) not in VE_PORTS:
+            console.write(f"\nfciptunnel: Invalid port parameter '{target}' (rc:-1).\n\n{TUNNEL_USAGE}")
+            return None
+        return [ve] if ve in self.tunnels else []
+
     async def _portcfgshow_tunnel(self, console: Console, words: list[str]) -> None:
+        """No VE: the AdminSt summary (its data one column left of the headings, as on the switch); a VE
+        or ``all``: the detail blocks (``-c`` adds each circuit's block [R])."""
         circuits = any(w in ("-c", "--circuit") for w in words)
         targets = [w for w in words if not w.startswith("-")]
         if not targets:
-            lines = [" Tunnel Circuit   AdminSt Flags", RULE]
-            for ve in sorted(self.tunnels, key=int):
-                lines.append(f" {ve:<6s}-         Enabled {tunnel_flags(self.tunnels[ve])}")
-                if circuits:
-                    for cid in sorted(self.tunnels[ve]["circuits"], key=int):
-                        circuit = self.tunnels[ve]["circuits"][cid]
-                        admin = "Enabled " if circuit.get("admin", "enable") == "enable" else "Disabled"
-                        lines.append(f" {ve:<6s}{cid:<10s}{admin}----4")
-            lines += [RULE, *TUNNEL_FLAG_LEGEND]
-            await console.page("\n".join(lines) + "\n")
+            lines = ["", " Tunnel Circuit   AdminSt Flags", RULE]
+            lines += [f" {ve:<6s}-         Enabled {tunnel_flags(self.tunnels[ve])}"
+                      for ve in sorted(self.tunnels, key=int)]
+            await console.page("\n".join([*lines, RULE, *TUNNEL_FLAG_LEGEND, "", ""]))
             return
-        target = targets[0].split("/")[-1]
-        if target == "all":
-            ves = sorted(self.tunnels, key=int)
-        elif target.isdigit() and int(target) in VE_PORTS:
-            if target not in self.tunnels:
-                console.write(f"Tunnel {target} does not exist.\n")  # [R]
-                return
-            ves = [target]
-        else:
-            console.write(f"\nfciptunnel: Invalid port parameter '{targets[0]}' (rc:-1).\n\n{TUNNEL_USAGE}")
+        ves = self._ves(console, targets[0])
+        if ves is None:
             return
-        await console.page("".join(tunnel_detail(ve, self.tunnels[ve], circuits) for ve in ves))
+        if not ves:
+            console.write(f"Tunnel {targets[0]} does not exist.\n")  # [R]
+            return
+        text = ""
+        for ve in ves:
+            text += tunnel_detail(ve, self.tunnels[ve], live=False)
+            if circuits:
+                text += "".join(self._circuit_block(ve, cid) for cid in sorted(self.tunnels[ve]["circuits"], key=int))
+        await console.page(text)
+
+    async def _portcfgshow_circuit(self, console: Console, words: list[str]) -> None:
+        """``portcfgshow fcipcircuit [all | <ve> [<cid>]]``: each circuit's configuration block [R]."""
+        targets = [w for w in words if not w.startswith("-")]
+        ves = self._ves(console, targets[0] if targets else None)
+        if ves is None:
+            return
+        text = ""
+        for ve in ves:
+            cids = sorted(self.tunnels[ve]["circuits"], key=int)
+            if len(targets) > 1:
+                cids = [cid for cid in cids if cid == targets[1]]
+            text += "".join(self._circuit_block(ve, cid) for cid in cids)
+        await console.page(text + "\n" if text else "")
+
+    def _circuit_block(self, ve: str, cid: str) -> str:
+        circuit = self.tunnels[ve]["circuits"][cid]
+        return circuit_detail(ve, cid, circuit, self.extension.circuit_ge(circuit))
 
     async def portshow(self, session: Session, console: Console, rest: str) -> None:
+        """``portshow fciptunnel|fcipcircuit [<ve>|all] [-c] [--lifetime]``: the live table; ``portshow
+        fciptunnel <ve>`` alone: the live detail block."""
         words = rest.split()
         what = words[0].lower() if words else ""
         if what in ("ipif", "iproute"):
@@ -270,47 +303,52 @@ class FosShows:
             return
         options = [w for w in words[1:] if w.startswith("-")]
         targets = [w for w in words[1:] if not w.startswith("-")]
+        ves = self._ves(console, targets[0] if targets else None)
+        if ves is None:
+            return
         circuits = what == "fcipcircuit" or "-c" in options or "--circuit" in options
-        ves = sorted(self.tunnels, key=int)
-        if targets and targets[0] != "all":
-            target = targets[0].split("/")[-1]
-            if not target.isdigit() or int(target) not in VE_PORTS:
-                console.write(f"\nfciptunnel: Invalid port parameter '{targets[0]}' (rc:-1).\n\n{TUNNEL_USAGE}")
-                return
-            ves = [target] if target in self.tunnels else []
+        if what == "fciptunnel" and targets and targets[0] != "all" and not options:
+            if ves:
+                await console.page(tunnel_detail(ves[0], self.tunnels[ves[0]], live=True))
+            else:
+                console.write(f"Tunnel {targets[0]} does not exist.\n")  # [R]
+            return
         header = " Tunnel Circuit  OpStatus  Flags    Uptime  TxMBps  RxMBps ConnCnt CommRt Met/G"
-        lines = [header, RULE]
+        lines = ["", header, RULE]
         for ve in ves:
             lines += self._tunnel_rows(ve, what == "fciptunnel", circuits)
-        lines += [RULE, *TUNNEL_FLAG_LEGEND]
-        if circuits:
+        lines.append(RULE)
+        if what == "fcipcircuit":
             lines += CIRCUIT_FLAG_LEGEND
-        await console.page("\n".join(lines) + "\n")
+        else:
+            lines += TUNNEL_FLAG_LEGEND + (CIRCUIT_FLAG_LEGEND_COMBINED if circuits else [])
+        await console.page("\n".join([*lines, "", ""]))
 
     def _tunnel_rows(self, ve: str, with_tunnel: bool, with_circuits: bool) -> list[str]:
+        """Rows in the columns of FOS 9's table: VE (5), circuit and GE port (9), OpStatus (7), flags (9),
+        uptime right-aligned to column 42, rates, connections, comm rate in Mb/s, metric/group."""
         tunnel = self.tunnels[ve]
-        up = [c for c in tunnel["circuits"].values() if c.get("remote_ip") and c.get("admin") == "enable"]
-        status = "Up" if up else "Empty" if not tunnel["circuits"] else "Down"
-        uptime = format_uptime(30) if up else "0s"
+        status = tunnel_status(tunnel)
+        uptime = format_uptime(30) if status == "Up" else "0s"
         rows = []
         if with_tunnel:
-            rows.append(f" {ve:<6s}-         {status:<7s} {tunnel_flags(tunnel)} {uptime:>8s}"
-                        f"    0.00    0.00   1      -       -")
+            rows.append(f" {ve:<5s} {'-':<9s} {status:<7s} {tunnel_flags(tunnel)} {uptime:>8s}"
+                        f" {0:7.2f} {0:7.2f} {1 if status == 'Up' else 0:>3d}      -       -")
         if with_circuits:
             for cid in sorted(tunnel["circuits"], key=int):
                 circuit = tunnel["circuits"][cid]
-                cstatus = "Up" if circuit in up else "Down"
+                up = circuit_up(circuit)
                 ge = self.extension.circuit_ge(circuit)
                 rate = f"{int(circuit['min_rate']) // 1000}/{int(circuit['max_rate']) // 1000}"
-                rows.append(f" {ve:<6s}{cid:<2s}{ge:<7s}{cstatus:<8s}---va---4 {uptime:>8s}"
-                            f"    0.00    0.00   1  {rate}  {circuit.get('metric', '0')}/-")
+                place = f"{cid} {ge}"
+                rows.append(f" {ve:<5s} {place:<9s} {'Up' if up else 'Down':<7s} ----a-p-4 {uptime if up else '0s':>8s}"
+                            f" {0:7.2f} {0:7.2f} {1 if up else 0:>3d} {rate:>10s}  {circuit.get('metric', '0')}/-")
         return rows
 
     # --- zoning --------------------------------------------------------------------------------
     async def cfgshow(self, session: Session, console: Console, rest: str) -> None:
         """The Defined configuration as `session` sees it (its open transaction's copy, if any), then the Effective."""
-        await console.page(render_defined(self.zoning.defined_for(session)) + "\n"
-                           + render_effective(self.zoning.committed))
+        await console.page(render_cfgshow(self.zoning.defined_for(session), self.zoning.committed))
 
     async def cfgactvshow(self, session: Session, console: Console, rest: str) -> None:
         await console.page(render_effective(self.zoning.committed))

@@ -77,5 +77,10 @@ TUNNEL_FLAG_LEGEND = [
 ]
 CIRCUIT_FLAG_LEGEND = [
     " Flags (circuit): h=HA-Configured v=VLAN-Tagged p=PMTU i=IPSec 4=IPv4 6=IPv6",
-    "                  ARL a=Auto r=Reset s=StepDown t=TimedStepDown  S=SLA",
+    "                 ARL a=Auto r=Reset s=StepDown t=TimedStepDown  S=SLA",
+]
+# After the tunnel legend in a combined (-c) table.
+CIRCUIT_FLAG_LEGEND_COMBINED = [
+    "      (circuit): h=HA-Configured v=VLAN-Tagged p=PMTU i=IPSec 4=IPv4 6=IPv6",
+    "                 ARL a=Auto r=Reset s=StepDown t=TimedStepDown  S=SLA",
 ]

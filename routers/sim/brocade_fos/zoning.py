@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from routers.sim.brocade_fos.zoning_show import resolve
 from routers.sim.flexzones import ZoneGroup, flexzone_groups
 from routers.sim.personality import Session, SimState
 
@@ -42,17 +43,6 @@ def empty_defined() -> dict[str, Any]:
 
 def empty_zoning() -> dict[str, Any]:
     return {"defined": empty_defined(), "effective": None, "default_access": NO_ACCESS}
-
-
-def resolve(defined: dict[str, Any], cfg: str) -> dict[str, list[str]]:
-    """The cfg's zones with their members as the fabric enforces them (aliases replaced by their WWNs)."""
-    zones = {}
-    for zone in defined["cfgs"][cfg]:
-        members: list[str] = []
-        for member in defined["zones"].get(zone, []):
-            members.extend(defined["aliases"].get(member, [member]))
-        zones[zone] = members
-    return zones
 
 
 @dataclass
@@ -158,5 +148,29 @@ class FabricZoning:
         defined = {"cfgs": {"PROD": list(PROD_ZONES)}, "zones": copy.deepcopy(PROD_ZONES), "aliases": {}}
         self.committed["defined"] = defined
         self.committed["effective"] = {"cfg": "PROD", "zones": resolve(defined, "PROD")}
+        self.transaction = None
+        self.flash()
+
+    def seed_fabric(self, size: int) -> None:
+        """A fabric of real size: `size` more zones of other hosts in the cfg in effect (PROD, made if
+        there is none), as sites name them: each host's port and each array port an alias (every
+        fourth zone names the host's WWN directly), arrays shared by many hosts, 16 hosts to an
+        array port pair, two array ports per zone."""
+        defined = self.committed["defined"]
+        cfg = (self.committed["effective"] or {}).get("cfg", "PROD")
+        zones = defined["cfgs"].setdefault(cfg, [])
+        for number in range(size):
+            host = f"10:00:00:90:fa:{number >> 16 & 0xff:02x}:{number >> 8 & 0xff:02x}:{number & 0xff:02x}"
+            array = number // 16
+            ports = [f"50:00:09:73:{array >> 8 & 0xff:02x}:{array & 0xff:02x}:a0:{side:02x}" for side in (1, 2)]
+            host_member = host if number % 4 == 3 else f"h{number:05d}_hba0"
+            if host_member != host:
+                defined["aliases"][host_member] = [host]
+            for side, port in enumerate(ports, start=1):
+                defined["aliases"].setdefault(f"vmax{array:04d}_fa{side}", [port])
+            name = f"z_h{number:05d}_vmax{array:04d}"
+            defined["zones"][name] = [host_member, f"vmax{array:04d}_fa1", f"vmax{array:04d}_fa2"]
+            zones.append(name)
+        self.committed["effective"] = {"cfg": cfg, "zones": resolve(defined, cfg)}
         self.transaction = None
         self.flash()

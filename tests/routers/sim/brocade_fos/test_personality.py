@@ -20,6 +20,9 @@ def fos():
 def cli(fos):
     return Login(fos, 1)
 
+# An empty fabric's cfgshow, as FOS 7-9 print it (public session logs).
+EMPTY_FABRIC = "Defined configuration:\n\nEffective configuration:\nNo Effective configuration: (No Access)\n\n\n"
+
 
 def add_tunnel(cli, ve=24, local="198.18.0.1", remote="198.18.1.1"):
     assert cli(f"portcfg fciptunnel {ve} create -d flexzone").text == "Operation Succeeded.\n"
@@ -143,19 +146,26 @@ def test_portshow_fciptunnel_all_lists_tunnel_and_circuit_rows(cli):
     add_tunnel(cli)
     text = cli("portshow fciptunnel all -c").text
     header = " Tunnel Circuit  OpStatus  Flags    Uptime  TxMBps  RxMBps ConnCnt CommRt Met/G\n"
-    assert text.startswith(header + "-" * 80)
-    assert "\n 24    -         Up      ---------" in text
-    assert "\n 24    0 " in text
-    assert "Flags (circuit): h=HA-Configured" in text
+    assert text.startswith("\n" + header + "-" * 80)
+    assert "\n 24    -         Up      ---------      30s    0.00    0.00   1      -       -\n" in text
+    assert "\n 24    0 -       Up      ----a-p-4      30s    0.00    0.00   1  1000/1000  0/-\n" in text
+    assert "\n      (circuit): h=HA-Configured" in text
 
 
-def test_portcfgshow_fciptunnel_detail_shows_description_and_circuit_addresses(cli):
+def test_the_tunnel_views_show_admin_and_operational_state_and_no_description(cli):
     add_tunnel(cli)
-    text = cli("portcfgshow fciptunnel all -c", pager_answers=[""] * 3).text
-    assert " Tunnel: VE-Port:24 (idx:0, DP0)" in text
-    assert "  Description         : flexzone\n" in text
-    assert "  Remote IP           : 198.18.1.1\n" in text
-    assert "  Local IP            : 198.18.0.1\n" in text
+    configured = cli("portcfgshow fciptunnel 24").text
+    assert configured.startswith("\n Tunnel: VE-Port:24 (idx:0, DP0)\n " + "=" * 52 + "\n  Oper State           : Enabled\n")
+    assert "Description" not in configured  # no capture shows one, set or not
+    assert "  Oper State           : Online\n" in cli("portshow fciptunnel 24", pager_answers=[""]).text
+
+
+def test_the_circuit_configuration_view_shows_its_addresses(cli):
+    add_tunnel(cli)
+    text = cli("portcfgshow fcipcircuit all").text
+    assert "\n Circuit: VE-Port:24 ID:0 (DP0)\n" in text
+    assert "  IP Addr (L/R)        : 198.18.0.1 <-> 198.18.1.1\n" in text
+    assert "  Admin Status         : Enabled\n" in text
 
 
 def test_ipif_duplicate_and_route_gateway_checks(cli):
@@ -176,8 +186,8 @@ def test_zoning_commands_succeed_silently_and_normalise_wwn_case(cli):
     assert console.applied_count == 1
     assert cli('cfgcreate "fz_cfg", "fz_z7_ve24"').text == ""
     show = cli("cfgshow").text
-    assert " cfg:\tfz_cfg\tfz_z7_ve24\n" in show
-    assert " zone:\tfz_z7_ve24\t50:00:09:73:98:06:c8:08\n" in show
+    assert " cfg:\tfz_cfg\tfz_z7_ve24 \n" in show  # up to 7 characters: the members on the name's line
+    assert " zone:\tfz_z7_ve24\t\n\t\t50:00:09:73:98:06:c8:08 \n" in show  # longer: below it
     assert "No Effective configuration: (No Access)" in show
 
 
@@ -199,7 +209,7 @@ def test_removing_the_last_member_deletes_the_zone_and_the_cfg(fos, cli):
     cli('cfgcreate "c1", "z1"')
     cli('cfgremove "c1", "z1"')
     cli('zoneremove "z1", "10:00:00:00:c9:aa:bb:01"')
-    assert cli("cfgshow").text.startswith("Defined configuration:\n no configuration defined\n")
+    assert cli("cfgshow").text == EMPTY_FABRIC
 
 
 def test_cfgenable_asks_then_puts_the_cfg_in_effect_and_saves(fos, cli):
@@ -211,7 +221,7 @@ def test_cfgenable_asks_then_puts_the_cfg_in_effect_and_saves(fos, cli):
     console = cli('cfgenable "c1"', answers=["y"])
     assert 'zone config "c1" is in effect\nUpdating flash ...\n' in console.text
     assert fos.state.saved["zoning"]["effective"]["cfg"] == "c1"
-    effective = "Effective configuration:\n cfg:\tc1\t\n zone:\tz1\t\n\t\t10:00:00:00:c9:aa:bb:01\n"
+    effective = "Effective configuration:\n cfg:\tc1\t\n zone:\tz1\t10:00:00:00:c9:aa:bb:01\n\n"
     assert effective in cli("cfgshow").text
     assert "zoning:ON (c1)" in cli("switchshow").text
 
@@ -259,7 +269,7 @@ def test_state_reloads_from_its_json_form(fos, cli):
 def test_a_state_file_from_before_the_default_zone_access_still_loads():
     zoning = {"defined": {"cfgs": {}, "zones": {}, "aliases": {}}, "effective": None}
     fos = FosPersonality(SimState(running={"zoning": dict(zoning)}, saved={"zoning": dict(zoning)}), "fos-ext1")
-    assert Login(fos)("cfgactvshow").text == "No Effective configuration: (No Access)\n"
+    assert Login(fos)("cfgactvshow").text == "Effective configuration:\nNo Effective configuration: (No Access)\n\n\n"
     assert fos.zoning["default_access"] == "No Access"
 
 

@@ -64,7 +64,7 @@ def add_tunnel(login, ve=24, remote="198.18.1.1"):
 def test_an_edit_opens_a_transaction_only_its_session_sees(fos, me, other):
     assert me(f'zonecreate "z1", "{WWN1}"').text == ""
     assert " zone:\tz1\t" in me("cfgshow").text
-    assert other("cfgshow").text.startswith("Defined configuration:\n no configuration defined\n")
+    assert other("cfgshow").text.startswith("Defined configuration:\n\nEffective configuration:\n")
     assert fos.zoning["defined"]["zones"] == {}
     assert me("cfgtransshow").text == "Current transaction token is 0x3109\nIt is abortable\n"
     assert other("cfgtransshow").text == "Current transaction token is 0x3109\nIt is not abortable\n"
@@ -136,7 +136,8 @@ def test_cfgenable_without_a_transaction_uses_the_committed_configuration(fos, m
     me('cfgcreate "c2", "z2"')
     me("cfgsave", answers=["y"])
     enable(other, "c1")
-    assert fos.zoning["effective"] == {"cfg": "c1", "zones": {"z1": [WWN1, WWN2]}}  # the alias resolved
+    # The alias resolved, in the order FOS shows the zone's members (sorted: "10:..." before "host1").
+    assert fos.zoning["effective"] == {"cfg": "c1", "zones": {"z1": [WWN2, WWN1]}}
     enable(other, "c2")
     assert fos.zoning["effective"] == {"cfg": "c2", "zones": {"z2": [WWN3]}}  # one cfg in effect at a time
 
@@ -159,7 +160,7 @@ def test_cfgdisable_also_commits_the_session_transaction(fos, me):
     assert fos.zoning["effective"] is None
     assert "z2" in fos.zoning["defined"]["zones"]
     assert me("cfgtransshow").text == NONE_OPEN
-    assert me("cfgactvshow").text == "No Effective configuration: (No Access)\n"
+    assert me("cfgactvshow").text == "Effective configuration:\nNo Effective configuration: (No Access)\n\n\n"
 
 
 def test_cfgtransabort_drops_only_the_own_transaction(fos, me, other):
@@ -230,12 +231,12 @@ def test_defzone_shows_and_sets_the_default_zone_access(fos, me):
     assert fos.zoning["default_access"] == "No Access"
     assert me("defzone --allaccess", answers=["y"]).text.endswith("Updating flash ...\n")
     assert me("defzone --show").text == "Default Zone Access Mode: All Access\n"
-    assert me("cfgshow").text.endswith("No Effective configuration: (All Access)\n")
+    assert me("cfgshow").text.endswith("No Effective configuration: (All Access)\n\n\n")
     assert fos.state.saved["zoning"]["default_access"] == "All Access"
     console = me("defzone --noaccess", answers=["yes"])
     assert console.questions == [
         "Do you want to set the Default Zone Access Mode to No Access ? (yes, y, no, n): [no] "]
-    assert me("cfgactvshow").text == "No Effective configuration: (No Access)\n"
+    assert me("cfgactvshow").text == "Effective configuration:\nNo Effective configuration: (No Access)\n\n\n"
     assert me("defzone").text == "Usage: defzone [--noaccess | --allaccess | --show]\n"
 
 
@@ -247,14 +248,16 @@ def test_cfgshow_and_cfgactvshow_keep_the_tab_separated_layout(fos, me):
     me('cfgcreate "c1", "z1"')
     enable(me, "c1")
     show = me("cfgshow").text
+    # Short names keep their first member on their own line; members are sorted and wrapped before
+    # column 80 (two WWNs a line), a wrapped line ending in "; " (FOS 9 session logs, brocadesan).
     assert show == ("Defined configuration:\n"
-                    " cfg:\tc1\tz1\n"
-                    f" zone:\tz1\t{WWN1}; {WWN2}; {WWN3};\n\t\t1,4\n"
+                    " cfg:\tc1\tz1 \n"
+                    f" zone:\tz1\t1,4; {WWN1}; {WWN2}; \n\t\t{WWN3} \n"
                     "\n"
                     "Effective configuration:\n"
                     " cfg:\tc1\t\n"
-                    " zone:\tz1\t\n"
-                    f"\t\t{WWN1}\n\t\t{WWN2}\n\t\t{WWN3}\n\t\t1,4\n")
+                    " zone:\tz1\t1,4\n"
+                    f"\t\t{WWN1}\n\t\t{WWN2}\n\t\t{WWN3}\n\n")
     assert me("cfgactvshow").text == show[show.index("Effective"):]
 
 
@@ -438,8 +441,8 @@ def test_cfgshow_and_cfgactvshow_keep_their_tabs_over_ssh(switch, admins):
     admin(f'zonecreate "z1", "{WWN1}; {WWN2}"')
     admin('cfgcreate "c1", "z1"')
     admin.confirmed('cfgenable "c1"')
-    assert f" zone:\tz1\t{WWN1}; {WWN2}\n" in admin("cfgshow")
-    assert admin("cfgactvshow") == f"Effective configuration:\n cfg:\tc1\t\n zone:\tz1\t\n\t\t{WWN1}\n\t\t{WWN2}"
+    assert f" zone:\tz1\t{WWN1}; {WWN2} \n" in admin("cfgshow")
+    assert admin("cfgactvshow") == f"Effective configuration:\n cfg:\tc1\t\n zone:\tz1\t{WWN1}\n\t\t{WWN2}\n"
 
 
 def test_the_session_limit_still_refuses_a_session_too_many(sim_factory):
@@ -469,7 +472,9 @@ def test_production_zoning_is_seeded_once_and_survives_a_restart(sim_process_fac
     first = sim_process_factory("brocade_fos", state_dir=tmp_path, ssh="127.0.0.1:0", args=["--production-zoning"])
     admin = process_admin(first)
     active = admin("cfgactvshow")
-    assert active.startswith("Effective configuration:\n cfg:\tPROD\t\n zone:\tprod_oradb1_vmax\t\n")
+    # Zones in the order FOS lists them (sorted), members one per line below a long zone name.
+    assert active.startswith("Effective configuration:\n cfg:\tPROD\t\n zone:\tprod_backup1_tape\t\n")
+    assert "\n zone:\tprod_oradb1_vmax\t\n\t\t10:00:00:90:fa:c7:43:10\n" in active
     assert "\t\t50:01:04:f0:00:a1:b2:c3" in active
     admin('cfgremove "PROD", "prod_backup1_tape"')
     admin.confirmed('cfgenable "PROD"')
