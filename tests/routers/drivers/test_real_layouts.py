@@ -86,8 +86,8 @@ EXPECTED: dict[str, Any] = {
     "fos/cfgshow__fos9_empty_fabric.txt": {"configs": {}, "zones": {}, "in_effect": None, "active": {},
                                             "default_access": "No Access", "aliases_count": 0},
     "fos/cfgshow__fos9_defined_not_in_effect.txt": {
-        "configs": {}, "zones": {"REPLB_SRDF_0611_0617": sorted(["REPLB_SRDF_0611_3_10", "REPLB_SRDF_0611_3_9",
-                                                                  "REPLB_SRDF_0617_3_10", "REPLB_SRDF_0617_3_9"])},
+        "configs": {}, "zones": {"REPL_C_SRDF_0611_0617": sorted(["REPL_C_SRDF_0611_3_10", "REPL_C_SRDF_0611_3_9",
+                                                                  "REPL_C_SRDF_0617_3_10", "REPL_C_SRDF_0617_3_9"])},
         "in_effect": None, "active": {}, "default_access": "No Access", "aliases_count": 0,
     },
     "fos/cfgshow__fos5_short_names_ports.txt": {

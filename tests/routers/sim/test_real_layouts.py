@@ -52,8 +52,8 @@ def test_fos_cfgshow_of_an_empty_fabric(fos):
 
 def test_fos_cfgshow_of_a_zone_defined_with_nothing_in_effect(fos):
     admin = Login(fos)
-    configure(admin, 'zonecreate "REPLB_SRDF_0611_0617", "REPLB_SRDF_0617_3_9; REPLB_SRDF_0611_3_10; '
-                     'REPLB_SRDF_0611_3_9; REPLB_SRDF_0617_3_10"')
+    configure(admin, 'zonecreate "REPL_C_SRDF_0611_0617", "REPL_C_SRDF_0617_3_9; REPL_C_SRDF_0611_3_10; '
+                     'REPL_C_SRDF_0611_3_9; REPL_C_SRDF_0617_3_10"')
     admin("cfgsave", answers=["y"])
     assert shown(admin, "cfgshow") == body_of("fos/cfgshow__fos9_defined_not_in_effect.txt")
 
