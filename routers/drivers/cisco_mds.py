@@ -463,13 +463,19 @@ class CiscoMdsDriver(SessionGuardedDriver):
         if zoneset in fabric.configs and not fabric.staged_changes(zoneset, ours):
             return
         vsan = self.target.vsan
-        held = "does not hold" if zoneset not in fabric.configs else "holds another version of"
+        if zoneset not in fabric.configs:
+            held = f"does not hold the active zoneset {zoneset}"
+        else:
+            changes = fabric.staged_changes(zoneset, ours)
+            shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+            held = (f"holds another version of the active zoneset {zoneset} ({shown}: someone staged changes there, or "
+                    "another switch activated since)")
         raise CommandRejected(
             f"vsan {vsan} is in basic zoning mode with 'distribute: active only', and this switch's full zone "
-            f"database {held} the active zoneset {zoneset}: re-activating it would put the full database's content in "
-            f"force instead of what is active now. Bring the full database up to date first, on this switch: 'zone "
-            f"copy active-zoneset full-zoneset vsan {vsan}' (then check it with 'show zoneset vsan {vsan}'), or keep "
-            f"every switch's full database in step with 'zoneset distribute full vsan {vsan}'",
+            f"database {held}: re-activating it would put the full database's content in force instead of what is "
+            f"active now. Bring the full database up to date first, on this switch: 'zone copy active-zoneset "
+            f"full-zoneset vsan {vsan}' (then check it with 'show zoneset vsan {vsan}'), or keep every switch's full "
+            f"database in step with 'zoneset distribute full vsan {vsan}'",
             router_message=f"distribute: {status.distribute}", transcript=self._peek_transcript())
 
     def save_config(self) -> None:

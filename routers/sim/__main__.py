@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--production-zoning", action="store_true",
         help="on a new state (no state.json yet), start with other hosts' zoning in force (FOS, MDS)",
     )
+    parser.add_argument(
+        "--fabric-size", type=int, default=0, metavar="N",
+        help="on a new state, start with N other hosts' zones in force, a production-sized fabric (FOS, MDS)",
+    )
     timing = parser.add_argument_group("timing (seconds; platform defaults unless given)")
     timing.add_argument("--timing-scale", type=float, default=1.0, help="multiply every delay (0 = no delays)")
     timing.add_argument("--connect-delay", type=float, help="TCP accept -> login prompt")
@@ -80,7 +84,7 @@ async def run(args: argparse.Namespace) -> int:
         args.platform, telnet=args.telnet, ssh=args.ssh, state_dir=args.state, username=args.username,
         password=args.password, hostname=args.hostname, timing=timing_from_args(args.platform, args),
         scale=args.timing_scale, faults=faults, max_sessions=args.max_sessions, seed=args.seed,
-        idle_timeout=args.idle_timeout, production_zoning=args.production_zoning,
+        idle_timeout=args.idle_timeout, production_zoning=args.production_zoning, fabric_size=args.fabric_size,
     )
     addresses = await router.serve()
     print(json.dumps({"platform": args.platform, "pid": os.getpid(), **addresses}), flush=True)

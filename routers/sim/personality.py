@@ -145,6 +145,10 @@ class Personality(ABC):
         """Give a new switch the zoning other hosts already depend on (``--production-zoning``)."""
         return None
 
+    def seed_fabric(self, size: int) -> None:
+        """Give a new switch a production-sized fabric of `size` other hosts' zones (``--fabric-size``)."""
+        return None
+
     def zoning_locked(self) -> bool:
         """Whether the `zoning_locked` fault is armed: another administrator holds the fabric's zoning."""
         return self.faults is not None and self.faults.peek("zoning_locked", "", False)

@@ -1,13 +1,17 @@
 """Cisco MDS configuration mode (``configure terminal``) and its sub-modes.
 
 Config: ``[no] feature fcip``, ``[no] fcip profile N``, ``[no] interface fcip N``, ``[no] zone name Z vsan
-N``, ``[no] zoneset name S vsan N``, ``[no] zoneset activate name S vsan N``, ``[no] zone mode enhanced vsan
-N``, ``[no] zone default-zone permit vsan N``, ``[no] zone commit vsan N``, ``vsan database``, ``hostname
-H``. Sub-modes, each entered by its config command: ``config-profile`` (``[no] ip address A``),
-``config-if`` (``use-profile N``, ``peer-info ipaddr A [port P]``, ``[no] shutdown``, ``[no] switchport
-description T``, ``switchport mode|trunk ...``, ``tcp-connections N``), ``config-zone`` (``[no] member pwwn
-W | device-alias A``), ``config-zoneset`` (``[no] member Z``) and ``config-vsan-db`` (``[no] vsan N [name
-X]``). A line a sub-mode does not know is read as a config command, as NX-OS does.
+N``, ``[no] fcalias name A vsan N``, ``[no] zoneset name S vsan N``, ``[no] zoneset activate name S vsan
+N``, ``[no] zoneset distribute full vsan N``, ``[no] zone mode enhanced vsan N``, ``[no] zone
+default-zone permit vsan N``, ``[no] zone commit vsan N``, ``device-alias database``, ``device-alias
+commit|abort``, ``vsan database``, ``hostname|switchname H``. Sub-modes, each entered by its config
+command: ``config-profile`` (``[no] ip address A``), ``config-if`` (``use-profile N``, ``peer-info ipaddr
+A [port P]``, ``[no] shutdown``, ``[no] switchport description T``, ``switchport mode|trunk ...``,
+``tcp-connections N``), ``config-zone`` (``[no] member pwwn W | device-alias A | fcalias A``),
+``config-fcalias`` (``[no] member pwwn W | device-alias A``), ``config-zoneset`` (``[no] member Z``),
+``config-device-alias-db`` (``device-alias name X pwwn W``, ``no device-alias name X``) and
+``config-vsan-db`` (``[no] vsan N [name X]``, ``vsan N interface fc1/P``). A line a sub-mode does not
+know is read as a config command and, once accepted, leaves the sub-mode, as NX-OS does.
 
 A session's modes are ``Session.modes``: ``["config"]`` then the sub-mode, written ``KIND:ID[:NAME]``
 (``config-zone:1:fz_z7_fcip5``); the prompt shows ``KIND``.
@@ -20,7 +24,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from routers.platforms import WWN_ANY_CASE_RE
-from routers.sim.cisco_mds.parser import FCIP_IDS, RESERVED_VSANS, VSAN_IDS, CliError, Sink, Words
+from routers.sim.cisco_mds.parser import (
+    FCIP_IDS,
+    NAME_RE,
+    RESERVED_VSANS,
+    VSAN_IDS,
+    CliError,
+    Sink,
+    Words,
+    fcip_interface,
+)
 from routers.sim.cisco_mds.zoning import MdsZoning
 from routers.sim.personality import Session
 
@@ -31,6 +44,15 @@ if TYPE_CHECKING:
 # mode's ids, negated) -> whether the sub-mode knew it.
 SubmodeLine = Callable[[Session, Sink, Words, str, list[str], bool], bool]
 INTERFACE_COMMANDS = ("use-profile", "peer-info", "shutdown", "switchport", "description", "tcp-connections")
+FC_PORT_RE = re.compile(r"fc1/([1-9]|[1-3]\d|4[0-8])")
+
+
+def wwn(words: Words) -> str:
+    position = words.position()
+    value = words.value().lower()
+    if not WWN_ANY_CASE_RE.match(value):
+        raise CliError("Invalid command", position)
+    return value
 
 
 def vsan_number(words: Words) -> int:
@@ -49,6 +71,7 @@ class ConfigMode:
         self.submodes: dict[str, SubmodeLine] = {
             "config-profile": self._profile_line, "config-if": self._interface_line,
             "config-zone": self._zone_line, "config-zoneset": self._zoneset_line,
+            "config-fcalias": self._fcalias_line, "config-device-alias-db": self._device_alias_line,
             "config-vsan-db": self._vsan_db_line,
         }
 
@@ -63,16 +86,26 @@ class ConfigMode:
     async def __call__(self, session: Session, out: Sink, words: Words) -> None:
         """One line in configuration mode or a sub-mode."""
         mode = session.modes[-1]
-        if mode != "config" and self.submode(session, out, words, mode):
+        if mode == "config":
+            await self.config(session, out, words)
+            return
+        if self.submode(session, out, words, mode):
             return
         words.index = 0
-        await self.config(session, out, words)
+        modes = list(session.modes)
+        session.modes[1:] = []
+        try:
+            await self.config(session, out, words)
+        except CliError:
+            session.modes[:] = modes  # a line neither mode knows leaves the session where it was
+            raise
 
     # --- config ------------------------------------------------------------------------------
     async def config(self, session: Session, out: Sink, words: Words) -> None:
         negate = words.keyword("no", optional=True) is not None
         position = words.position()
-        command = words.keyword("feature", "fcip", "interface", "zone", "zoneset", "vsan", "hostname")
+        command = words.keyword("feature", "fcip", "fcalias", "interface", "zone", "zoneset", "device-alias", "vsan",
+                                "hostname", "switchname")
         if command == "feature":
             words.keyword("fcip")
             words.end()
@@ -100,7 +133,7 @@ class ConfigMode:
                 session.modes[1:] = [f"config-profile:{number}"]
             out.changed = True
         elif command == "interface":
-            number = self._fcip_interface(words)
+            number = fcip_interface(words, "fcip" in self.running["features"])
             words.end()
             if negate:
                 if self.running["interfaces"].pop(str(number), None) is None:
@@ -115,6 +148,10 @@ class ConfigMode:
             await self._zone(session, out, words, negate)
         elif command == "zoneset":
             await self._zoneset(session, out, words, negate)
+        elif command == "fcalias":
+            self._fcalias(session, out, words, negate)
+        elif command == "device-alias":
+            self._device_alias(session, out, words, position, negate)
         elif command == "vsan":
             words.keyword("database")
             words.end()
@@ -129,19 +166,6 @@ class ConfigMode:
         # Commands of a disabled feature do not exist in the parser at all.
         if "fcip" not in self.running["features"]:
             raise CliError("Invalid command", position)
-
-    def _fcip_interface(self, words: Words) -> int:
-        position = words.position()
-        word = words.value().lower()
-        if "fcip" not in self.running["features"] or not "fcip".startswith(re.sub(r"\d+$", "", word) or "x"):
-            raise CliError("Invalid interface format" if "fcip" in self.running["features"] else "Invalid command",
-                           position)
-        digits = re.sub(r"^[a-z]+", "", word)
-        if not digits:
-            return words.number(FCIP_IDS)
-        if not digits.isdigit() or int(digits) not in FCIP_IDS:
-            raise CliError("Invalid interface format", position)
-        return int(digits)
 
     async def _zone(self, session: Session, out: Sink, words: Words, negate: bool) -> None:
         action = words.keyword("name", "mode", "commit", "default-zone")
@@ -169,8 +193,37 @@ class ConfigMode:
         else:
             self.zoning.commit(session, out, vsan)
 
+    def _fcalias(self, session: Session, out: Sink, words: Words, negate: bool) -> None:
+        words.keyword("name")
+        name = words.name()
+        words.keyword("vsan")
+        vsan = vsan_number(words)
+        words.end()
+        if self.zoning.fcalias_name(session, out, name, vsan, negate):
+            session.modes[1:] = [f"config-fcalias:{vsan}:{name}"]
+
+    def _device_alias(self, session: Session, out: Sink, words: Words, position: int, negate: bool) -> None:
+        action = words.keyword("database", "commit", "abort")
+        words.end()
+        if negate:
+            raise CliError("Invalid command", position)
+        aliases = self.personality.device_aliases
+        if action == "database":
+            session.modes[1:] = ["config-device-alias-db"]
+        elif action == "commit":
+            aliases.commit(out)
+        else:
+            aliases.abort(out)
+
     async def _zoneset(self, session: Session, out: Sink, words: Words, negate: bool) -> None:
-        action = words.keyword("name", "activate")
+        action = words.keyword("name", "activate", "distribute")
+        if action == "distribute":
+            words.keyword("full")
+            words.keyword("vsan")
+            vsan = vsan_number(words)
+            words.end()
+            self.zoning.set_distribute(out, vsan, full=not negate)
+            return
         if action == "activate":
             words.keyword("name")
         name = words.name()
@@ -236,17 +289,41 @@ class ConfigMode:
                    negate: bool) -> bool:
         if not "member".startswith(word):
             return False
+        self.zoning.zone_member(session, out, int(ids[0]), ids[1], self._member(words, "fcalias"), negate)
+        return True
+
+    def _fcalias_line(self, session: Session, out: Sink, words: Words, word: str, ids: list[str],
+                      negate: bool) -> bool:
+        if not "member".startswith(word):
+            return False
+        self.zoning.fcalias_member(session, out, int(ids[0]), ids[1], self._member(words), negate)
+        return True
+
+    @staticmethod
+    def _member(words: Words, *kinds: str) -> str:
+        """``member pwwn W | device-alias X [| fcalias A]`` as stored: the WWN alone, or kind and name."""
         words.keyword("member")
-        kind = words.keyword("pwwn", "device-alias")
-        position = words.position()
-        if kind == "device-alias":
-            member = f"device-alias {words.name()}"  # the device-alias database itself is not modelled
-        else:
-            member = words.value().lower()
-            if not WWN_ANY_CASE_RE.match(member):
-                raise CliError("Invalid command", position)
+        kind = words.keyword("pwwn", "device-alias", *kinds)
+        member = wwn(words) if kind == "pwwn" else f"{kind} {words.name()}"
         words.end()
-        self.zoning.zone_member(session, out, int(ids[0]), ids[1], member, negate)
+        return member
+
+    def _device_alias_line(self, session: Session, out: Sink, words: Words, word: str, ids: list[str],
+                           negate: bool) -> bool:
+        if not ("device-alias".startswith(word) and len(word) >= 2 and len(words.items) > words.index + 1
+                and "name".startswith(words.items[words.index + 1][0].lower())):
+            return False
+        words.keyword("device-alias")
+        words.keyword("name")
+        name = words.name()
+        if negate:
+            words.end()
+            self.personality.device_aliases.remove(out, name)
+            return True
+        words.keyword("pwwn")
+        address = wwn(words)
+        words.end()
+        self.personality.device_aliases.add(out, name, address)
         return True
 
     def _zoneset_line(self, session: Session, out: Sink, words: Words, word: str, ids: list[str],
@@ -265,13 +342,40 @@ class ConfigMode:
             return False
         words.keyword("vsan")
         vsan = vsan_number(words)
-        name = f"VSAN{vsan:04d}"
-        if words.keyword("name", optional=True):
-            name = words.name()
-        words.end()
-        if negate:
-            self.running["vsans"].pop(str(vsan), None)
+        vsans = self.running["vsans"]
+        if words.keyword("interface", optional=True):
+            self._vsan_port(words, vsans, vsan, negate)
         else:
-            self.running["vsans"][str(vsan)] = {"name": name}
+            name = f"VSAN{vsan:04d}"
+            if words.keyword("name", optional=True):
+                name = self._vsan_name(words)
+            words.end()
+            if negate:
+                vsans.pop(str(vsan), None)
+            else:
+                vsans.setdefault(str(vsan), {})["name"] = name
         out.changed = True
         return True
+
+    @staticmethod
+    def _vsan_name(words: Words) -> str:
+        # The running-config writes the name in double quotes; either form is accepted.
+        position = words.position()
+        name = words.value().strip('"')
+        if not NAME_RE.match(name):
+            raise CliError("Invalid command", position)
+        return name
+
+    @staticmethod
+    def _vsan_port(words: Words, vsans: dict[str, Any], vsan: int, negate: bool) -> None:
+        """``vsan N interface fc1/P``: the port leaves its VSAN for N (``no``: back to VSAN 1)."""
+        position = words.position()
+        port = words.value().lower()
+        words.end()
+        if not FC_PORT_RE.fullmatch(port) or str(vsan) not in vsans:
+            raise CliError("Invalid command", position)
+        for info in vsans.values():
+            if port in info.get("interfaces", []):
+                info["interfaces"].remove(port)
+        if not negate and vsan != 1:
+            vsans[str(vsan)].setdefault("interfaces", []).append(port)

@@ -98,6 +98,21 @@ class Words:
             raise CliError("Invalid command", self.position())
 
 
+def fcip_interface(words: Words, enabled: bool) -> int:
+    """An fcip interface written ``fcip5`` or ``fcip 5`` (any prefix of ``fcip``); with the feature off
+    the keyword does not exist."""
+    position = words.position()
+    word = words.value().lower()
+    if not enabled or not "fcip".startswith(re.sub(r"\d+$", "", word) or "x"):
+        raise CliError("Invalid interface format" if enabled else "Invalid command", position)
+    digits = re.sub(r"^[a-z]+", "", word)
+    if not digits:
+        return words.number(FCIP_IDS)
+    if not digits.isdigit() or int(digits) not in FCIP_IDS:
+        raise CliError("Invalid interface format", position)
+    return int(digits)
+
+
 class Sink:
     """Collects a command's output so pipes (`| include`, `| no-more`) can filter it before paging."""
 

@@ -1,7 +1,8 @@
 """The Cisco MDS personality: login, prompts, exec mode and the dispatch of each line to its mode.
 
 Exec: ``configure [terminal]``, ``terminal length|width|dont-ask|session-timeout``, ``clear zone lock
-vsan N``, ``copy running-config startup-config``, ``show ...`` (show.py), ``exit``; in configuration
+vsan N``, ``clear zone database vsan N``, ``zone copy active-zoneset full-zoneset vsan N``, ``copy
+running-config startup-config``, ``show ...`` (show.py), ``exit``; in configuration
 mode also ``do <exec>``, ``show ...``, ``exit`` and ``end``; the rest of configuration mode is
 config.py's. Every line's output goes through its pipes, then the pager unless ``terminal length 0``
 or ``| no-more``.
@@ -10,11 +11,14 @@ or ``| no-more``.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any, ClassVar
 
 from routers.drivers.base import RouterLink
 from routers.platforms import Platform
 from routers.sim.cisco_mds.config import ConfigMode, vsan_number
+from routers.sim.cisco_mds.device_alias import DeviceAliases
+from routers.sim.cisco_mds.fabric import seed_fabric, seed_production
 from routers.sim.cisco_mds.parser import CliError, Sink, Words, apply_pipes, split_pipes
 from routers.sim.cisco_mds.show import BANNER, MdsShows
 from routers.sim.cisco_mds.zoning import MdsZoning
@@ -41,7 +45,12 @@ class MdsPersonality(Personality):
         running.setdefault("profiles", {})
         running.setdefault("interfaces", {})
         running.setdefault("vsans", {"1": {"name": "VSAN0001"}})
+        running.setdefault("logged_in", [])
         self.zoning = MdsZoning(state, self.zoning_locked)
+        self.device_aliases = DeviceAliases(state)
+        # What the configuration headers print: the last change and the last save (in memory, as the
+        # switch's own clock would say after a reload: "since start").
+        self.changed_at = self.saved_at = time.time()
         self.config = ConfigMode(self)
         self.show = MdsShows(self)
 
@@ -69,7 +78,7 @@ class MdsPersonality(Personality):
 
     def is_mutating(self, session: Session, line: str) -> bool:
         text = line.strip().lower()
-        if text.startswith(("copy", "clear")):
+        if text.startswith(("copy", "clear", "zone ")):
             return True
         if not session.modes or text.startswith(("do ", "show", "end", "exit")):
             return False
@@ -95,9 +104,15 @@ class MdsPersonality(Personality):
 
     def save(self) -> None:
         self.state.saved = copy.deepcopy(self.state.running)
+        self.saved_at = time.time()
 
     def seed_production_zoning(self) -> None:
-        self.zoning.seed_production()
+        seed_production(self.zoning)
+        self.save()
+
+    def seed_fabric(self, size: int) -> None:
+        """A realistic fabric of `size` other hosts' zones in VSAN 1 (fabric.seed_fabric), saved."""
+        seed_fabric(self.zoning, size)
         self.save()
 
     # --- dispatch ----------------------------------------------------------------------------
@@ -120,6 +135,7 @@ class MdsPersonality(Personality):
             else:
                 console.write(text)
         if sink.changed:
+            self.changed_at = time.time()
             await console.applied()
         return keep
 
@@ -144,7 +160,7 @@ class MdsPersonality(Personality):
         return True
 
     async def _exec(self, session: Session, out: Sink, words: Words) -> bool:
-        command = words.keyword("configure", "show", "terminal", "copy", "clear", "exit", "end", "ping", "dir")
+        command = words.keyword("configure", "show", "terminal", "copy", "clear", "zone", "exit", "end", "ping", "dir")
         if command == "exit":
             words.end()
             if session.modes:
@@ -172,11 +188,20 @@ class MdsPersonality(Personality):
             await self.show(session, out, words)
         elif command == "clear":
             words.keyword("zone")
-            words.keyword("lock")
+            what = words.keyword("lock", "database")
             words.keyword("vsan")
             vsan = vsan_number(words)
             words.end()
-            await self.zoning.clear_lock(session, out, vsan)
+            if what == "lock":
+                await self.zoning.clear_lock(session, out, vsan)
+            else:
+                self.zoning.clear_database(session, out, vsan)
+        elif command == "zone":
+            for keyword in ("copy", "active-zoneset", "full-zoneset", "vsan"):
+                words.keyword(keyword)
+            vsan = vsan_number(words)
+            words.end()
+            self.zoning.copy_active_to_full(session, out, vsan)
         else:
             raise CliError("Invalid command", words.items[0][1])
         return True

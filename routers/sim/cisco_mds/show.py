@@ -1,26 +1,33 @@
-"""What a Cisco MDS switch shows: ``show interface brief | interface fcip N | fcip profile [N|all] | fcip
-summary | zoneset [active] [vsan N] | zone [status] [vsan N] | running-config | startup-config | version
-| vsan | feature | terminal``.
+"""What a Cisco MDS switch shows: ``show interface brief | interface fcipN | fcip profile [N|all] | fcip
+summary | zone ... | zoneset ... | fcalias ... | device-alias database | running-config [fcip |
+interface fcipN] | startup-config | version | vsan | feature | terminal``.
 
-Formats follow public NX-OS captures: the ``show interface brief`` FC header, the ``show zoneset
-[active] vsan N`` layout and the ``interface fcipN`` running-config block. The fcip section of ``show
-interface brief``, ``show fcip profile`` and ``show interface fcip N`` are documented but uncaptured
-formats ([R]).
+The zoning shows are zoning_show.py's, the configurations running_config.py's. Formats follow public
+NX-OS captures: the ``show interface brief`` FC header, ``show device-alias database``. The fcip
+section of ``show interface brief``, ``show fcip profile`` and ``show interface fcipN`` are documented
+but uncaptured formats ([R]).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from routers.sim.cisco_mds.parser import FCIP_IDS, VSAN_IDS, CliError, Sink, Words
+from routers.sim.cisco_mds import zoning_show
+from routers.sim.cisco_mds.device_alias import show_database
+from routers.sim.cisco_mds.parser import FCIP_IDS, VSAN_IDS, CliError, Sink, Words, fcip_interface
+from routers.sim.cisco_mds.running_config import (
+    CABLED_PORTS,
+    FC_PORTS,
+    MGMT_ADDRESS,
+    render_config,
+    render_fcip,
+    render_fcip_interface,
+)
 from routers.sim.cisco_mds.zoning import MdsZoning
-from routers.sim.cisco_mds.zoning_show import render_zoning, show_zone, show_zoneset, zone_status
 from routers.sim.personality import Session
 
 if TYPE_CHECKING:
     from routers.sim.cisco_mds.personality import MdsPersonality
-
-FC_PORTS = 8
 
 BANNER = (
     "Cisco Nexus Operating System (NX-OS) Software\n"
@@ -65,51 +72,20 @@ class MdsShows:
 
     async def __call__(self, session: Session, out: Sink, words: Words) -> None:
         """``show ...`` (exec mode, or ``do show``/``show`` in configuration mode)."""
-        what = words.keyword("interface", "fcip", "zoneset", "zone", "running-config", "startup-config",
-                             "version", "vsan", "feature", "terminal")
+        what = words.keyword("interface", "fcip", "fcalias", "zoneset", "zone", "device-alias", "running-config",
+                             "startup-config", "version", "vsan", "feature", "terminal")
         if what == "interface":
-            if words.keyword("brief", optional=True):
-                words.end()
-                out.write(self._interface_brief())
-                return
-            words.keyword("fcip")
-            number = words.number(FCIP_IDS)
-            words.end()
-            if str(number) not in self.running["interfaces"]:
-                raise CliError("Invalid interface format", words.items[-1][1])
-            out.write(self._interface_fcip(number))
+            out.write(self._interface(words))
         elif what == "fcip":
-            if words.keyword("profile", "summary") == "summary":
-                words.end()
-                out.write(self._fcip_summary())
-                return
-            target = words.peek()
-            if target is None or words.keyword("all", optional=True):
-                words.end()
-                out.write(self._profile_table())
-            else:
-                number = words.number(FCIP_IDS)
-                words.end()
-                out.write(self._profile_detail(number))
-        elif what == "zone" and words.keyword("status", optional=True):
-            words.keyword("vsan")
-            vsan = words.number(VSAN_IDS)
+            out.write(self._fcip(words))
+        elif what in ("fcalias", "zoneset", "zone"):
+            out.write(self._zoning(what, words))
+        elif what == "device-alias":
+            words.keyword("database")
             words.end()
-            out.write(zone_status(self.zoning, vsan))
-        elif what in ("zoneset", "zone"):
-            active = words.keyword("active", optional=True) is not None if what == "zoneset" else False
-            vsan = None
-            if words.keyword("vsan", optional=True):
-                vsan = words.number(VSAN_IDS)
-            words.end()
-            out.write(show_zoneset(self.zoning, active, vsan) if what == "zoneset" else show_zone(self.zoning, vsan))
+            out.write(show_database(self.running))
         elif what in ("running-config", "startup-config"):
-            words.end()
-            config = self.running if what == "running-config" else self.personality.state.saved
-            if what == "startup-config" and not config:
-                out.write("No startup configuration.\n")
-            else:
-                out.write(render_config(config, self.personality.hostname, what))
+            out.write(self._config(what, words))
         elif what == "version":
             words.end()
             out.write(self._version())
@@ -123,12 +99,86 @@ class MdsShows:
             words.end()
             out.write("Feature Name          Instance  State\n-------------------- -------- --------\n")
             for feature in ("fcip", "fcsp", "ivr", "npiv", "port-security", "telnet"):
-                state = "enabled" if feature in self.running["features"] else "disabled"
+                state = "enabled" if feature in ("telnet", *self.running["features"]) else "disabled"
                 out.write(f"{feature:<20s}  1        {state}\n")
         else:
             words.end()
             out.write(f"TTY: /dev/pts/0 Type: \"xterm\"\nLength: {24 if session.paging else 0} lines, "
                       "Width: 511 columns\nSession Timeout: 30 minutes\n")
+
+    def _interface(self, words: Words) -> str:
+        """``show interface brief`` or ``show interface fcipN`` (``fcip N`` too)."""
+        if words.keyword("brief", optional=True):
+            words.end()
+            return self._interface_brief()
+        position = words.position()
+        number = fcip_interface(words, "fcip" in self.running["features"])
+        words.end()
+        if str(number) not in self.running["interfaces"]:
+            raise CliError("Invalid interface format", position)
+        return self._interface_fcip(number)
+
+    def _fcip(self, words: Words) -> str:
+        if words.keyword("profile", "summary") == "summary":
+            words.end()
+            return self._fcip_summary()
+        if words.peek() is None or words.keyword("all", optional=True):
+            words.end()
+            return self._profile_table()
+        number = words.number(FCIP_IDS)
+        words.end()
+        return self._profile_detail(number)
+
+    def _zoning(self, what: str, words: Words) -> str:
+        """``show zone [status|active] ...``, ``show zoneset [brief] [active] ...``, ``show fcalias ...``, each
+        with optional ``name X`` and ``vsan N`` in any order."""
+        flags = {"zone": ("status", "active"), "zoneset": ("brief", "active"), "fcalias": ()}[what]
+        chosen: set[str] = set()
+        name: str | None = None
+        vsan: int | None = None
+        while words.more():
+            option = words.keyword("name", "vsan", *flags)
+            if option == "name":
+                name = words.name()
+            elif option == "vsan":
+                vsan = words.number(VSAN_IDS)
+            else:
+                chosen.add(option or "")
+        running = self.running
+        if what == "fcalias":
+            return zoning_show.show_fcalias(running, vsan, name)
+        if what == "zone" and "status" in chosen:
+            vsans = [vsan] if vsan is not None else sorted(int(v) for v in running["vsans"])
+            return "".join(zoning_show.zone_status(self.zoning, v) for v in vsans)
+        if what == "zone":
+            show = zoning_show.show_zone_active if "active" in chosen else zoning_show.show_zone
+            return show(running, vsan, name)
+        if "brief" in chosen:
+            return zoning_show.show_zoneset_brief(running, vsan, "active" in chosen, name)
+        show = zoning_show.show_zoneset_active if "active" in chosen else zoning_show.show_zoneset
+        return show(running, vsan, name)
+
+    def _config(self, what: str, words: Words) -> str:
+        personality = self.personality
+        if what == "startup-config":
+            words.end()
+            if not personality.state.saved:
+                return "No startup configuration.\n"
+            return render_config(personality.state.saved, personality.hostname, what, personality.changed_at,
+                                 personality.saved_at)
+        part = words.keyword("fcip", "interface", optional=True)
+        if part is None:
+            words.end()
+            return render_config(self.running, personality.hostname, what, personality.changed_at)
+        if part == "fcip":
+            words.end()
+            return render_fcip(self.running, personality.changed_at)
+        position = words.position()
+        number = fcip_interface(words, "fcip" in self.running["features"])
+        words.end()
+        if str(number) not in self.running["interfaces"]:
+            raise CliError("Invalid interface format", position)
+        return render_fcip_interface(self.running, number, personality.changed_at)
 
     # --- outputs -----------------------------------------------------------------------------
     def _interface_status(self, interface: dict[str, Any]) -> str:
@@ -139,8 +189,12 @@ class MdsShows:
 
     def _interface_brief(self) -> str:
         text = BRIEF_FC_HEADER
+        vsan_of = {port: vsan for vsan, info in self.running["vsans"].items() for port in info.get("interfaces", [])}
         for port in range(1, FC_PORTS + 1):
-            text += f"fc1/{port:<7d} 1      auto   off     sfpAbsent    --     --           --       --\n"
+            cabled = port <= CABLED_PORTS
+            status, mode, speed, logical = ("up", "F", "16", "edge") if cabled else ("down", "--", "--", "--")
+            text += (f"{f'fc1/{port}':<11s}{vsan_of.get(f'fc1/{port}', '1'):<7s}auto   off     {status:<13s}swl    "
+                     f"{mode:<6s}{speed:<7s}--       {logical}\n")
         if self.running["interfaces"]:
             text += BRIEF_FCIP_HEADER
             for number, interface in sorted(self.running["interfaces"].items(), key=lambda item: int(item[0])):
@@ -151,7 +205,7 @@ class MdsShows:
         text += ("\n-------------------------------------------------------------------------------\n"
                  "Interface                    Status     IP Address        Speed        MTU\n"
                  "-------------------------------------------------------------------------------\n"
-                 "mgmt0                        up         --                1 Gbps       1500\n")
+                 f"mgmt0                        up         {MGMT_ADDRESS:<18s}1 Gbps       1500\n")
         return text
 
     def _interface_fcip(self, number: int) -> str:
@@ -231,30 +285,3 @@ class MdsShows:
         return (BANNER + "\nSoftware\n  BIOS:      version 2.1.18\n  system:    version 9.4(2a)\n\n"
                 "Hardware\n  cisco MDS 9250i 40 FC 2 IPS 8 FCoE (2 RU) Chassis (\"40FC+8FCoE+2IPS Supervisor\")\n"
                 f"  Device name: {self.personality.hostname}\n")
-
-
-def render_config(config: dict[str, Any], hostname: str, which: str) -> str:
-    """NX-OS running-config text for the parts the simulator models."""
-    lines = ["", f"!Command: show {which}", "", "version 9.4(2a)"]
-    lines += [f"feature {feature}" for feature in config.get("features", [])]
-    lines += ["", f"hostname {hostname}"]
-    extra_vsans = sorted((v for v in config.get("vsans", {}) if v != "1"), key=int)
-    if extra_vsans:
-        lines += ["", "vsan database"]
-        lines += [f"  vsan {v} name {config['vsans'][v]['name']}" for v in extra_vsans]
-    for number, profile in sorted(config.get("profiles", {}).items(), key=lambda item: int(item[0])):
-        lines += ["", f"fcip profile {number}"]
-        if profile.get("ip"):
-            lines.append(f"  ip address {profile['ip']}")
-    lines += render_zoning(config)
-    for number, interface in sorted(config.get("interfaces", {}).items(), key=lambda item: int(item[0])):
-        lines += ["", f"interface fcip{number}"]
-        if interface.get("description"):
-            lines.append(f"  switchport description {interface['description']}")
-        if interface.get("profile"):
-            lines.append(f"  use-profile {interface['profile']}")
-        if interface.get("peer"):
-            lines.append(f"  peer-info ipaddr {interface['peer']}")
-        lines.append("  shutdown" if interface.get("shutdown") else "  no shutdown")
-    lines += ["", "interface mgmt0", "  ip address 192.0.2.10/24", ""]
-    return "\n".join(lines) + "\n"

@@ -50,6 +50,7 @@ class SimRouter:
         seed: int | None = None,
         idle_timeout: float | None = None,
         production_zoning: bool = False,
+        fabric_size: int = 0,
     ) -> None:
         from routers.sim import personality_class
 
@@ -78,10 +79,12 @@ class SimRouter:
         new_state = self.store.is_new()
         self.personality: Personality = cls(self.store.load(), hostname or cls.default_hostname)
         self.personality.faults = self.faults_book
-        seed_zoning = production_zoning and new_state
-        if seed_zoning:
+        seed_zoning = (production_zoning or fabric_size > 0) and new_state
+        if seed_zoning and production_zoning:
             # A fabric that already carries other hosts' zoning; from now on it is this switch's state.
             self.personality.seed_production_zoning()
+        if seed_zoning and fabric_size > 0:
+            self.personality.seed_fabric(fabric_size)
         self.store.keep(self.personality, write=seed_zoning)
         self.sessions: set[Terminal] = set()  # connections past the session limit check
         self.tasks: set[asyncio.Task[Any]] = set()  # one per connection, cancelled by aclose()

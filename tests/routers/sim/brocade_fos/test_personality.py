@@ -155,7 +155,8 @@ def test_portshow_fciptunnel_all_lists_tunnel_and_circuit_rows(cli):
 def test_the_tunnel_views_show_admin_and_operational_state_and_no_description(cli):
     add_tunnel(cli)
     configured = cli("portcfgshow fciptunnel 24").text
-    assert configured.startswith("\n Tunnel: VE-Port:24 (idx:0, DP0)\n " + "=" * 52 + "\n  Oper State           : Enabled\n")
+    title = "\n Tunnel: VE-Port:24 (idx:0, DP0)\n " + "=" * 52 + "\n"
+    assert configured.startswith(title + "  Oper State           : Enabled\n")
     assert "Description" not in configured  # no capture shows one, set or not
     assert "  Oper State           : Online\n" in cli("portshow fciptunnel 24", pager_answers=[""]).text
 
