@@ -129,6 +129,59 @@ EXPECTED: dict[str, Any] = {
         "24": {"ve": "24", "oper": "Up", "circuits": {0: {"oper": "Up", "ge": "ge2", "enabled": True}}},
         "26": {"ve": "26", "oper": "Empty"},
     },
+    "mds/zone_status__basic_active_only.txt": {
+        "mode": "basic", "status": "Activation completed at 09:12:44 UTC Mar 11 2024", "default_zone": "deny",
+        "distribute": "active only"},
+    "mds/zone_status__enhanced_full.txt": {
+        "mode": "enhanced", "status": "Commit completed at 10:19:02 UTC Jul  5 2024", "default_zone": "deny",
+        "distribute": "full"},
+    "mds/zone_status__failed_status_wrapped.txt": {
+        "mode": "enhanced", "default_zone": "permit", "distribute": "full",
+        "status": "Operation failed: [Error: WARNING: Specified zoneset already active and unchanged]:"},
+    "mds/zone_status__older_build_one_space.txt": {
+        "mode": "basic", "status": "Activation completed at 22:19:08 PDT Apr 13 2024", "default_zone": "deny",
+        "distribute": "full"},
+    "mds/zone_status__single_session_nothing_active.txt": {"mode": "basic", "default_zone": "deny",
+                                                           "distribute": "active only"},
+    "mds/zone_status__nexus5k_short.txt": {
+        "mode": "enhanced", "status": "Commit completed at 09:48:48 UTC May 10 2017", "default_zone": "deny",
+        "distribute": "full"},
+    "mds/show_zone__fcalias_and_device_alias.txt": {
+        "z50_esx0101_f0_unity07_spa1": ["50:06:01:61:47:e4:aa:97", "c0:50:76:09:aa:20:00:64"],
+        # fcalias blocks are replaced by the pwwns printed under them.
+        "z50_sap0001_san01-ntap01_0ac": ["20:12:00:a0:98:fa:aa:6e", "20:32:00:a0:98:fa:aa:6e",
+                                         "21:00:f4:e9:d4:aa:6e:66"],
+        "z50_sap0002_san01-ntap01_0ac": ["20:12:00:a0:98:fa:aa:6e", "21:00:f4:e9:d4:aa:a7:c8"],
+    },
+    "mds/show_zone__smart_zoning_types.txt": {
+        "zoneA": ["11:22:33:44:55:66:77:01", "device-alias arrayA_p1 both"],
+        "SZ-WLD-APP1-ARRAY07": ["20:00:00:25:b5:10:aa:00 init", "20:00:00:25:b5:10:aa:01 init",
+                                "50:00:09:73:00:10:aa:01 target"],
+    },
+    "mds/show_zone__empty_zone_and_mixed.txt": {
+        "temp": ["50:0a:09:89:aa:89:93:0a"], "SPARE_ARRAY": [],
+        "zone6": ["20:01:74:86:aa:d7:df:4d", "50:06:09:60:3e:aa:39:dc", "50:09:01:61:3e:aa:39:dc"],
+        "Zone_App1": ["20:01:74:76:aa:d7:cb:59", "50:00:d3:17:00:aa:c4:24"],
+    },
+    "mds/show_zone__not_present.txt": {},
+    "mds/show_zoneset_brief__names_only.txt": {"Zoneset_App": ["Zone_App1", "abcde6", "abcde1"],
+                                               "Zoneset_Old": ["temp"]},
+    "mds/show_zoneset_active__fcid_and_offline.txt": ("zs_fabric_a", {
+        "z50_esx0101_f0_unity07_spa1": ["50:06:01:61:47:e4:aa:97", "c0:50:76:09:aa:20:00:64"],
+        "z50_sap0001_san01-ntap01_0ac": ["20:12:00:a0:98:fa:aa:6e", "20:32:00:a0:98:fa:aa:6e",
+                                         "21:00:f4:e9:d4:aa:6e:66"],
+        "z50_sap0002_san01-ntap01_0ac": ["20:12:00:a0:98:fa:aa:6e", "21:00:f4:e9:d4:aa:a7:c8"],
+        "z50_retired_host": [],
+        "z50_db0042_f1_unity07_spb0": ["50:06:01:68:47:e4:aa:97", "c0:50:76:09:aa:20:00:35"],
+    }),
+    "mds/show_zoneset_active__device_alias_members.txt": ("ZS_POD12", {
+        "Z_POD12": ["50:0a:09:81:86:78:aa:ca", "device-alias SRV_POD12", "device-alias SRV_POD13"]}),
+    "mds/show_zoneset_active__not_present.txt": (None, {}),
+    "mds/show_device_alias_database__trailing_spaces.txt": {
+        "test": "20:00:00:25:b1:aa:00:01", "Conflict": "20:00:00:25:b1:aa:00:02",
+        "SRV_POD12": "20:00:00:25:b5:55:aa:12", "Server-24": "20:00:00:25:b5:55:aa:24"},
+    "mds/show_running_config_fcip__reconstructed.txt": {
+        "interfaces": {8: {"shutdown": "no", "profile": "8", "peer": "198.18.1.32"}}, "profiles": {8: "198.18.0.8"}},
 }
 
 
@@ -162,9 +215,9 @@ def test_each_parser_reads_what_the_switch_meant(path):
 @pytest.mark.parametrize("path", FIXTURES, ids=name)
 @pytest.mark.parametrize("command", sorted(PARSERS))
 def test_each_parser_refuses_every_other_commands_output(path, command):
-    if command == command_of(path):
-        pytest.skip("its own command")
-    _fields, body = load(path)
+    fields, body = load(path)
+    if command in (command_of(path), fields.get("also")):
+        pytest.skip("a command that prints this")
     with pytest.raises(LayoutError) as refused:
         PARSERS[command](body, path)
     assert refused.value.line in body or refused.value.line.strip() in body
