@@ -84,6 +84,7 @@ class Personality(ABC):
     max_sessions: ClassVar[int | None] = None  # concurrent CLI sessions the device accepts
     page_lines: ClassVar[int] = 24  # Console.page() shows this many lines per screen
     pager_prompt: ClassVar[str] = "--More--"
+    paged_transports: ClassVar[tuple[str, ...]] = ("telnet", "ssh")  # where a new session starts paging
 
     def __init__(self, state: SimState, hostname: str) -> None:
         self.state = state

@@ -33,6 +33,9 @@ class FosPersonality(Personality):
     max_sessions: ClassVar[int | None] = 32
     page_lines: ClassVar[int] = 24
     pager_prompt: ClassVar[str] = "Type <CR> to continue, Q<CR> to stop: "
+    # FOS 9 SSH session logs show cfgshow of 70 lines unpaged; the pager is the older telnet CLI's
+    # (Net::Telnet::Brcd answers it), so a telnet session here pages and an SSH session does not.
+    paged_transports: ClassVar[tuple[str, ...]] = ("telnet",)
 
     def __init__(self, state: SimState, hostname: str) -> None:
         super().__init__(state, hostname)

@@ -180,7 +180,8 @@ async def serve_connection(router: SimRouter, terminal: Terminal, read: Callable
             return
         router.sessions.add(terminal)
         user = await login(terminal)
-        session = Session(username=user, transport=terminal.transport, id=terminal.session_id)
+        session = Session(username=user, transport=terminal.transport, id=terminal.session_id,
+                          paging=terminal.transport in router.personality.paged_transports)
         await CommandLoop(router, terminal, session).run()
     except SessionEnded:
         if not terminal.closed.is_set():

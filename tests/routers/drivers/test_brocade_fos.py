@@ -159,22 +159,24 @@ def test_a_zone_named_like_flexzones_but_not_written_by_it_is_never_touched(sim_
         admin.close()
 
 
-def test_listing_pages_through_long_output(sim_factory, driver_for):
+@pytest.mark.parametrize("transport, pages", [("telnet", True), ("ssh", False)])
+def test_listing_reads_long_output_through_the_pager_of_a_telnet_session(sim_factory, driver_for, transport, pages):
+    """The older telnet CLI pages long output; FOS 9 SSH sessions print a 70-line cfgshow unpaged."""
     fos = sim_factory("brocade_fos")
-    driver = driver_for(fos)
+    driver = driver_for(fos, transport)
     specs = [LinkSpec(ve, ve, f"198.18.1.{ve}", "198.18.0.1", f"10:00:00:00:c9:aa:bb:{ve:02x}", (HOST,))
              for ve in range(24, 30)]
     for spec in specs:
         driver.add_link(spec)
     driver.take_transcript()
     assert [link.key for link in driver.list_links()] == [spec.key for spec in specs]
-    assert driver.take_transcript().count("Type <CR> to continue, Q<CR> to stop:") >= 3
+    assert (driver.take_transcript().count("Type <CR> to continue, Q<CR> to stop:") >= 3) == pages
 
 
 def test_a_pager_that_never_ends_is_left_and_the_session_stays_usable(fos, driver_for):
     from routers.drivers.base import GarbledOutput
 
-    driver = driver_for(fos)
+    driver = driver_for(fos, "telnet")
     driver.add_link(SPEC)
     with pytest.raises(GarbledOutput, match="more than 0 pages"):
         driver.run_paged("portcfgshow fciptunnel all -c", max_pages=0)

@@ -148,14 +148,18 @@ def test_a_garbled_listing_raises_garbled_output_and_the_session_survives(start,
 
 def test_a_garbled_pager_prompt_times_out_and_a_new_session_reads_the_truth(sim_factory, sim_target):
     spec = SPECS["brocade_fos"]
-    sim = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
-    first = get_driver(sim_target(sim, "ssh", command_timeout=COMMAND_TIMEOUT))
+    sim = sim_factory("brocade_fos", telnet=("127.0.0.1", 0))  # telnet sessions page
+    first = get_driver(sim_target(sim, "telnet", command_timeout=COMMAND_TIMEOUT))
     first.connect()
     first.add_link(spec)
-    sim.faults = [Fault("garble", match="^portcfgshow", count=1)]
+    for host in range(2, 8):  # a cfgshow longer than one page
+        first.zoning_edit(f'zonecreate "other{host}", "10:00:00:10:9b:5e:b0:{host:02x}; {spec.wwn}"')
+    first.save()
+    sim.faults = [Fault("garble", match="^cfgshow", count=1)]
     with pytest.raises((GarbledOutput, RouterTimeout)):
         first.list_links()
     first.close()
-    again = get_driver(sim_target(sim, "ssh"))
+    again = get_driver(sim_target(sim, "telnet"))
     with again:
+        assert again.run_paged("cfgshow").count("zone:") >= 8
         assert again.list_links() == [RouterLink(spec.port, spec.zone, spec.remote_ip, "up")]
