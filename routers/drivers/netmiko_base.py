@@ -21,6 +21,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import paramiko
@@ -54,6 +55,24 @@ from routers.drivers.base import (
 from routers.platforms import Transport
 
 MASK = "********"
+
+
+@dataclass
+class ReadStats:
+    """What a driver read from its router: show commands, the bytes they returned, the seconds they took."""
+
+    commands: list[str] = field(default_factory=list)
+    bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def reads(self) -> int:
+        return len(self.commands)
+
+    def add(self, command: str, size: int, seconds: float) -> None:
+        self.commands.append(command)
+        self.bytes += size
+        self.seconds += seconds
 
 
 class SessionClosed(ReadException):
@@ -161,7 +180,7 @@ class NetmikoDriver(RouterDriver):
         self._log = io.BytesIO()
         self._router_seconds = 0.0
         self._notes: list[str] = []
-        self._reads = [0, 0]  # show commands sent and bytes they returned, since take_read_stats()
+        self._reads = ReadStats()  # show commands sent since take_read_stats()
 
     # --- session -------------------------------------------------------------------------------
     def connection_args(self) -> dict[str, Any]:
@@ -316,9 +335,9 @@ class NetmikoDriver(RouterDriver):
         A reply outside the layout `parse` knows is GarbledOutput naming the command and the line (a
         transient error: read again); the CLI refusing the command itself is CommandRejected.
         """
+        started = time.monotonic()
         output = self.read_command(command)
-        self._reads[0] += 1
-        self._reads[1] += len(output.encode())
+        self._reads.add(command, len(output.encode()), time.monotonic() - started)
         if re.search(self.read_refusal, output):
             message = " ".join(line.strip() for line in output.splitlines() if line.strip() not in ("", "^"))[:300]
             raise CommandRejected(f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript())
@@ -327,10 +346,10 @@ class NetmikoDriver(RouterDriver):
         except LayoutError as exc:
             raise GarbledOutput(f"{command}: {exc}", transcript=self._peek_transcript()) from None
 
-    def take_read_stats(self) -> tuple[int, int]:
-        """(show commands sent, bytes they returned) since the last call."""
-        reads, self._reads = tuple(self._reads), [0, 0]
-        return reads[0], reads[1]
+    def take_read_stats(self) -> ReadStats:
+        """The show commands sent since the last call: how many, the bytes they returned, the time."""
+        stats, self._reads = self._reads, ReadStats()
+        return stats
 
     def run_confirmed(self, command: str, question: str, answer: str = "y") -> str:
         """Send a command that may ask a question; answer it; return all output."""

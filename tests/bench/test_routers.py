@@ -15,3 +15,18 @@ def test_the_benchmark_prints_cold_and_warm_times_for_the_ifcp_platforms(capsys)
         assert row, out
         cold, warm = float(row.group(1)), float(row.group(2))
         assert 0 < warm < cold
+
+
+def test_the_reads_table_shows_what_each_fcip_operation_read_before_and_now(capsys):
+    assert main(["--platform", "brocade_fos", "--platform", "cisco_mds", "--scale", "0", "--fabric-size", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "Reads per operation on a fabric of 40 other zones" in out
+    for platform in ("brocade_fos", "cisco_mds"):
+        for operation in ("add", "list", "remove"):
+            row = re.search(rf"^{platform}\s+{operation}\s+(\d+)/(\d+)\s+([\d.]+)/([\d.]+)\s", out, re.M)
+            assert row, out
+            assert int(row.group(1)) > 0 and int(row.group(2)) > 0
+    # The MDS driver no longer reads the whole running-config: fewer bytes for every operation.
+    for operation in ("add", "list", "remove"):
+        before, now = re.search(rf"cisco_mds_{operation}_kb=(\d+)/(\d+)", out).groups()
+        assert int(now) < int(before)
