@@ -23,7 +23,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "operation": ("id", "url", "kind", "state", "phase", "principal", "request", "plan", "result", "error", "attempts",
                   "registry_ms", "invocation_ms", "router_ms", "total_ms", "created_at", "started_at",
                   "finished_at"),
-    "router_link": ("router", "port", "zone", "remote_ip", "state"),
+    "router_link": ("router", "port", "zone", "remote_ip", "state", "oper"),
 }
 
 

@@ -124,8 +124,9 @@ def lsifcp(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         output.print_json(rows)
         return DONE
-    output.table(["ROUTER", "PORT", "ZONE", "IFCP-IP", "STATE"],
-                 [[row["router"], row["port"], row["zone"], row["remote_ip"], row["state"]] for row in rows])
+    output.table(["ROUTER", "PORT", "ZONE", "IFCP-IP", "STATE", "OPER"],
+                 [[row["router"], row["port"], row["zone"], row["remote_ip"], row["state"], row["oper"] or "-"]
+                  for row in rows])
     for operation in operations:
         print(f"{operation.get('request', {}).get('router')}: {output.timing_line(operation)}")
     return DONE

@@ -461,7 +461,9 @@ class _EndpointTaken(Exception):
 
 
 def _link_dict(link: RouterLink) -> dict[str, Any]:
-    return {"port": link.port, "zone": link.zone, "remote_ip": link.remote_ip, "state": link.state}
+    """A link as the router reports it; `oper` is its carrier's status where the router says (FOS)."""
+    return {"port": link.port, "zone": link.zone, "remote_ip": link.remote_ip, "state": link.state,
+            "oper": link.oper}
 
 
 def execute_list(run: Run) -> None:

@@ -165,8 +165,9 @@ def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool
 
 
 def _lists(driver: RouterDriver, spec: LinkSpec) -> bool:
-    """Whether anything of the link is on the router (a remove has work to do)."""
-    return spec.key in {link.key for link in driver.list_links()}
+    """Whether anything of the link is on the router (a remove has work to do): listed, or on an FCIP
+    switch any of its zones still in force (RouterDriver.remnants)."""
+    return driver.remnants(spec)
 
 
 def _holds(driver: RouterDriver, spec: LinkSpec) -> bool:
@@ -207,7 +208,8 @@ def look(run: Run, router: Router, spec: LinkSpec) -> str | None:
         if _lists(lease.driver, spec):
             return "partial"
         # An iFCP gateway's listing shows all there is of a link; an FCIP switch may keep parts of
-        # one (a tunnel without its circuit, zones defined but not in force) that it does not list.
+        # one that grant nothing and that it cannot show are flexzone's (a tunnel without zones in
+        # force, zones defined but not in force): absent is not certain there.
         return None if lease.driver.zones_initiators else "absent"
 
     try:

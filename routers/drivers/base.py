@@ -89,6 +89,24 @@ class RouterLink:
         return (self.port, self.zone, self.remote_ip)
 
 
+@dataclass
+class ReadStats:
+    """What a driver read from its router: show commands, the bytes they returned, the seconds they took."""
+
+    commands: list[str] = field(default_factory=list)
+    bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def reads(self) -> int:
+        return len(self.commands)
+
+    def add(self, command: str, size: int, seconds: float) -> None:
+        self.commands.append(command)
+        self.bytes += size
+        self.seconds += seconds
+
+
 class RouterError(Exception):
     """Base of every driver error. `transcript` holds the masked session text when known."""
 
@@ -278,6 +296,12 @@ class RouterDriver:
     def remove_link(self, spec: LinkSpec) -> None:
         """Raise LinkAbsent when the router has no such link (the engine treats that as done)."""
         raise NotImplementedError
+
+    def remnants(self, spec: LinkSpec) -> bool:
+        """Whether anything of the link is on the router, so a remove still has work to do. The listing
+        says it on a gateway; an FCIP switch can also hold a link's zones in force without its carrier,
+        and those still grant access."""
+        return spec.key in {link.key for link in self.list_links()}
 
     def save_config(self) -> None:
         raise NotImplementedError

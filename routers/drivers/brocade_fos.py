@@ -1,29 +1,7 @@
-"""Brocade Fabric OS 8/9 extension switch driver (7840/7810/SX6 FCIP), over SSH or telnet.
+"""Brocade Fabric OS 8/9 extension switch driver (a 7840's VE ports 24-43), over SSH or telnet.
 
-Never replace or disable the fabric's configuration
----------------------------------------------------
-The switch's fabric already carries the zoning of every other host in its effective configuration.
-flexzone adds its zones to the cfg *in effect* (read with ``cfgshow``), re-enables that same cfg, and
-on remove takes its zones out and re-enables it again. It never enables a cfg of its own while
-another is in effect and never disables zoning. Only a fabric with no effective configuration (and a
-default zone of No Access) gets one of flexzone's own, ``fz_cfg``, with a warning in the journal;
-and only when that ``fz_cfg`` loses its last zone does a remove disable it again, which puts the
-fabric back exactly as flexzone found it. A defined cfg whose content differs from the effective
-one beyond the link's own zones holds someone else's staged changes: the operation is refused
-rather than enabling them (see routers/drivers/zoning.py for the rules both FCIP drivers share).
-
-Zoning transactions: every zoning edit runs inside the session's transaction, ended by ``cfgenable``
-or ``cfgsave`` or dropped by ``cfgtransabort``. Before any change the driver reads ``cfgtransshow``:
-another session's open transaction is ZoningBusy (the engine waits and retries within the
-operation's time limit; flexzone never aborts it), while a transaction of this session's own, left
-by a failed attempt, is aborted first. Which one is ours is told by its token, read with
-``cfgtransshow`` right after this session's first accepted edit (FOS keeps one transaction per
-fabric, so the token names it); "It is abortable" alone is not taken as proof of ownership. A
-failed edit aborts this session's transaction at once, so nothing half-done is ever enabled or
-saved. Between the first read and the first edit another admin can still act, so the zoning is read
-again just before ``cfgenable``, inside the transaction (where nobody else can change it): a
-different configuration in effect drops our edits and the step starts again on the new one
-(ZoningChanged, transient), and newly staged changes refuse the step.
+Zoning on a live fabric (the cfg in effect, this session's zoning transaction, staged changes of
+others) is brocade_fos_zoning.py's; the rules both FCIP drivers share are routers/drivers/zoning.py's.
 
 How a flexzone link maps onto FOS FCIP
 --------------------------------------
@@ -39,11 +17,20 @@ How a flexzone link maps onto FOS FCIP
 
 Whose tunnel is it? No public capture shows where FOS prints a tunnel's description, so flexzone
 does not rely on reading it back (it still sets it, for people). A tunnel is flexzone's when
-flexzone's zones name its VE port: an add puts the zones in effect first and then makes the tunnel,
-so a retry after a lost reply finds the zones and knows the tunnel is its own; a tunnel on a VE
-port that no flexzone zone names is someone else's and the add is refused. A remove deletes the
-tunnel first, while the link's zones still prove it is flexzone's (and only when no other flexzone
-link uses the port), and then the zones.
+flexzone's zones *in force* name its VE port: an add puts the zones in force first and then makes
+the tunnel, so a retry after a lost reply finds them and knows the tunnel is its own; a tunnel on a
+VE port no flexzone zone in force names is someone else's and the add is refused, and so is a tunnel
+that appears on the port between flexzone's read and its create (the create says it exists). A
+remove deletes the tunnel first, while the link's zones still prove it is flexzone's, and only a
+tunnel shaped as flexzone makes them: circuit 0 to the link's remote gateway and no other circuit,
+with no other flexzone link on the port; any other tunnel stays (with a warning) and the link's
+zones are taken out all the same. A port whose tunnel reaches another gateway carries that
+gateway's link: removing this one is LinkAbsent. (A VE port flexzone's zones name is flexzone's: an
+administrator who rebuilds such a port by hand should take those zones out first.) ``remnants``
+tells the engine what is left of a link, so zones in force without their tunnel are never mistaken
+for a finished remove.
+
+Director blades number VE ports by slot (``9/16``): their tunnels are read and left alone.
 
 ``render_add`` shows what a fresh link sends, naming the cfg in effect ``<effective cfg>`` (it is
 read from the switch at run time); the driver skips what is already in place. One VE port reaches one
@@ -84,38 +71,25 @@ from routers.drivers.base import (
     LinkSpec,
     RouterLink,
     ZoningBusy,
-    ZoningChanged,
 )
 from routers.drivers.brocade_fos_show import (
-    NO_TRANSACTION,
     FosZoning,
     TunnelInfo,
     merge_circuits,
-    parse_cfgshow,
-    parse_cfgtransshow,
     parse_circuit_details,
     parse_tunnel_table,
 )
-from routers.drivers.netmiko_base import PatientTelnet, SessionGuardedDriver, closed_session_is_eof, netmiko_device_type
-from routers.drivers.zoning import (
-    EFFECTIVE,
-    check_fcip_add,
-    fabric_links,
-    link_zones,
-    pair_zones,
-    plan_link_zoning,
-    refuse_staged_changes,
-)
+from routers.drivers.brocade_fos_zoning import ZONE_RE, FosZoningEdits, link_prefix
+from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof, netmiko_device_type
+from routers.drivers.telnet_login import PatientTelnet
+from routers.drivers.zoning import EFFECTIVE, check_fcip_add, fabric_links, link_zones, pair_zones, port_zones
 from routers.platforms import Platform, Transport
 
 VE_PORTS = range(24, 44)
-ZONE_CFG = "fz_cfg"
 PAGER = r"Type <CR> to continue, Q<CR> to stop:\s*"
-YES_NO = r"\(yes, y, no, n\): \[no\]\s*$"
 SUCCEEDED = r"(?m)^Operation Succeeded\.\s*$"
 TUNNEL_EXISTS = r"Tunnel ID \S+ already exists\."
 CIRCUIT_EXISTS = r"Circuit \S+ already exists\."
-ZONE_RE = re.compile(r"fz_z(0|[1-9]\d*)_ve(0|[1-9]\d*)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")  # as flexzone writes them
 BUSY = r"(?i)another zoning transaction|transaction is in progress"
 TUNNEL_DESCRIPTION = "flexzone"
 ECHO_CHECK_LIMIT = 70  # FOS wraps the echo at 80 columns, prompt included
@@ -134,10 +108,6 @@ class BrocadeFOSTelnet(PatientTelnet, BrocadeFOSSSH):
         self.set_base_prompt()
 
 
-def link_prefix(spec: LinkSpec) -> str:
-    return f"fz_z{spec.zone}_ve{spec.port}"
-
-
 def tunnel_lines(spec: LinkSpec) -> list[str]:
     """The tunnel on the link's VE port (described flexzone, for people reading the switch) and its
     circuit 0 from the site's address to the remote gateway."""
@@ -145,7 +115,7 @@ def tunnel_lines(spec: LinkSpec) -> list[str]:
             f"portcfg fcipcircuit {spec.port} create 0 --local-ip {spec.local_ip} --remote-ip {spec.remote_ip}"]
 
 
-class BrocadeFosDriver(SessionGuardedDriver):
+class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
     """FOS 8/9 FCIP: a flexzone tunnel per VE port, a zone per initiator-target pair in the cfg in effect."""
 
     platform = Platform.BROCADE_FOS
@@ -154,7 +124,8 @@ class BrocadeFosDriver(SessionGuardedDriver):
     error_pattern = (r"(?mi)^\s*(?:.*failed[.:]|.*Object (?:exists|does not exist)\.|Error|error:|Usage|rbash:|"
                      r".*not found|.*Invalid|.*unreachable|.*already|.*Nothing to modify|.*does not exist|"
                      r".*should not be deleted|.*is not in|.*duplicate name|.*invalid)")
-    zone_cfg = ZONE_CFG
+    # How FOS refuses a show command it does not have (rbash) or not in this form (its usage text).
+    read_refusal = r"(?mi)^(?:-?rbash: |.*command not found|Usage: |\S+: Invalid (?:option|port parameter))"
     logout_command = "exit"
 
     def __init__(self, *args, **kwargs) -> None:
@@ -241,10 +212,6 @@ class BrocadeFosDriver(SessionGuardedDriver):
             lines.pop()
         return "\n".join(lines)
 
-    def confirm(self, command: str) -> str:
-        """A zoning command that asks (yes, y, no, n): answer y; return everything it said."""
-        return self.run_confirmed(command, YES_NO, "y")
-
     def extension(self, command: str, exists: str | None = None) -> bool:
         """Run a portcfg command; True when it made its change, False when the object already existed."""
         output = self.run(command)
@@ -263,31 +230,6 @@ class BrocadeFosDriver(SessionGuardedDriver):
                                  transcript=self._peek_transcript())
         return CommandRejected(f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript())
 
-    def zoning_edit(self, command: str) -> None:
-        """A zoning edit: silent on success, so any output is an error (Cinder's rule).
-
-        The first edit that succeeds opens this session's transaction; its token is read at once,
-        so that only that transaction is ever aborted (an edit refused because another session got
-        there first opened nothing of ours).
-        """
-        output = self.run(command).strip()
-        if output:
-            raise self.rejection(command, output)
-        if self._own_token is None:
-            self._own_token = self.transaction()
-
-    def enable(self, cfg: str) -> None:
-        output = self.confirm(f'cfgenable "{cfg}"')
-        if not re.search(r"is in effect", output):
-            raise self.rejection(f'cfgenable "{cfg}"', output)
-        self._own_token = None
-
-    def save(self) -> None:
-        output = self.confirm("cfgsave")
-        if not re.search(r"Nothing changed|Updating flash", output):
-            raise self.rejection("cfgsave", output)
-        self._own_token = None
-
     # --- reading -----------------------------------------------------------------------------
     def read_command(self, command: str) -> str:
         return self.run_paged(command)
@@ -298,51 +240,27 @@ class BrocadeFosDriver(SessionGuardedDriver):
         circuit configuration (read only when there are circuits)."""
         tunnels = self.show("portshow fciptunnel all -c", parse_tunnel_table)
         if any(tunnel.circuits for tunnel in tunnels.values()):
-            merge_circuits(tunnels, self.show("portcfgshow fcipcircuit all", parse_circuit_details))
+            command = "portcfgshow fcipcircuit all"
+            if missing := merge_circuits(tunnels, self.show(command, parse_circuit_details)):
+                raise GarbledOutput(f"{command}: no configuration of circuit {', '.join(missing)}, which the tunnel "
+                                    "table lists", transcript=self._peek_transcript())
         return tunnels
 
-    def zoning(self) -> FosZoning:
-        return self.show("cfgshow", parse_cfgshow)
-
-    def transaction(self) -> str | None:
-        """None when no zoning transaction is open, else its token (as FOS prints it)."""
-        open_transaction = self.show("cfgtransshow", parse_cfgtransshow)
-        return None if open_transaction is None else open_transaction.token
-
-    def claim_zoning(self) -> None:
-        """Before changing anything: wait for another session's transaction (ZoningBusy), abort our own.
-
-        Ours is the one whose token this session read after its own first edit (a failed attempt left
-        it open); any other transaction belongs to someone else and is left alone.
-        """
-        token = self.transaction()
-        if token is None:
-            self._own_token = None
-            return
-        if self._own_token is not None and token == self._own_token:
-            self.abort_own_transaction()
-            return
-        raise ZoningBusy(f"another session holds the fabric's zoning transaction (token {token}); waiting for it",
-                         transcript=self._peek_transcript())
-
-    def abort_own_transaction(self) -> None:
-        output = self.run("cfgtransabort").strip()
-        if output and NO_TRANSACTION not in output:
-            raise self.rejection("cfgtransabort", output)
-        self._own_token = None
-
-    def abort_if_own(self) -> None:
-        """Drop this session's transaction if it is still the one open (after a failed edit)."""
-        if self._own_token is not None and self.transaction() == self._own_token:
-            self.abort_own_transaction()
-        self._own_token = None
-
     def list_links(self) -> list[RouterLink]:
-        tunnels = self.tunnels()
-        mine = {int(ve): tunnel for ve, tunnel in tunnels.items() if ve.isdigit()}
-        return fabric_links(self.zoning(), ZONE_RE, {ve: tunnel.remote_ip for ve, tunnel in mine.items()},
-                            {ve: tunnel.carrying for ve, tunnel in mine.items()},
-                            {ve: tunnel.oper for ve, tunnel in mine.items()})
+        return self._links(self.zoning(), self.tunnels())
+
+    def remnants(self, spec: LinkSpec) -> bool:
+        """Anything of the link on the switch: listed, or any of its zones in force (a remove cut off
+        after it deleted the tunnel leaves those, and they still grant access)."""
+        fabric, tunnels = self.zoning(), self.tunnels()
+        listed = spec.key in {link.key for link in self._links(fabric, tunnels)}
+        return listed or bool(link_zones(fabric, ZONE_RE, spec) & set(fabric.active))
+
+    def _links(self, fabric: FosZoning, tunnels: dict[str, TunnelInfo]) -> list[RouterLink]:
+        on_ve = {int(ve): tunnel for ve, tunnel in tunnels.items() if ve.isdigit()}  # not a blade's slot/VE
+        return fabric_links(fabric, ZONE_RE, {ve: tunnel.remote_ip for ve, tunnel in on_ve.items()},
+                            {ve: tunnel.carrying for ve, tunnel in on_ve.items()},
+                            {ve: tunnel.oper for ve, tunnel in on_ve.items()})
 
     # --- operations --------------------------------------------------------------------------
     def add_link(self, spec: LinkSpec) -> None:
@@ -352,20 +270,30 @@ class BrocadeFosDriver(SessionGuardedDriver):
         # use) is decided before the first change, so a refusal leaves the switch untouched.
         self.claim_zoning()
         fabric = self.zoning()
-        tunnel = self.tunnels().get(str(spec.port))
-        if tunnel is not None:
-            self._check_tunnel_is_ours(spec, fabric, tunnel)
+        tunnels = self.tunnels()
+        tunnel = tunnels.get(str(spec.port))
+        self._check_carrier(spec, fabric, tunnels)
         cfg, edits = self._zoning_plan(spec, fabric)
-        # The zones go first: once they are in effect they name the VE port, and that is how a later
+        # The zones go first: once they are in force they name the VE port, and that is how a later
         # attempt (a lost reply, a retry) knows the tunnel made next is flexzone's.
         if cfg is not None:
             ours = link_zones(fabric, ZONE_RE, spec) | set(pair_zones(link_prefix(spec), spec))
             self._transactional(lambda: self._apply(cfg, edits, fabric, ours))
         made = cfg is not None
         if tunnel is None:
-            made |= self.extension(tunnel_line, exists=TUNNEL_EXISTS)
+            if not self.extension(tunnel_line, exists=TUNNEL_EXISTS):
+                raise self._appeared(spec, "tunnel")
+            made = True
         if tunnel is None or 0 not in tunnel.circuits:
-            made |= self.extension(circuit_line, exists=CIRCUIT_EXISTS)
+            try:
+                created = self.extension(circuit_line, exists=CIRCUIT_EXISTS)
+            except CommandRejected:
+                if tunnel is None:  # the tunnel this attempt made carries nothing: it goes again
+                    self._best_effort(f"portcfg fciptunnel {spec.port} delete")
+                raise
+            if not created:
+                raise self._appeared(spec, "circuit 0")
+            made = True
         if not made:
             raise LinkExists(f"link {spec.key} already configured", router_message="",
                              transcript=self._peek_transcript())
@@ -376,166 +304,75 @@ class BrocadeFosDriver(SessionGuardedDriver):
         fabric = self.zoning()
         tunnel = self.tunnels().get(str(spec.port))
         if tunnel is not None and tunnel.remote_ip not in (None, spec.remote_ip):
+            # The port's zones are those of the link to that other gateway, not of this one.
             raise LinkAbsent(f"VE port {spec.port} tunnels to {tunnel.remote_ip}, not {spec.remote_ip}",
                              router_message="", transcript=self._peek_transcript())
         ours = link_zones(fabric, ZONE_RE, spec)
-        others = [name for name in fabric.names() - ours
-                  if (m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port]
         if ours:
             self._check_unzone(fabric, ours)  # refusals before the first change
-        # The tunnel goes first, while the link's zones still prove it is flexzone's (a tunnel on a VE
-        # port no flexzone zone names may be anyone's, and stays); then the zones.
-        if tunnel is not None and ours and not others:
-            self.extension(f"portcfg fciptunnel {spec.port} delete")
+        # The tunnel goes first, while the link's zones in force still prove it is flexzone's; then the
+        # zones, also when the tunnel stays (shaped as flexzone never makes it).
+        if tunnel is not None:
+            if (stays := self._tunnel_stays(spec, fabric, ours, tunnel)) is None:
+                self.extension(f"portcfg fciptunnel {spec.port} delete")
+            elif stays:
+                self.warn(stays)
         if ours:
             self._transactional(lambda: self._unzone(fabric, ours))
         else:
             raise LinkAbsent(f"no flexzone zone of link {spec.key} on the switch", router_message="",
                              transcript=self._peek_transcript())
 
-    def _check_tunnel_is_ours(self, spec: LinkSpec, fabric: FosZoning, tunnel: TunnelInfo) -> None:
-        """A tunnel already on the VE port is flexzone's only when flexzone's zones name the port, and
-        it can carry this link only when its circuit 0 reaches the link's remote gateway."""
-        claimed = any((m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port for name in fabric.names())
-        if not claimed:
+    def _check_carrier(self, spec: LinkSpec, fabric: FosZoning, tunnels: dict[str, TunnelInfo]) -> None:
+        """Refuse, before anything is sent, a VE port whose tunnel is not flexzone's (no flexzone zone
+        in force names the port), one that reaches another gateway, and a circuit address pair another
+        tunnel's circuit already uses (FOS would refuse the circuit after the zones were in force)."""
+        tunnel = tunnels.get(str(spec.port))
+        if tunnel is not None and not port_zones(fabric, ZONE_RE, spec.port, in_force=True):
             raise CommandRejected(
-                f"VE port {spec.port} already carries a tunnel that flexzone did not create (no flexzone zone names "
-                "this port); flexzone leaves it alone: choose another VE port for this site",
-                router_message=f"Tunnel ID {spec.port} already exists.", transcript=self._peek_transcript())
-        if tunnel.remote_ip not in (None, spec.remote_ip):
+                f"VE port {spec.port} already carries a tunnel that flexzone did not create (no flexzone zone in "
+                "force names this port); flexzone leaves it alone: choose another VE port for this site",
+                router_message="", transcript=self._peek_transcript())
+        if tunnel is not None and tunnel.remote_ip not in (None, spec.remote_ip):
             raise CommandRejected(
                 f"VE port {spec.port} already carries a tunnel to {tunnel.remote_ip}",
-                router_message=f"Tunnel ID {spec.port} already exists.", transcript=self._peek_transcript())
-
-    def _transactional(self, work):
-        """Run zoning edits; if one fails, drop this session's transaction so nothing half-done stays."""
-        try:
-            return work()
-        except (CommandRejected, GarbledOutput, ZoningBusy, ZoningChanged):
-            if self._own_token is not None and self._conn is not None:
-                try:
-                    self.abort_if_own()
-                except Exception:  # noqa: BLE001 - the original failure is what the caller must see
-                    pass
-            raise
-
-    def _zoning_plan(self, spec: LinkSpec, fabric: FosZoning) -> tuple[str | None, list[str]]:
-        """The cfg to enable and the edits that make it enforce exactly the link's pair zones
-        (None: nothing to do). Refuses, before anything is sent, what flexzone must not do."""
-        open_refusal = None if fabric.default_access == "No Access" else (
-            f"no zoning configuration is in effect and the default zone gives {fabric.default_access}; "
-            "enabling one would cut every other device off, so flexzone will not create one here",
-            f"No Effective configuration: ({fabric.default_access})")
-        with self._transcript_on_refusal():
-            plan = plan_link_zoning(fabric, spec, link_prefix(spec), ZONE_RE, self.zone_cfg, open_refusal)
-        cfg, wanted, stale = plan.config, plan.wanted, plan.stale
-        edits = []
-        for name, members in wanted.items():
-            have = fabric.zones.get(name)
-            if have is None:
-                edits.append(f'zonecreate "{name}", "{"; ".join(members)}"')
-                continue
-            missing = [m for m in members if m not in have]
-            extra = [m for m in have if m not in members]
-            if missing:  # add before removing: a zone may never be left empty
-                edits.append(f'zoneadd "{name}", "{"; ".join(missing)}"')
-            if extra:
-                edits.append(f'zoneremove "{name}", "{"; ".join(extra)}"')
-        in_cfg = fabric.configs.get(cfg, [])
-        joining = [name for name in wanted if name not in in_cfg]
-        if joining:
-            verb = "cfgadd" if cfg in fabric.configs else "cfgcreate"
-            edits.append(f'{verb} "{cfg}", "{"; ".join(joining)}"')
-        leaving = [name for name in stale if name in in_cfg]
-        if leaving:
-            edits.append(f'cfgremove "{cfg}", "{"; ".join(leaving)}"')
-        edits += [f'zonedelete "{name}"' for name in stale if name in fabric.zones]
-        enforced = all(sorted(fabric.active.get(name, [])) == sorted(members) for name, members in wanted.items())
-        if not edits and enforced and not set(stale) & set(fabric.active):
-            return None, []
-        return cfg, edits
-
-    def _apply(self, cfg: str, edits: list[str], fabric: FosZoning, ours: set[str]) -> None:
-        for command in edits:
-            self.zoning_edit(command)
-        self._still_as_read(fabric, cfg, ours)
-        self.enable(cfg)
-        if fabric.in_effect is None:
-            self.warn(f"no zoning configuration was in effect on the fabric; flexzone created and enabled "
-                      f"{cfg} for its zones (default zone access was {fabric.default_access})")
-
-    def _still_as_read(self, before: FosZoning, cfg: str, ours: set[str]) -> None:
-        """Just before enabling, inside this session's transaction (so nobody else can change the
-        zoning any more): the configuration in effect must still be the one read before the first
-        edit, and the defined one must hold nothing new but the link's zones. Otherwise another admin
-        acted in between, and enabling would replace their configuration or enforce their staged work.
-        """
-        now = self.zoning()
-        if now.in_effect != before.in_effect:
-            raise ZoningChanged(
-                f"the configuration in effect changed from {before.in_effect or 'none'} to {now.in_effect or 'none'} "
-                "while flexzone was editing; its edits were dropped, to be made again on what is in effect now",
-                transcript=self._peek_transcript())
-        if before.in_effect is not None and (refusal := refuse_staged_changes(now, cfg, ours)):
-            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
-
-    def _check_unzone(self, fabric: FosZoning, ours: set[str]) -> None:
-        """Refuse, before anything changes, a remove that would enforce someone's staged changes or
-        leave a configuration flexzone did not create without zones."""
-        cfg = fabric.in_effect
-        if cfg is None or not (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
-            return
-        if refusal := refuse_staged_changes(fabric, cfg, ours):
-            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
-        if not set(fabric.configs.get(cfg, [])) - ours and cfg != self.zone_cfg:
-            raise CommandRejected(
-                f"{cfg} holds nothing but flexzone's zones of this link; removing them would leave no "
-                f"configuration in effect, and flexzone never disables a configuration it did not create",
                 router_message="", transcript=self._peek_transcript())
+        for ve, other in tunnels.items():
+            for cid, circuit in other.circuits.items():
+                if ve != str(spec.port) and (circuit.local_ip, circuit.remote_ip) == (spec.local_ip, spec.remote_ip):
+                    raise CommandRejected(
+                        f"circuit {cid} of VE port {ve} already joins {spec.local_ip} to {spec.remote_ip}; one "
+                        f"address pair carries one circuit, so VE port {spec.port} cannot have it",
+                        router_message="", transcript=self._peek_transcript())
 
-    def _unzone(self, fabric: FosZoning, ours: set[str]) -> None:
-        """Take the link's zones out of the cfg in effect and re-enable it (see the module doc)."""
-        cfg = fabric.in_effect
-        if cfg is not None and (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
-            self._check_unzone(fabric, ours)
-            if not set(fabric.configs.get(cfg, [])) - ours:
-                # fz_cfg was created by flexzone on a fabric with none in effect: disabling it restores that.
-                self.warn(f"the last flexzone zone left {cfg}, which flexzone had created on a fabric with no "
-                          "configuration in effect; zoning is back to no configuration in effect")
-                self._disable_own_cfg(fabric, ours)
-                return
-        # Our zones are taken out of the cfg in effect and out of fz_cfg only; any other cfg that lists
-        # one is somebody else's, so that zone stays defined (FOS refuses to delete a cfg member).
-        holders = [holder for holder in dict.fromkeys((cfg, self.zone_cfg)) if holder in fabric.configs]
-        for holder in holders:
-            leaving = [name for name in sorted(ours) if name in fabric.configs[holder]]
-            if leaving:
-                self.zoning_edit(f'cfgremove "{holder}", "{"; ".join(leaving)}"')
-        held_elsewhere = {name for other in fabric.cfgs_holding(ours) if other not in holders
-                          for name in fabric.configs[other] if name in ours}
-        for name in sorted(ours):
-            if name in fabric.zones and name not in held_elsewhere:
-                self.zoning_edit(f'zonedelete "{name}"')
-        if held_elsewhere:
-            self.warn(f"zones {', '.join(sorted(held_elsewhere))} stay defined: other configurations list them")
-        if cfg is not None and (ours & set(fabric.configs.get(cfg, [])) or ours & set(fabric.active)):
-            self._still_as_read(fabric, cfg, ours)
-            self.enable(cfg)
-        elif self._own_token is not None:
-            self.save()
+    def _tunnel_stays(self, spec: LinkSpec, fabric: FosZoning, ours: set[str], tunnel: TunnelInfo) -> str | None:
+        """None when the remove deletes the port's tunnel; otherwise why it stays ("" when nothing is
+        amiss: another flexzone link uses it)."""
+        port = spec.port
+        if port_zones(fabric, ZONE_RE, port) - ours:
+            return ""
+        if not ours & set(fabric.active):
+            return (f"the tunnel on VE port {port} stays: no zone of link {spec.key} is in force, so nothing shows "
+                    "it is flexzone's")
+        if tunnel.remote_ip is None:
+            return (f"the tunnel on VE port {port} stays: it has no circuit 0 to {spec.remote_ip}, as flexzone makes "
+                    "them; the link's zones were taken out")
+        if set(tunnel.circuits) != {0}:
+            extra = ", ".join(str(cid) for cid in sorted(tunnel.circuits) if cid != 0)
+            return (f"the tunnel on VE port {port} stays: it carries circuits flexzone does not make ({extra}); the "
+                    "link's zones were taken out")
+        return None
 
-    def _disable_own_cfg(self, fabric: FosZoning, ours: set[str]) -> None:
-        output = self.confirm("cfgdisable")
-        if "Updating flash" not in output:
-            raise self.rejection("cfgdisable", output)
-        self.zoning_edit(f'cfgdelete "{self.zone_cfg}"')
-        for name in sorted(ours):
-            if name in fabric.zones:
-                self.zoning_edit(f'zonedelete "{name}"')
-        self.save()
+    def _appeared(self, spec: LinkSpec, what: str) -> CommandRejected:
+        """A tunnel or circuit flexzone read as missing, which the switch says exists: someone made it
+        since flexzone read the switch, and it is theirs."""
+        return CommandRejected(
+            f"VE port {spec.port}: a {what} appeared there after flexzone read the switch; it is not flexzone's, "
+            "so flexzone leaves it alone and this link stays incomplete",
+            router_message="", transcript=self._peek_transcript())
 
-    def save_config(self) -> None:
-        """Extension config is written to flash as applied and zoning by cfgenable; only a transaction
-        of this session's own (edits sent outside add/remove) is saved. Another session's is theirs."""
-        if self._own_token is not None:
-            self.save()
+    def _best_effort(self, command: str) -> None:
+        try:
+            self.extension(command)
+        except Exception as exc:  # noqa: BLE001 - the failure being reported is the caller's
+            self.warn(f"{command} failed after the link could not be completed ({exc})")

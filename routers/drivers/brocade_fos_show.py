@@ -18,6 +18,7 @@ and duplicates removed on the defined side too, so both sides compare as the swi
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 
@@ -37,11 +38,12 @@ TABLE_HEAD = re.compile(r"^\s*" + r"\s+".join(
 RULE = re.compile(r"^-{40,}$")
 VE = r"((?:\d+/)?\d+)"  # as printed: "24" on a 7840, "9/16" on a director blade
 STATS = r"\S+\s+[\d.]+\s+[\d.]+\s+\d+\s+\S+\s+\S+"  # uptime, Tx, Rx, connections, comm rate, metric/group
-TUNNEL_ROW = re.compile(rf"^\s*{VE}\s+-\s+(\S+)\s+([\w-]{{9}})\s+{STATS}$")
-CIRCUIT_ROW = re.compile(rf"^\s*{VE}\s+(\d+)\s+(\S+)\s+(\S+)\s+([\w-]{{9}})\s+{STATS}$")
+# The uptime is right-aligned in 8 columns after the 9-character flags: a 9-character uptime touches them.
+TUNNEL_ROW = re.compile(rf"^\s*{VE}\s+-\s+(\S+)\s+([\w-]{{9}})\s*{STATS}$")
+CIRCUIT_ROW = re.compile(rf"^\s*{VE}\s+(\d+)\s+(\S+)\s+(\S+)\s+([\w-]{{9}})\s*{STATS}$")
 CIRCUIT_TITLE = re.compile(rf"^\s*Circuit(?: ID)?:\s*(?:VE-Port:)?{VE}(?:\.| ID:)(\d+)\b.*$")
 KEY_LINE = re.compile(r"^\s+([A-Za-z][\w /()\-.]*?)\s*: ?(.*?)\s*$")
-IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
+ADDRESS = r"[0-9A-Fa-f:.]+"  # IPv4 or IPv6, checked with ipaddress
 
 
 @dataclass
@@ -168,6 +170,8 @@ def _entry(fabric: FosZoning, defined: dict[str, dict[str, list[str]]], section:
         return None
     if fabric.in_effect is None:
         raise LayoutError(line, "an effective zone before its cfg:")
+    if name in fabric.active:
+        raise LayoutError(line, f"zone {name} in effect twice:")
     return fabric.active.setdefault(name, [])
 
 
@@ -216,11 +220,13 @@ def parse_tunnel_table(text: str) -> dict[str, TunnelInfo]:
             stage = "legend"
         elif stage == "rows" and (match := TUNNEL_ROW.match(line)):
             ve = match.group(1)
-            tunnels.setdefault(ve, TunnelInfo(ve)).oper = match.group(2)
+            if ve in tunnels:
+                raise LayoutError(line, "a tunnel row twice:")
+            tunnels[ve] = TunnelInfo(ve, oper=match.group(2))
         elif stage == "rows" and (match := CIRCUIT_ROW.match(line)):
             ve, cid = match.group(1), int(match.group(2))
-            if ve not in tunnels:
-                raise LayoutError(line, "a circuit row before its tunnel's row:")
+            if ve not in tunnels or cid in tunnels[ve].circuits:
+                raise LayoutError(line, "a circuit row without its tunnel's row before it, or twice:")
             tunnels[ve].circuits[cid] = CircuitInfo(oper=match.group(4), ge=match.group(3))
         else:
             raise LayoutError(line)
@@ -239,19 +245,27 @@ def parse_circuit_details(text: str) -> dict[tuple[str, int], CircuitInfo]:
     """
     circuits: dict[tuple[str, int], CircuitInfo] = {}
     keys: dict[str, str] | None = None
+    ruled = False  # the title's rule of "=" came
     blocks: list[tuple[tuple[str, int], dict[str, str], str]] = []
     for raw in text.splitlines():
         line = raw.rstrip()
-        if not line.strip() or re.fullmatch(r"\s*=+", line):
+        if not line.strip():
             continue
         if match := CIRCUIT_TITLE.match(line):
-            keys = {}
+            keys, ruled = {}, False
             blocks.append(((match.group(1), int(match.group(2))), keys, line))
-        elif keys is not None and (match := KEY_LINE.match(line)):
+        elif keys is not None and not ruled and re.fullmatch(r"\s*={10,}", line):
+            ruled = True
+        elif keys is not None and ruled and (match := KEY_LINE.match(line)):
+            # A key twice in one block means the next block's title was lost on the way.
+            if match.group(1).strip() in keys:
+                raise LayoutError(line, "a key twice in one circuit block:")
             keys[match.group(1).strip()] = match.group(2)
         else:
             raise LayoutError(line)
     for key, fields, title in blocks:
+        if key in circuits:
+            raise LayoutError(title, "a circuit block twice:")
         circuits[key] = _circuit(fields, title)
     return circuits
 
@@ -260,26 +274,38 @@ def _circuit(fields: dict[str, str], title: str) -> CircuitInfo:
     local = fields.get("Local IP")
     remote = fields.get("Remote IP")
     if "IP Addr (L/R)" in fields:
-        match = re.fullmatch(rf"({IPV4})(?: \S+)? <-> ({IPV4})", fields["IP Addr (L/R)"])
+        match = re.fullmatch(rf"({ADDRESS})(?: \S+)? <-> ({ADDRESS})", fields["IP Addr (L/R)"])
         if match is None:
             raise LayoutError(fields["IP Addr (L/R)"], "unreadable circuit addresses")
         local, remote = match.groups()
     if local is None or remote is None:
         raise LayoutError(title, "a circuit block without its local and remote addresses:")
-    for address in (local, remote):
-        if not re.fullmatch(IPV4, address) and address not in ("0.0.0.0", "none", ""):
-            raise LayoutError(address, "not an IPv4 address:")
-    admin = next((fields[k] for k in ("Admin Status", "Admin State", "Admin/Oper State", "Oper State") if k in fields),
-                 "Enabled")
-    return CircuitInfo(enabled=admin.split("/")[0].strip() == "Enabled", local_ip=local or None,
-                       remote_ip=None if remote in ("", "none", "0.0.0.0") else remote)
+    admin = next((fields[k] for k in ("Admin Status", "Admin State", "Admin/Oper State") if k in fields), None)
+    if admin is None and fields.get("Oper State") in ("Enabled", "Disabled"):
+        admin = fields["Oper State"]  # the configuration view's name for the admin state
+    return CircuitInfo(enabled=(admin or "Enabled").split("/")[0].strip() == "Enabled", local_ip=_address(local),
+                       remote_ip=_address(remote))
 
 
-def merge_circuits(tunnels: dict[str, TunnelInfo], details: dict[tuple[str, int], CircuitInfo]) -> None:
-    """Put each circuit's configuration (addresses, admin state) beside its row of the table."""
-    for (ve, cid), detail in details.items():
-        tunnel = tunnels.get(ve)
-        if tunnel is None:
-            continue  # made after the table was read: the next read sees both
-        row = tunnel.circuits.setdefault(cid, CircuitInfo())
-        row.enabled, row.local_ip, row.remote_ip = detail.enabled, detail.local_ip, detail.remote_ip
+def _address(text: str) -> str | None:
+    """A circuit address as flexzone writes addresses (canonical form); None for unset ones."""
+    if text in ("", "none", "0.0.0.0", "::"):
+        return None
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise LayoutError(text, "not an IP address:") from None
+
+
+def merge_circuits(tunnels: dict[str, TunnelInfo], details: dict[tuple[str, int], CircuitInfo]) -> list[str]:
+    """Put each circuit's configuration (addresses, admin state) beside its row of the table; the
+    circuits of the table with no configuration block (``VE.cid``): the two reads disagree."""
+    missing = []
+    for ve, tunnel in tunnels.items():
+        for cid, row in tunnel.circuits.items():
+            detail = details.get((ve, cid))
+            if detail is None:
+                missing.append(f"{ve}.{cid}")
+                continue
+            row.enabled, row.local_ip, row.remote_ip = detail.enabled, detail.local_ip, detail.remote_ip
+    return missing

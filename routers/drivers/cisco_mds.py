@@ -41,10 +41,12 @@ How a flexzone link maps onto MDS FCIP
 ``render_add`` shows a fresh link's ``configure terminal`` session, naming the active zoneset
 ``<active zoneset>`` (read at run time) and leaving out ``zone commit`` (sent in enhanced mode only);
 the driver skips what is already in place. An interface peering with another gateway is
-CommandRejected, removing a link with no zone raises LinkAbsent. ``local_ip``, ``wwn`` and at least
-one initiator are required to add, not to remove. ``save_config`` copies running to startup.
-The running configuration and zone status are parsed, and the interface and zone lines written, in
-cisco_mds_config.py.
+CommandRejected on add and LinkAbsent on remove; removing a link with no zone raises LinkAbsent.
+``local_ip``, ``wwn`` and at least one initiator are required to add, not to remove.
+``save_config`` copies running to startup.
+What is read (``show zone status``, the zone views, ``show device-alias database`` when needed and
+``show running-config fcip``, never the whole running-config) is parsed in cisco_mds_show.py; the
+interface and zone lines are written in cisco_mds_config.py.
 
 Why a VSAN per router rather than VSAN = zone id: VSAN 1 is the default VSAN every MDS port (FCIP
 interfaces included, "Port vsan is 1") already belongs to, so the zone is enforced with no VSAN
@@ -85,11 +87,14 @@ from routers.drivers.zoning import (
     ACTIVE_ZONESET,
     FabricZoning,
     check_fcip_add,
+    describe_changes,
     fabric_links,
     link_zones,
     pair_zones,
     plan_link_zoning,
+    port_zones,
     refuse_staged_changes,
+    touches,
 )
 from routers.platforms import Platform, Transport
 
@@ -313,10 +318,19 @@ class CiscoMdsDriver(SessionGuardedDriver):
 
     # --- operations --------------------------------------------------------------------------
     def list_links(self) -> list[RouterLink]:
-        config = self.fcip_config()
+        return self._links(self.fcip_config(), self.zoning(zonesets=False))
+
+    def remnants(self, spec: LinkSpec) -> bool:
+        """Anything of the link on the switch: listed, or any of its zones in force."""
+        fabric = self.zoning(zonesets=False)
+        listed = spec.key in {link.key for link in self._links(self.fcip_config(), fabric)}
+        return listed or bool(link_zones(fabric, ZONE_RE, spec) & set(fabric.active))
+
+    @staticmethod
+    def _links(config: FcipConfig, fabric: FabricZoning) -> list[RouterLink]:
         remote_of = {number: interface.get("peer") for number, interface in config.interfaces.items()}
-        online = {number: interface.get("shutdown") == "no" for number, interface in config.interfaces.items()}
-        return fabric_links(self.zoning(zonesets=False), ZONE_RE, remote_of, online)
+        carrying = {number: interface.get("shutdown") == "no" for number, interface in config.interfaces.items()}
+        return fabric_links(fabric, ZONE_RE, remote_of, carrying)
 
     def add_link(self, spec: LinkSpec) -> None:
         self.render_add(spec)  # validation before anything is sent
@@ -358,8 +372,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
         zoning = self._unzone(fabric, ours, spec.vsan, status) if ours else []
         if zoning and status.enhanced:
             zoning.append(f"zone commit vsan {spec.vsan}")
-        others = [name for name in fabric.names() - ours
-                  if (m := ZONE_RE.fullmatch(name)) and int(m.group(2)) == spec.port]
+        others = port_zones(fabric, ZONE_RE, spec.port) - ours
         lines = [*freeing, *zoning]
         if interface is not None and interface.get("description") == DESCRIPTION and not others:
             lines.append(f"no interface fcip {spec.port}")
@@ -418,11 +431,12 @@ class CiscoMdsDriver(SessionGuardedDriver):
 
     def _unzone(self, fabric: FabricZoning, ours: set[str], vsan: int, status: ZoneStatus) -> list[str]:
         """The zoning lines that take the link's zones out of the active zoneset and re-activate it."""
-        self._refuse_stale_full_database(fabric, status, ours)
         zoneset = fabric.in_effect
         lines: list[str] = []
         reactivate = deactivate = None
-        if zoneset is not None and (ours & set(fabric.configs.get(zoneset, [])) or ours & set(fabric.active)):
+        if touches(fabric, zoneset, ours):
+            assert zoneset is not None
+            self._refuse_stale_full_database(fabric, status, ours)
             if refusal := refuse_staged_changes(fabric, zoneset, ours):
                 raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
             if set(fabric.configs.get(zoneset, [])) - ours:
@@ -466,9 +480,8 @@ class CiscoMdsDriver(SessionGuardedDriver):
         if zoneset not in fabric.configs:
             held = f"does not hold the active zoneset {zoneset}"
         else:
-            changes = fabric.staged_changes(zoneset, ours)
-            shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
-            held = (f"holds another version of the active zoneset {zoneset} ({shown}: someone staged changes there, or "
+            held = (f"holds another version of the active zoneset {zoneset} "
+                    f"({describe_changes(fabric.staged_changes(zoneset, ours))}: someone staged changes there, or "
                     "another switch activated since)")
         raise CommandRejected(
             f"vsan {vsan} is in basic zoning mode with 'distribute: active only', and this switch's full zone "
@@ -476,7 +489,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
             f"active now. Bring the full database up to date first, on this switch: 'zone copy active-zoneset "
             f"full-zoneset vsan {vsan}' (then check it with 'show zoneset vsan {vsan}'), or keep every switch's full "
             f"database in step with 'zoneset distribute full vsan {vsan}'",
-            router_message=f"distribute: {status.distribute}", transcript=self._peek_transcript())
+            router_message="", transcript=self._peek_transcript())
 
     def save_config(self) -> None:
         conn = self.conn

@@ -41,7 +41,8 @@ MEMBER = re.compile(
 ONLINE = re.compile(
     rf" {{1,2}}\* fcid 0x[0-9a-fA-F]{{6}} \[(?P<member>[^\]]+)\](?: \[{NAME}\])?(?P<suffix>{TYPE})"
 )
-NOT_PRESENT = ("Zone not present", "Zoneset not present")
+NO_ZONE = "Zone not present"
+NO_ZONESET = "Zoneset not present"
 
 
 def member_key(spec: str) -> str:
@@ -119,10 +120,12 @@ def parse_zones(text: str, vsan: int) -> dict[str, list[str]]:
     current: list[str] | None = None
     in_fcalias = False
     for line in _lines(text):
-        if not line.strip() or line.strip() in NOT_PRESENT[:1]:
+        if not line.strip() or line.strip() == NO_ZONE:
             continue
         if match := re.fullmatch(rf"zone name ({NAME}) vsan (\d+)", line):
             _check_vsan(line, match.group(2), vsan)
+            if match.group(1) in zones:
+                raise LayoutError(line, "a zone twice:")
             current, in_fcalias = zones.setdefault(match.group(1), []), False
         elif current is None:
             raise LayoutError(line, "a member before any zone:")
@@ -146,7 +149,7 @@ def parse_zoneset_brief(text: str, vsan: int) -> dict[str, list[str]]:
     zonesets: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in _lines(text):
-        if not line.strip() or line.strip() == NOT_PRESENT[1]:
+        if not line.strip() or line.strip() == NO_ZONESET:
             continue
         if match := re.fullmatch(rf"zoneset name ({NAME}) vsan (\d+)", line):
             _check_vsan(line, match.group(2), vsan)
@@ -165,7 +168,7 @@ def parse_active_zoneset(text: str, vsan: int) -> tuple[str | None, dict[str, li
     zones: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in _lines(text):
-        if not line.strip() or line.strip() == NOT_PRESENT[1]:
+        if not line.strip() or line.strip() == NO_ZONESET:
             continue
         if match := re.fullmatch(rf"zoneset name ({NAME}) vsan (\d+)", line):
             _check_vsan(line, match.group(2), vsan)
@@ -176,6 +179,8 @@ def parse_active_zoneset(text: str, vsan: int) -> tuple[str | None, dict[str, li
             raise LayoutError(line, "a line before the zoneset:")
         elif match := re.fullmatch(rf"  zone name ({NAME}) vsan (\d+)", line):
             _check_vsan(line, match.group(2), vsan)
+            if match.group(1) in zones:
+                raise LayoutError(line, "a zone twice:")
             current = zones.setdefault(match.group(1), [])
         elif current is None:
             raise LayoutError(line, "a member before any zone:")
@@ -231,6 +236,7 @@ def parse_fcip_config(text: str) -> FcipConfig:
     """
     config = FcipConfig()
     block: dict[str, str] | None = None
+    seen: set[str] = set()
     profile: int | None = None
     for line in _lines(text):
         stripped = line.strip()
@@ -241,26 +247,41 @@ def parse_fcip_config(text: str) -> FcipConfig:
             if re.fullmatch(r"version \S+|feature fcip|fcip enable", line):
                 continue
             if match := re.fullmatch(r"fcip profile (\d+)", line):
+                if int(match.group(1)) in config.profiles:
+                    raise LayoutError(line, "a profile twice:")
                 profile = int(match.group(1))
                 config.profiles[profile] = ""
             elif match := re.fullmatch(r"interface fcip ?(\d+)", line):
-                block = config.interfaces.setdefault(int(match.group(1)), {"shutdown": "yes"})
+                if int(match.group(1)) in config.interfaces:
+                    raise LayoutError(line, "an interface twice:")
+                block, seen = config.interfaces.setdefault(int(match.group(1)), {"shutdown": "yes"}), set()
             else:
                 raise LayoutError(line)
         elif profile is not None:
-            if match := re.fullmatch(r"ip address (\d+\.\d+\.\d+\.\d+)", stripped):
+            # An interface's sub-command here means its 'interface fcipN' line was lost on the way.
+            if (match := re.fullmatch(r"ip address (\d+\.\d+\.\d+\.\d+)", stripped)) and not config.profiles[profile]:
                 config.profiles[profile] = match.group(1)
-            elif stripped.startswith("ip address") or not re.fullmatch(r"[a-z][\w-]*(?: .*)?", stripped):
+            elif (stripped.startswith(("ip address", *INTERFACE_KEYS, "shutdown", "no shutdown"))
+                  or not re.fullmatch(r"[a-z][\w-]*(?: .*)?", stripped)):
                 raise LayoutError(line)
         elif block is not None:
-            _interface_line(block, line, stripped)
+            _interface_line(block, seen, line, stripped)
         else:
             raise LayoutError(line, "a sub-command outside any block:")
     return config
 
 
-def _interface_line(block: dict[str, str], line: str, stripped: str) -> None:
+def _interface_line(block: dict[str, str], seen: set[str], line: str, stripped: str) -> None:
     words = stripped.split()
+    key = "shutdown" if stripped in ("shutdown", "no shutdown") else next(
+        (name for name, prefix in (("description", "switchport description"), ("description", "description"),
+                                   ("profile", "use-profile"), ("peer", "peer-info")) if stripped.startswith(prefix)),
+        None)
+    # A setting read twice for one interface means the next interface's header was lost on the way.
+    if key is not None and key in seen:
+        raise LayoutError(line, "a setting twice in one interface:")
+    if key is not None:
+        seen.add(key)
     if words[:2] == ["switchport", "description"] or words[0] == "description":
         block["description"] = stripped.split(None, 2 if words[0] == "switchport" else 1)[-1]
     elif words[0] == "use-profile":
@@ -275,6 +296,9 @@ def _interface_line(block: dict[str, str], line: str, stripped: str) -> None:
         block["shutdown"] = "yes" if stripped == "shutdown" else "no"
     elif not re.fullmatch(r"(?:no )?[a-z][\w-]*(?: .*)?", stripped):
         raise LayoutError(line)
+
+
+INTERFACE_KEYS = ("use-profile", "peer-info", "switchport", "description")
 
 
 def _check_vsan(line: str, found: str, vsan: int) -> None:

@@ -15,7 +15,8 @@ from netmiko.no_config import NoConfig
 from netmiko.no_enable import NoEnable
 
 from routers.drivers.base import GarbledOutput, LinkSpec, RouterLink
-from routers.drivers.netmiko_base import NetmikoDriver, PatientTelnet
+from routers.drivers.netmiko_base import NetmikoDriver
+from routers.drivers.telnet_login import PatientTelnet
 
 
 class IfcpTelnet(NoEnable, NoConfig, PatientTelnet):

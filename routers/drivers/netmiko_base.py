@@ -4,14 +4,9 @@ Platform drivers subclass ``NetmikoDriver`` (``SessionGuardedDriver`` on SSH) an
 ``device_types`` (netmiko device_type per transport); they add the platform's commands and parsers
 and override nothing else unless the device differs. netmiko has no telnet class for the iFCP
 routers nor for Brocade FOS, so each of those vendor modules defines one (a ``PatientTelnet``
-subclass) and registers it in netmiko's dispatcher with ``@netmiko_device_type``:
+subclass, telnet_login.py) and registers it in netmiko's dispatcher with ``@netmiko_device_type``:
 ``mcdata_eclipse_telnet``, ``nishan_ips3000_telnet`` and ``brocade_fos_telnet``. SSH platforms use
 netmiko's stock ``cisco_nxos`` and ``brocade_fos``.
-
-Why a custom telnet login: netmiko's ``telnet_login`` gives up after ~20 polls (10-13 s), and the
-McData Eclipse needs ~12 s from connect to prompt (netmiko issues #2563, #3339). ``PatientTelnet``
-polls until a deadline (the target's ``connect_timeout``) and tells a refused login (the device says
-so: auth error), a dropped connection (connect error) and a silent device (timeout) apart.
 """
 
 from __future__ import annotations
@@ -21,7 +16,6 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import paramiko
@@ -44,6 +38,7 @@ from routers.drivers.base import (
     LayoutError,
     LinkAbsent,
     LinkExists,
+    ReadStats,
     RouterAuthError,
     RouterConnectError,
     RouterDriver,
@@ -52,87 +47,10 @@ from routers.drivers.base import (
     RouterTarget,
     RouterTimeout,
 )
+from routers.drivers.telnet_login import last_line
 from routers.platforms import Transport
 
 MASK = "********"
-
-
-@dataclass
-class ReadStats:
-    """What a driver read from its router: show commands, the bytes they returned, the seconds they took."""
-
-    commands: list[str] = field(default_factory=list)
-    bytes: int = 0
-    seconds: float = 0.0
-
-    @property
-    def reads(self) -> int:
-        return len(self.commands)
-
-    def add(self, command: str, size: int, seconds: float) -> None:
-        self.commands.append(command)
-        self.bytes += size
-        self.seconds += seconds
-
-
-class SessionClosed(ReadException):
-    """The device closed the connection during login without saying why."""
-
-
-class PatientTelnet(BaseConnection):
-    """Telnet login that waits up to a deadline and classifies failures (a netmiko connection mixin).
-
-    Subclasses set the patterns; ``login_patience`` (seconds) is a connect argument.
-    """
-
-    username_pattern: ClassVar[str] = r"(?:[Uu]sername|[Ll]ogin|[Uu]ser):\s*$"
-    password_pattern: ClassVar[str] = r"[Pp]assword:\s*$"
-    prompt_pattern: ClassVar[str] = r"[#>]\s*$"
-    refusal_pattern: ClassVar[str] = r"(?i)login incorrect|authentication failed|access denied|session"
-
-    def __init__(self, *args: Any, login_patience: float = 30.0, **kwargs: Any) -> None:
-        self.login_patience = login_patience
-        super().__init__(*args, **kwargs)
-
-    def telnet_login(self, *args: Any, **kwargs: Any) -> str:
-        deadline = time.monotonic() + self.login_patience
-        output = pending = ""
-        password_sent = False
-        while time.monotonic() < deadline:
-            try:
-                chunk = self.read_channel()
-            except EOFError:
-                if re.search(self.refusal_pattern, output):
-                    reason = _last_line(output)
-                    raise NetmikoAuthenticationException(f"Login refused by {self.host}: {reason}") from None
-                raise SessionClosed(f"{self.host} closed the connection during login") from None
-            if not chunk:
-                time.sleep(0.05)
-                continue
-            output += chunk
-            pending += chunk
-            if re.search(self.refusal_pattern, pending) and not password_sent:
-                raise NetmikoAuthenticationException(f"Login refused by {self.host}: {_last_line(pending)}")
-            if re.search(self.username_pattern, pending):
-                if password_sent and re.search(self.refusal_pattern, output):
-                    raise NetmikoAuthenticationException(f"Login refused by {self.host}: wrong credentials")
-                self.write_channel(self.username + "\r")
-                pending, password_sent = "", False
-            elif re.search(self.password_pattern, pending):
-                assert isinstance(self.password, str)
-                self.write_channel(self.password + "\r")
-                pending, password_sent = "", True
-            elif password_sent and re.search(self.refusal_pattern, pending):
-                raise NetmikoAuthenticationException(f"Login refused by {self.host}: {_last_line(pending)}")
-            elif password_sent and re.search(self.prompt_pattern, pending):
-                return output
-        raise NetmikoTimeoutException(
-            f"{self.host}: no {'prompt' if password_sent else 'login prompt'} within {self.login_patience:.0f} s"
-        )
-
-    def session_preparation(self) -> None:
-        self._test_channel_read(pattern=self.prompt_pattern)
-        self.set_base_prompt()
 
 
 Connection = TypeVar("Connection", bound=BaseConnection)
@@ -152,11 +70,6 @@ def netmiko_device_type(name: str) -> Callable[[type[Connection]], type[Connecti
         return cls
 
     return register
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
 
 
 class NetmikoDriver(RouterDriver):
@@ -370,7 +283,7 @@ class NetmikoDriver(RouterDriver):
         """Map a reply to success or the typed error; anything unrecognised is GarbledOutput."""
         if re.search(ok, output):
             return output
-        message = _last_line(output)
+        message = last_line(output)
         if exists and re.search(exists, output):
             raise LinkExists(f"{command!r}: {message}", router_message=message, transcript=self._peek_transcript())
         if absent and re.search(absent, output):

@@ -110,12 +110,30 @@ def link_zones(fabric: FabricZoning, pattern: re.Pattern[str], spec: LinkSpec) -
     }
 
 
+def port_zones(fabric: FabricZoning, pattern: re.Pattern[str], port: int, *, in_force: bool = False) -> set[str]:
+    """flexzone's zones of every link on `port`, defined or in effect (`in_force`: in effect only)."""
+    names = set(fabric.active) if in_force else fabric.names()
+    return {name for name in names if (match := pattern.fullmatch(name)) and int(match.group(2)) == port}
+
+
+def touches(fabric: FabricZoning, config: str | None, ours: Iterable[str]) -> bool:
+    """Whether the configuration in force lists or enforces any of `ours` (so taking them out means
+    re-enabling it)."""
+    ours = set(ours)
+    return config is not None and bool(ours & set(fabric.configs.get(config, [])) or ours & set(fabric.active))
+
+
+def describe_changes(changes: list[str]) -> str:
+    """The first few differences found, and how many more."""
+    return "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+
+
 def refuse_staged_changes(fabric: FabricZoning, config: str, ours: Iterable[str]) -> str | None:
     """The refusal message when re-enabling `config` would also enforce someone else's changes."""
     changes = fabric.staged_changes(config, ours)
     if not changes:
         return None
-    shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+    shown = describe_changes(changes)
     return (f"the defined configuration {config} differs from the one in effect beyond flexzone's zones ({shown}): "
             f"someone has staged zoning changes, and re-enabling {config} would put them in force; flexzone leaves "
             "that to whoever staged them")
@@ -173,12 +191,12 @@ def zone_members_differ(fabric: FabricZoning, name: str, members: list[str]) -> 
 
 
 def fabric_links(fabric: FabricZoning, pattern: re.Pattern[str], remote_of: dict[int, str | None],
-                 online: dict[int, bool], oper: dict[int, str] | None = None) -> list[RouterLink]:
+                 carrying: dict[int, bool], oper: dict[int, str] | None = None) -> list[RouterLink]:
     """A RouterLink per (zone, port) group of flexzone zones whose port reaches a remote gateway.
 
     Up when every zone of the group is in effect, defined and enforced with exactly the members its
     name says (an old-style zone: the members it is defined with), and the port's tunnel or
-    interface is configured to carry it (`online`); otherwise down. Members are read from the pair
+    interface is configured to carry it (`carrying`); otherwise down. Members are read from the pair
     names; `oper` is the port's operational status where the switch reports one.
     """
     groups: dict[tuple[int, int], list[str]] = {}
@@ -205,7 +223,7 @@ def fabric_links(fabric: FabricZoning, pattern: re.Pattern[str], remote_of: dict
                 targets.update(expected)
             defined_right = name not in fabric.zones or not zone_members_differ(fabric, name, expected)
             enforced &= name in fabric.active and sorted(fabric.active[name]) == sorted(expected) and defined_right
-        state = "up" if enforced and online.get(port, False) else "down"
+        state = "up" if enforced and carrying.get(port, False) else "down"
         links.append(RouterLink(port, zone, remote, state, tuple(sorted(initiators)), tuple(sorted(targets)),
                                 (oper or {}).get(port, "")))
     return sorted(links, key=lambda link: link.key)

@@ -67,7 +67,7 @@ def test_add_by_description_shows_progress_then_lsifcp_shows_the_link_and_remove
         ["up", "remote-site", "XRAID1", "remote-rtr", "4", "1", "127.0.0.21", "-"],
     ]
     assert router_sessions(run_cli, config, "primary-rtr") == [
-        {"router": "primary-rtr", "port": 8, "zone": 1, "remote_ip": "127.0.0.22", "state": "up"}
+        {"router": "primary-rtr", "port": 8, "zone": 1, "remote_ip": "127.0.0.22", "state": "up", "oper": ""}
     ]
 
     removed = run_cli("flexzone", "remove", "--device-description", "XRAID1", "--site", "remote-site",
@@ -138,7 +138,7 @@ def test_v1_addifcp_and_rmifcp_configure_the_named_router(lab, config_for, run_c
 
     table = run_cli("flexzone-rtr", "--lsifcp", config=config)
     assert table.returncode == 0, table.stderr
-    assert ["primary-rtr", "8", "1", "127.0.0.22", "up"] in [line.split() for line in table.stdout.splitlines()]
+    assert ["primary-rtr", "8", "1", "127.0.0.22", "up", "-"] in [line.split() for line in table.stdout.splitlines()]
     assert [(link["router"], link["port"]) for link in links(run_cli, config)] == [("primary-rtr", 8)]
 
     removed = run_cli("flexzone-rtr", "--rmifcp", "--router", "primary-rtr", *session, "--json", config=config)

@@ -1,8 +1,10 @@
 """The FCIP drivers on fabrics as real switches hold them, over real SSH to the simulators: the
 defects issue 20 found when real switch output was fed to the drivers, one test each.
 
-* an MDS running-config carries NX-OS's default ``rmon ... owner PMON@FATAL`` lines;
-* a FOS tunnel block says ``Oper State : Enabled`` and has no ``Description``;
+* an MDS running-config carries NX-OS's default ``rmon ... owner PMON@FATAL`` lines (the driver no
+  longer reads the whole of it);
+* a FOS tunnel block says ``Oper State : Enabled`` and has no ``Description`` (ownership no longer
+  rests on it);
 * FOS aliases are zone members, and the effective configuration lists each WWN once;
 * an MDS VSAN zoned with fcalias (and device-alias) members, shown expanded in the active zoneset;
 * an MDS VSAN in basic mode with ``distribute: active only`` and an empty full zone database;
@@ -53,13 +55,16 @@ def admin_of():
 def test_an_mds_whose_running_config_has_the_default_rmon_lines_is_read_and_changed(mds, driver_for):
     driver = driver_for(mds)
     assert "owner PMON@FATAL" in driver.run("show running-config")
+    driver.take_transcript()
     driver.add_link(MDS)
     assert driver.list_links() == up(MDS)
     driver.remove_link(MDS)
     assert driver.list_links() == []
+    sent = [line.split("# ", 1)[1] for line in driver.take_transcript().splitlines() if "# show " in line]
+    assert "show running-config fcip" in sent and "show running-config" not in sent  # never the whole of it
 
 
-def test_a_fos_tunnel_that_says_oper_state_enabled_and_has_no_description_is_read_as_configured(fos, driver_for):
+def test_on_a_fos_that_prints_no_tunnel_description_a_link_is_read_removed_and_its_tunnel_deleted(fos, driver_for):
     driver = driver_for(fos)
     driver.add_link(FOS)
     detail = driver.run("portcfgshow fciptunnel 24")

@@ -3,7 +3,7 @@
 Each fixture names the public capture its layout comes from; the data in it is ours. A parser must read
 each fixture of its command into what the switch meant (EXPECTED), and must refuse, with LayoutError
 naming a line, the fixtures of every other command: a reply that is not what it asked for is never
-half-read into a wrong picture of the switch. test_simulators_print_real_layouts.py checks that the
+half-read into a wrong picture of the switch. tests/routers/sim/test_real_layouts.py checks that the
 simulators print these layouts.
 """
 
@@ -16,7 +16,12 @@ from typing import Any
 import pytest
 
 from routers.drivers.base import LayoutError
-from routers.drivers.brocade_fos_show import parse_cfgshow, parse_cfgtransshow, parse_tunnel_table
+from routers.drivers.brocade_fos_show import (
+    parse_cfgshow,
+    parse_cfgtransshow,
+    parse_circuit_details,
+    parse_tunnel_table,
+)
 from routers.drivers.cisco_mds_show import (
     parse_active_zoneset,
     parse_device_aliases,
@@ -41,6 +46,7 @@ PARSERS: dict[str, Any] = {
     "cfgshow": lambda text, path: parse_cfgshow(text),
     "cfgtransshow": lambda text, path: parse_cfgtransshow(text),
     "portshow fciptunnel all -c": lambda text, path: parse_tunnel_table(text),
+    "portcfgshow fcipcircuit all": lambda text, path: parse_circuit_details(text),
     "show zone status vsan N": lambda text, path: parse_zone_status(text, vsan_of(path)),
     "show zone vsan N": lambda text, path: parse_zones(text, vsan_of(path)),
     "show zoneset brief vsan N": lambda text, path: parse_zoneset_brief(text, vsan_of(path)),
@@ -128,6 +134,11 @@ EXPECTED: dict[str, Any] = {
     "fos/portshow_fciptunnel_all_c__7840.txt": {
         "24": {"ve": "24", "oper": "Up", "circuits": {0: {"oper": "Up", "ge": "ge2", "enabled": True}}},
         "26": {"ve": "26", "oper": "Empty"},
+    },
+    "fos/portcfgshow_fcipcircuit_all__reconstructed.txt": {
+        ("24", 0): {"enabled": True, "local_ip": "198.18.0.1", "remote_ip": "198.18.1.1"},
+        ("24", 1): {"enabled": False, "local_ip": "198.18.0.2", "remote_ip": "198.18.1.2"},
+        ("31", 0): {"enabled": True, "local_ip": "fd00:18::1", "remote_ip": "fd00:19::1"},
     },
     "mds/zone_status__basic_active_only.txt": {
         "mode": "basic", "status": "Activation completed at 09:12:44 UTC Mar 11 2024", "default_zone": "deny",
