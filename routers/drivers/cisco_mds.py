@@ -73,6 +73,7 @@ from routers.drivers.cisco_mds_config import DESCRIPTION, foreign_fcip, interfac
 from routers.drivers.cisco_mds_show import (
     FcipConfig,
     ZoneStatus,
+    compared_members,
     names_device_alias,
     parse_active_zoneset,
     parse_device_aliases,
@@ -303,14 +304,15 @@ class CiscoMdsDriver(SessionGuardedDriver):
     def zoning(self, *, zonesets: bool = True) -> FabricZoning:
         """The router's VSAN as the switch enforces it: the full database's zones (fcalias members
         expanded by the switch), which zones each full zoneset lists (`zonesets`: only what a change
-        needs), the active zoneset, and every device-alias member replaced by its pwwn."""
+        needs), the active zoneset, and device-alias members replaced by their pwwns where it matters: in
+        a zone whose two views differ (both name a device-alias alike) and in flexzone's own zones."""
         vsan = self.target.vsan
         zones = self.show(f"show zone vsan {vsan}", lambda text: parse_zones(text, vsan))
         configs = self.show(f"show zoneset brief vsan {vsan}",
                             lambda text: parse_zoneset_brief(text, vsan)) if zonesets else {}
         in_effect, active = self.show(f"show zoneset active vsan {vsan}",
                                       lambda text: parse_active_zoneset(text, vsan))
-        if names_device_alias([*zones.values(), *active.values()]):
+        if names_device_alias(compared_members(zones, active, ZONE_RE)):
             aliases = self.show("show device-alias database", parse_device_aliases)
             zones = {name: resolve(members, aliases) for name, members in zones.items()}
             active = {name: resolve(members, aliases) for name, members in active.items()}

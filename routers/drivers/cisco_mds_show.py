@@ -224,6 +224,15 @@ def resolve(members: list[str], aliases: dict[str, str]) -> list[str]:
     return unique(resolved)
 
 
+def compared_members(zones: dict[str, list[str]], active: dict[str, list[str]],
+                     ours: re.Pattern[str]) -> list[list[str]]:
+    """The member lists whose device-aliases a comparison depends on: both views of a zone whose views
+    differ, and flexzone's own zones (named by `ours`), whose names say their pwwns."""
+    differing = [name for name in zones.keys() & active.keys() if zones[name] != active[name]]
+    mine = [name for name in zones.keys() | active.keys() if ours.fullmatch(name)]
+    return [views.get(name, []) for name in {*differing, *mine} for views in (zones, active)]
+
+
 def names_device_alias(zones: Iterable[list[str]]) -> bool:
     return any(member.startswith("device-alias ") for members in zones for member in members)
 

@@ -113,7 +113,12 @@ def test_an_mds_vsan_zoned_with_fcalias_and_device_alias_members_takes_a_link(md
     driver.add_link(MDS)
     in_force = zones_in_force(mds, "cisco_mds")
     assert "prod_ora1_vmax" in in_force and len(in_force) == 2
+    driver.take_read_stats()
     assert driver.list_links() == up(MDS)
+    # Both views name the device-alias alike: nothing to resolve, so the database is not read.
+    assert "show device-alias database" not in driver.take_read_stats().commands
+    admin.conn.send_config_set(["device-alias database", "device-alias name ora1_hba0 pwwn 10:00:00:90:fa:c7:43:11",
+                                "device-alias commit"])
     driver.remove_link(MDS)
     assert list(zones_in_force(mds, "cisco_mds")) == ["prod_ora1_vmax"]
 
