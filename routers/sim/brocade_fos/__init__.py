@@ -9,11 +9,13 @@ and marked ``[R]`` next to it.
 
 Grammar: ``switchshow``, ``islshow``, ``version``, ``timeout``, ``exit``/``logout``;
 ``portcfg ipif|iproute|fciptunnel|fcipcircuit ...`` (portcfg.py); ``portshow fciptunnel|fcipcircuit
-[<ve>|all] [-c]``, ``portshow ipif|iproute``, ``portcfgshow ipif|iproute``, ``portcfgshow fciptunnel
-[<ve>|all] [-c]`` (show.py); ``zonecreate|zoneadd|zoneremove|zonedelete``,
-``alicreate|aliadd|aliremove|alidelete``, ``cfgcreate|cfgadd|cfgremove|cfgdelete|cfgclear|cfgsave|
-cfgenable|cfgdisable [-force]``, ``cfgtransabort [token]``, ``defzone --show|--allaccess|--noaccess``
-(zoning_commands.py); ``cfgshow``/``zoneshow``, ``cfgactvshow``, ``cfgtransshow`` (show.py).
+[<ve>|all] [-c] [--lifetime]``, ``portshow ipif|iproute``, ``portcfgshow ipif|iproute``, ``portcfgshow
+fciptunnel [<ve>|all] [-c]``, ``portcfgshow fcipcircuit [all|<ve> [<cid>]]`` (show.py);
+``zonecreate|zoneadd|zoneremove|zonedelete``, ``alicreate|aliadd|aliremove|alidelete``,
+``cfgcreate|cfgadd|cfgremove|cfgdelete|cfgclear|cfgsave|cfgenable|cfgdisable [-force]``,
+``cfgtransabort [token]``, ``defzone --show|--allaccess|--noaccess``
+(zoning_commands.py); ``cfgshow``/``zoneshow``, ``cfgactvshow``, ``cfgtransshow`` (show.py, laid out by
+zoning_show.py). Long output is paged on telnet sessions only (FOS 9 SSH session logs show none).
 
 The package by job: personality.py (login, prompt, dispatch, links), extension.py (the extension
 configuration: ipif, iproute, tunnels and circuits), portcfg.py (the command that changes it), show.py

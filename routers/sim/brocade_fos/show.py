@@ -1,12 +1,12 @@
 """What a Brocade FOS switch shows: ``switchshow``, ``islshow``, ``version``, ``timeout``, the extension
 tables (``portshow fciptunnel|fcipcircuit [<ve>|all] [-c]``, ``portshow ipif|iproute``, ``portcfgshow
-ipif|iproute``, ``portcfgshow fciptunnel [<ve>|all] [-c]``) and the zoning views (``cfgshow``/``zoneshow``,
-``cfgactvshow``, ``cfgtransshow``).
+ipif|iproute``, ``portcfgshow fciptunnel [<ve>|all] [-c]``, ``portcfgshow fcipcircuit``) and the zoning
+views (``cfgshow``/``zoneshow``, ``cfgactvshow``, ``cfgtransshow``; their layout is zoning_show.py's).
 
-Layouts follow real FOS 8/9 session logs and OpenStack Cinder's fixtures (the tab-separated ``cfgshow``
-and ``cfgactvshow``, ``There is no outstanding zoning transaction``, ``Current transaction token is 0x..``
-/ ``It is abortable``). The circuit detail keys and the peer identity shown on an online VE row are
-reconstructed in the same style and marked ``[R]``.
+Layouts follow real FOS 8/9 session logs (the tunnel detail and tables in FOS 9's columns) and OpenStack
+Cinder's fixtures (``There is no outstanding zoning transaction``, ``Current transaction token is 0x..``
+/ ``It is abortable``). The circuit configuration view and the peer identity shown on an online VE row
+are reconstructed in the same style and marked ``[R]``.
 """
 
 from __future__ import annotations
