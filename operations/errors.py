@@ -21,7 +21,8 @@ class StepFailed(Exception):
     """A router step gave up: a permanent refusal, or transient errors beyond the retry budget.
 
     `untouched` says no attempt can have changed the router (it was busy every time: another
-    operation held it, or another admin held the fabric's zoning), so there is nothing to undo.
+    operation held it, or another admin held the fabric's zoning; or it never let a session in:
+    refused, unreachable, a failed login), so there is nothing to undo.
     """
 
     def __init__(self, router: str, message: str, *, permanent: bool, untouched: bool = False,

@@ -122,13 +122,16 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
             if not _is_transient(exc):
                 message = getattr(exc, "router_message", "") or str(exc)
                 raise StepFailed(router.name, message, permanent=True, untouched=not touched) from None
+            # A router that never let a session in (refused, unreachable) was not changed: there is
+            # nothing of this step to undo, and the device is not held for it.
             if failures >= conf.max_attempts:
-                raise StepFailed(router.name, f"gave up after {failures} attempts: {exc}", permanent=False) from None
+                raise StepFailed(router.name, f"gave up after {failures} attempts: {exc}", permanent=False,
+                                 untouched=not touched) from None
             delay = 0.0 if reused and failures == 1 else _backoff(failures)
             if run.remaining() <= delay:
                 raise StepFailed(
                     router.name, f"time limit reached after {failures} attempts: {exc}", permanent=False,
-                    timed_out=True,
+                    untouched=not touched, timed_out=True,
                 ) from None
             run.notes.append(f"attempt {attempt} on {router.name}: {type(exc).__name__}: {exc}; retry in {delay:.2f} s")
             retries_total.labels(router.platform).inc()

@@ -193,3 +193,23 @@ def test_a_full_session_table_is_waited_out_not_treated_as_bad_credentials(ops_l
     assert op.state == "succeeded", op.error
     assert op.attempts == 3
     assert_agreement(ops_lab)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on: connections are refused
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.django_db
+def test_an_add_to_a_router_that_refuses_connections_fails_and_leaves_no_lock(ops_lab):
+    # Issue 21 (4): nothing reached the router, so nothing is left to repair and the device is free.
+    Router.objects.filter(pk=ops_lab.remote_rtr.pk).update(port=_closed_port())
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state in ("failed", "rolled_back"), (op.state, op.error)
+    assert "remote-rtr" in op.error
+    assert router_keys(ops_lab.primary_sim) == set()  # the step that had succeeded is undone
+    assert not Link.objects.filter(state__in=Link.ACTIVE_STATES).exists()
+    assert not DeviceLock.objects.exists()
