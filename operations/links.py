@@ -336,6 +336,12 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
 def execute_remove(run: Run) -> None:
     op, plan = run.op, run.op.plan
     _after_earlier_requests(run)
+    if op.kind == Kind.EXPIRE and (renewal := _renewed_since(op)) is not None:
+        # The lease this expiry was submitted for was renewed after that: the grant lives on.
+        run.notes.append(f"the lease was renewed by operation {renewal} after this expiry was queued; nothing "
+                         "is removed")
+        op.result = {"links": [], "renewed_by": renewal, **run.waited()}
+        return
     steps = _steps(plan)
     links, previous, kept = _after_operations_in_flight(run, lambda: _links_for_remove(run, steps))
     removed: list[int] = []
@@ -380,6 +386,16 @@ def execute_remove(run: Run) -> None:
     ).exclude(pk__in=removed).exists():
         run.release_locks = (ids["site"], [pk for pk, _zone_id in devices])
     op.result = {"links": removed, **run.waited()}
+
+
+def _renewed_since(op: Operation) -> int | None:
+    """An add of the expiry's site and device that ended well after the expiry was queued: it gave the
+    site a new lease (or none), which the expiry, decided on the old one, must not take away."""
+    devices = set(op.plan.get("devices", []))
+    renewals = Operation.objects.filter(kind=Kind.ADD, state=State.SUCCEEDED, finished_at__gt=op.created_at,
+                                        plan__site=op.plan.get("site")).order_by("-finished_at")
+    return next((pk for pk, plan in renewals.values_list("pk", "plan") if devices & set(plan.get("devices", []))),
+                None)
 
 
 def _settle_removed(removed: list[int], previous: dict[int, str | None], *,

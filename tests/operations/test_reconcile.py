@@ -83,6 +83,26 @@ def test_an_expired_lease_removes_the_link_and_releases_the_device(ops_lab):
 
 
 @pytest.mark.django_db
+def test_a_renewal_that_ends_after_its_leases_expiry_was_queued_is_never_removed_by_it(ops_lab):
+    # Issue 21 (2): connect --for 2s; connect again --for 1h while the first is up; the sweep submits
+    # the first lease's expiry before the renewal runs. The renewal ends later: the expiry is void.
+    assert execute(submit("add", {**ADD_XRAID1, "duration": 2}).pk).state == "succeeded"
+    DeviceLock.objects.update(expires_at=timezone.now() - timezone.timedelta(seconds=1))  # the lease is due
+    renewal = submit("add", {**ADD_XRAID1, "duration": 3600})
+    [expiry] = expire_leases()
+    assert execute(renewal.pk).state == "succeeded"
+    renewed_until = DeviceLock.objects.get().expires_at
+    assert renewed_until > timezone.now() + timezone.timedelta(minutes=59)
+    removal = execute(expiry)
+    assert removal.state == "succeeded", removal.error
+    assert removal.result["links"] == [] and f"renewed by operation {renewal.pk}" in removal.transcript
+    assert DeviceLock.objects.get().expires_at == renewed_until
+    assert Link.objects.filter(state="up").count() == 2
+    assert router_keys(ops_lab.primary_sim) and router_keys(ops_lab.remote_sim)
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
 def test_v1_invoke_adds_lists_and_removes_with_registry_records(ops_lab):
     added = invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22")
     assert added.state == "succeeded", added.error
