@@ -3,7 +3,8 @@
     {"detail": "<one human sentence>", "code": "<machine code>",
      "errors": [{"field": "<input name>", "rule": "<validator code>", "message": "<what is wrong>"}]}
 
-`errors` is present for validation failures (400) and conflicts (409). Bad input never becomes a 500:
+`errors` is present for validation failures (400) and conflicts (409); an edit of a value live links
+were configured with is a 409 `in_use` (registry/in_use.py). Bad input never becomes a 500:
 database refusals (IntegrityError, ProtectedError) are explained with the constraint's own message.
 """
 
@@ -21,6 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from api import audit
 from operations.errors import DeviceBusy
+from registry import in_use
 from registry.errors import explain_integrity_error
 from registry.planner import PlanError
 
@@ -82,6 +84,10 @@ def exception_handler(exc, context):
         return _error(409, message, "conflict", [{"field": field, "rule": "constraint", "message": message}])
     if isinstance(exc, exceptions.ValidationError):
         errors = flatten(exc.detail)
+        in_use_errors = [e for e in errors if e["rule"] == in_use.RULE]
+        if in_use_errors:
+            # Valid input the registry's live links forbid for now: a conflict, not bad input.
+            return _error(409, in_use_errors[0]["message"], in_use.RULE, in_use_errors)
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:3])
         return _error(400, f"Invalid input. {summary}", "invalid", errors)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):

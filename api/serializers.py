@@ -14,6 +14,7 @@ from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
 from operations.models import Operation
+from registry import in_use
 from registry.models import (
     ZONE_MAX,
     ZONE_MIN,
@@ -194,6 +195,11 @@ class HostSerializer(RegistrySerializer):
         attrs = super().validate(attrs)
         if wwns is not None:
             self._check_initiators(wwns)
+            if self.instance is not None and set(wwns) != set(self.instance.initiators.values_list("wwn", flat=True)):
+                try:
+                    in_use.refuse(["initiators"], f"Host {self.instance.name}'s initiators", *self.instance.holds())
+                except DjangoValidationError as exc:
+                    raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
             attrs["initiators"] = wwns
         return attrs
 

@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from registry import in_use
 from registry.validators import (
     validate_description,
     validate_host,
@@ -88,6 +89,15 @@ class Site(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.display_name})"
 
+    # What a site's links were configured with: remote gateways reach its data IP, its router's FC port.
+    ROUTER_FIELDS = ["data_ip", "router_port"]
+
+    def clean(self) -> None:
+        super().clean()
+        site = Q(site=self.pk) | Q(device__owner_site=self.pk)
+        in_use.refuse(in_use.changed_fields(self, self.ROUTER_FIELDS), f"Site {self.name}'s value",
+                      DeviceLock.objects.filter(site), Link.active().filter(site | Q(router__site=self.pk)))
+
 
 class Host(models.Model):
     """A server at a site whose HBA ports (initiators) reach shared storage through the site's SAN.
@@ -114,6 +124,15 @@ class Host(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} at {self.site.name}"
+
+    def holds(self) -> tuple[models.QuerySet, models.QuerySet]:
+        """The locks and active links of the site this host is registered at (FCIP zones its initiators)."""
+        site = Host.objects.filter(pk=self.pk).values("site")
+        return DeviceLock.objects.filter(site__in=site), Link.active().filter(site__in=site)
+
+    def clean(self) -> None:
+        super().clean()
+        in_use.refuse(in_use.changed_fields(self, ["site"]), f"Host {self.name}'s site", *self.holds())
 
 
 class Initiator(models.Model):
@@ -159,6 +178,10 @@ class Initiator(models.Model):
             if device is not None:
                 message = f"{self.wwn} is the WWN of device {device.description}; {PORT_ROLE_MESSAGE}"
                 raise ValidationError({"wwn": ValidationError(message, code="target_wwn")})
+        changed = in_use.changed_fields(self, ["host", "wwn"])
+        if changed:
+            stored = Host.objects.get(initiators=self.pk)
+            in_use.refuse(changed, f"Initiator {self.wwn} of host {stored.name}", *stored.holds())
 
 
 class Zone(models.Model):
@@ -280,6 +303,17 @@ class Router(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.get_platform_display()} at {self.host}:{self.port})"
 
+    # What a link on this router was configured through; timeouts, names and keys are free.
+    LINK_FIELDS = ["site", "platform", "transport", "host", "port", "vsan"]
+
+    def clean(self) -> None:
+        super().clean()
+        changed = in_use.changed_fields(self, self.LINK_FIELDS)
+        if changed:
+            site = Router.objects.filter(pk=self.pk).values("site")
+            locks = DeviceLock.objects.filter(Q(site__in=site) | Q(device__owner_site__in=site))
+            in_use.refuse(changed, f"Router {self.name}'s value", locks, Link.active().filter(router=self.pk))
+
 
 class Device(models.Model):
     """A shared storage device (an FC target such as an Xserve RAID) owned by one site, in one zone.
@@ -328,6 +362,9 @@ class Device(models.Model):
     def __str__(self) -> str:
         return f"{self.description} ({self.wwn})"
 
+    # What links to this device zone and route by.
+    LINK_FIELDS = ["wwn", "zone", "owner_site"]
+
     def save(self, *args, **kwargs) -> None:
         self.wwn = self.wwn.strip().lower()
         super().save(*args, **kwargs)
@@ -342,7 +379,8 @@ class Device(models.Model):
                 message = (f"{self.wwn} is the WWN of an initiator of host {host.name} at {host.site.name}; "
                            f"{PORT_ROLE_MESSAGE}")
                 raise ValidationError({"wwn": ValidationError(message, code="initiator_wwn")})
-
+        in_use.refuse(in_use.changed_fields(self, self.LINK_FIELDS), f"Device {self.description}'s value",
+                      DeviceLock.objects.filter(device=self.pk), Link.active().filter(device=self.pk))
 
 class DeviceLock(models.Model):
     """A site's hold on a device while it is connected: exclusive unless the device is shareable.
@@ -447,6 +485,10 @@ class Link(models.Model):
 
     def __str__(self) -> str:
         return f"{self.router.name} port {self.port} zone {self.zone.zone_id} -> {self.remote_ip} ({self.state})"
+
+    @classmethod
+    def active(cls) -> models.QuerySet:
+        return cls.objects.filter(state__in=cls.ACTIVE_STATES)
 
     @property
     def is_active(self) -> bool:

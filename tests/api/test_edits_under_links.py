@@ -1,0 +1,94 @@
+"""Registry values a router carries cannot change while links or holds use them (issue 21, item 3).
+
+A PATCH of a site's `router_port`/`data_ip`, a router's `vsan`, `host`, `port`, `platform` or
+`transport`, a device's `wwn` or `zone`, or a host's initiators, while a site holds a device through
+them, would make the next disconnect plan from the new values and leave the old link on the router.
+Such an edit is a 409 naming what uses the value; nothing changes. Once those are disconnected, the
+edit goes through. Over the real mTLS server.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.forms import modelform_factory
+
+from registry.models import DeviceLock, Host, Initiator, Link, Router, Site
+
+
+@pytest.fixture
+def call(api_server):
+    sessions = {}
+
+    def call(name: str, method: str, path: str, **kwargs):
+        session = sessions.setdefault(name, api_server.session(name))
+        return session.request(method, f"{api_server.url}{path}", timeout=20, **kwargs)
+
+    return call
+
+
+@pytest.fixture
+def held(cast):
+    """remote-site connected to XRAID1 (primary-site's): its lock and the two links, as an add leaves them."""
+    device = cast["xraid1"]
+    DeviceLock.objects.create(device=device, site=cast["remote"], exclusive=True)
+    for router, port, remote in ((cast["primary_rtr"], 8, "127.0.0.22"), (cast["remote_rtr"], 4, "127.0.0.21")):
+        Link.objects.create(site=cast["remote"], device=device, router=router, port=port, zone=device.zone,
+                            remote_ip=remote, state="up")
+    return cast
+
+
+EDITS = [
+    ("site", "primary", {"router_port": 9}, "router_port"),
+    ("site", "remote", {"data_ip": "127.0.0.29"}, "data_ip"),
+    ("router", "primary_rtr", {"vsan": 10}, "vsan"),
+    ("router", "remote_rtr", {"port": 2399}, "port"),
+    ("device", "xraid1", {"wwn": "20:00:00:04:53:00:09:99"}, "wwn"),
+]
+
+
+def path_of(cast, kind: str, key: str) -> str:
+    return f"/api/{kind}s/{cast[key].pk}/"
+
+
+@pytest.mark.parametrize("kind, key, change, field", EDITS, ids=[f"{k}-{f}" for k, _, _, f in EDITS])
+def test_an_edit_of_a_value_live_links_were_made_with_is_refused_naming_them(call, held, kind, key, change, field):
+    before = call("root", "GET", path_of(held, kind, key)).json()
+    refused = call("root", "PATCH", path_of(held, kind, key), json=change)
+    assert refused.status_code == 409, refused.text
+    body = refused.json()
+    assert body["code"] == "in_use" and body["errors"][0]["field"] == field
+    assert "remote-site holds XRAID1" in body["detail"] and "disconnect" in body["detail"]
+    assert call("root", "GET", path_of(held, kind, key)).json() == before  # nothing changed
+
+
+def test_a_host_s_initiators_cannot_change_while_its_site_holds_a_device(call, held):
+    host = Host.objects.get(site=held["remote"])
+    refused = call("root", "PATCH", f"/api/hosts/{host.pk}/", json={"initiators": ["10:00:00:10:9b:5e:c0:77"]})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["errors"][0]["field"] == "initiators"
+    assert Initiator.objects.filter(host=host).exclude(wwn="10:00:00:10:9b:5e:c0:77").exists()
+
+
+def test_values_no_link_uses_and_values_once_disconnected_can_change(call, held):
+    # A description changes nothing on a router; a site nobody's link uses is free.
+    assert call("root", "PATCH", path_of(held, "site", "primary"), json={"description": "HQ"}).status_code == 200
+    assert call("root", "PATCH", path_of(held, "device", "xraid2"), json={"wwn": "20:00:00:04:53:00:09:98"}
+                ).status_code == 200
+    Link.objects.update(state="down")
+    DeviceLock.objects.all().delete()
+    changed = call("root", "PATCH", path_of(held, "router", "primary_rtr"), json={"vsan": 10})
+    assert changed.status_code == 200 and Router.objects.get(pk=held["primary_rtr"].pk).vsan == 10
+    assert call("root", "PATCH", path_of(held, "site", "remote"), json={"data_ip": "127.0.0.29"}).status_code == 200
+    assert Site.objects.get(pk=held["remote"].pk).data_ip == "127.0.0.29"
+
+
+def test_the_admin_s_forms_refuse_the_same_edits(held):
+    """The Django admin edits through model forms, whose full_clean() runs the same rule."""
+    router_form = modelform_factory(Router, fields=["vsan"])
+    form = router_form({"vsan": 10}, instance=Router.objects.get(pk=held["primary_rtr"].pk))
+    assert not form.is_valid() and form.errors.as_data()["vsan"][0].code == "in_use"
+    initiator = Initiator.objects.filter(host__site=held["remote"]).first()
+    initiator_form = modelform_factory(Initiator, fields=["wwn"])
+    form = initiator_form({"wwn": "10:00:00:10:9b:5e:c0:78"}, instance=initiator)
+    assert not form.is_valid() and "remote-site holds XRAID1" in form.errors["wwn"][0]
+    assert Router.objects.get(pk=held["primary_rtr"].pk).vsan == held["primary_rtr"].vsan
