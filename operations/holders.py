@@ -1,9 +1,10 @@
 """Who holds what: a site's locks on devices, and the links those locks need.
 
-A link is up on the routers while at least one lock of its site needs it (a device of the link's
-zone and owner). Locks are taken at submit and again when an add runs (a remove queued before it
-may have released them), renewed by a repeated add, and released by the remove that ends the last
-link of a device for its site.
+A link is up on the routers while at least one lock needs it: a hold of a device of the link's zone
+between the link's two sites (the one that asked and the device's owner), whichever of them asked.
+Locks are taken at submit and again when an add runs (a remove queued before it may have released
+them), renewed by a repeated add, and released by the remove that ends the last link of a device
+for its site.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from operations.errors import DeviceBusy
@@ -108,38 +110,48 @@ def take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
         lock_devices(op, plan, lockable_devices(plan, expires_at), expires_at)
 
 
+# A link joins two sites for one zone: the site that asked and the device's owner. It serves every
+# hold of a device of that zone between the same two sites, whichever of them asked: remote-site's
+# hold of primary-site's XRAID1 and primary-site's hold of a remote-site device of zone 1 need the
+# same two sessions. The requesting site's own other holds are preferred (the link stays its own).
 _OTHER_HOLDER_SQL = """
-    SELECT held.device_id FROM registry_devicelock AS held JOIN registry_device AS device ON device.id = held.device_id
-     WHERE held.site_id = %s AND device.zone_id = %s AND device.owner_site_id = %s AND NOT held.device_id = ANY(%s)
-     ORDER BY held.device_id LIMIT 1
+    SELECT held.site_id, held.device_id
+      FROM registry_devicelock AS held JOIN registry_device AS device ON device.id = held.device_id
+     WHERE device.zone_id = %(zone)s
+       AND ((held.site_id = %(a)s AND device.owner_site_id = %(b)s)
+            OR (held.site_id = %(b)s AND device.owner_site_id = %(a)s))
+       AND NOT (held.site_id = %(site)s AND held.device_id = ANY(%(leaving)s))
+     ORDER BY held.site_id <> %(site)s, held.device_id LIMIT 1
 """
 
 
-def other_holder(link: Link, site_id: int, leaving: list[int]) -> int | None:
-    """A device the site still holds a lock on that this link serves (same zone and owner), if any.
+def _served_by(link: Link, site_id: int, leaving: list[int]):
+    """The locks, other than `site_id`'s on `leaving`, whose holds `link` serves (same zone, same two sites)."""
+    a, b = link.site_id, link.device.owner_site_id
+    return (
+        DeviceLock.objects.filter(device__zone_id=link.zone_id)
+        .filter(Q(site_id=a, device__owner_site_id=b) | Q(site_id=b, device__owner_site_id=a))
+        .exclude(site_id=site_id, device_id__in=leaving)
+    )
+
+
+def other_holder(link: Link, site_id: int, leaving: list[int]) -> tuple[int, int] | None:
+    """(site, device) of a hold other than `site_id`'s on `leaving` that this link serves, if any.
     Plain SQL on PostgreSQL: every remove asks (see `python -m bench ops`)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(_OTHER_HOLDER_SQL, [site_id, link.zone_id, link.device.owner_site_id, list(leaving)])
+            cursor.execute(_OTHER_HOLDER_SQL, {"zone": link.zone_id, "a": link.site_id,
+                                               "b": link.device.owner_site_id, "site": site_id,
+                                               "leaving": list(leaving)})
             row = cursor.fetchone()
-        return row[0] if row else None
-    return (
-        DeviceLock.objects.filter(site_id=site_id, device__zone_id=link.zone_id,
-                                  device__owner_site_id=link.device.owner_site_id)
-        .exclude(device_id__in=leaving)
-        .order_by("device_id")
-        .values_list("device_id", flat=True)
-        .first()
-    )
+        return (row[0], row[1]) if row else None
+    held = _served_by(link, site_id, leaving).order_by("device_id").values_list("site_id", "device_id")
+    return next((pair for pair in held if pair[0] == site_id), None) or held.first()
 
 
-def holders_expiries(site_id: int, zone_id: int, owner_site_id: int, excluding: list[int]) -> list[datetime | None]:
-    """The lease expiries of the site's other locks that one link serves (same zone and owner)."""
-    return list(
-        DeviceLock.objects.filter(site_id=site_id, device__zone_id=zone_id, device__owner_site_id=owner_site_id)
-        .exclude(device_id__in=excluding)
-        .values_list("expires_at", flat=True)
-    )
+def holders_expiries(link: Link, site_id: int, excluding: list[int]) -> list[datetime | None]:
+    """The lease expiries of the other holds this link serves (all but `site_id`'s on `excluding`)."""
+    return list(_served_by(link, site_id, excluding).values_list("expires_at", flat=True))
 
 
 def link_lease(expiries: list[datetime | None]) -> datetime | None:
@@ -153,3 +165,14 @@ def link_lease(expiries: list[datetime | None]) -> datetime | None:
 def mark_down(link_ids: list[int], now: datetime | None = None) -> None:
     now = now or timezone.now()
     Link.objects.filter(pk__in=link_ids).update(state=Link.State.DOWN, down_at=now, updated_at=now)
+
+
+def renewed_since(op: Operation) -> int | None:
+    """An add of the expiry's site and device that ended well after the expiry was queued: it gave the
+    site a new lease (or none), which the expiry, decided on the old one, must not take away."""
+    devices = set(op.plan.get("devices", []))
+    renewals = Operation.objects.filter(kind=Operation.Kind.ADD, state=Operation.State.SUCCEEDED,
+                                        finished_at__gt=op.created_at, plan__site=op.plan.get("site"))
+    renewals = renewals.order_by("-finished_at")
+    return next((pk for pk, plan in renewals.values_list("pk", "plan") if devices & set(plan.get("devices", []))),
+                None)

@@ -3,8 +3,9 @@
 Order of work for an add: wait for earlier requests of the same site and device, take the site's
 locks again, write each link as `configuring` (so a record exists before the router changes), drive
 each router step, then mark the links `up` in the commit that journals success. A remove marks
-`removing`, removes, verifies, marks `down` and releases the locks, keeping a link another device
-of the site still holds. A permanent failure part-way through an add rolls back the steps done.
+`removing`, removes, verifies, marks `down` and releases the locks, keeping a link another hold still
+needs (another device of the zone between the same two sites, whichever of them asked). A permanent
+failure part-way through an add rolls back the steps done.
 """
 
 from __future__ import annotations
@@ -20,11 +21,19 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
-from operations.holders import holders_expiries, link_lease, mark_down, other_holder, plan_ids, take_locks
+from operations.holders import (
+    holders_expiries,
+    link_lease,
+    mark_down,
+    other_holder,
+    plan_ids,
+    renewed_since,
+    take_locks,
+)
 from operations.journal import Run
 from operations.models import Operation
 from operations.steps import drive, look, read_router
-from registry.models import DeviceLock, Link, Router
+from registry.models import Device, DeviceLock, Link, Router, Site
 from registry.planner import PlanStep, find_router
 from routers.drivers import DRIVERS
 from routers.drivers.base import RouterLink
@@ -91,7 +100,8 @@ def _busy_elsewhere(link: Link, op: Operation) -> bool:
 
 
 def _after_earlier_requests(run: Run) -> None:
-    """Wait until no earlier add/remove of the same site for the same zone or devices is unfinished.
+    """Wait until no earlier add/remove of the same site and devices, or of the zone between the same
+    sites, is unfinished.
 
     Requests for one site and device take effect in the order they were submitted: a remove queued
     behind an add (or the reverse) runs after it, whichever worker picks which first, and identical
@@ -102,7 +112,7 @@ def _after_earlier_requests(run: Run) -> None:
         return
     devices = set(plan["devices"])
     while True:
-        earlier = _earlier_unfinished(op.pk, plan["site"], plan.get("zone"), devices)
+        earlier = _earlier_unfinished(op.pk, plan)
         if not earlier:
             return
         if run.waits_for(*earlier[0]):
@@ -115,30 +125,35 @@ def _after_earlier_requests(run: Run) -> None:
 
 # V1 addifcp/rmifcp too: they take and release the site's locks like any add and remove. Plain SQL
 # (the devices matched in the database): this runs on every add and remove (see `python -m bench ops`).
-# Same site and the same zone (devices of one zone share links: two removes of two holders of one
-# link, each seeing the other's lock, would both keep it and both release) or a device in common.
+# The same site and a device in common, or the same zone between sites of this plan: devices of one
+# zone share links between the same two sites, whichever of them asked (two removes of two holders
+# of one link, each seeing the other's lock, would both keep it and both release).
 _EARLIER_SQL = """
     SELECT id, kind, request->>'command' FROM registry_operation
      WHERE id < %(id)s AND state IN ('queued', 'running') AND kind IN ('add', 'remove', 'expire', 'invoke')
-       AND plan->>'site' = %(site)s AND (plan->>'zone' = %(zone)s OR plan->'devices' ?| %(devices)s)
+       AND ((plan->>'site' = %(site)s AND plan->'devices' ?| %(devices)s)
+            OR (plan->>'zone' = %(zone)s AND plan->>'site' = ANY(%(sites)s)))
      ORDER BY id LIMIT 1
 """
 
 
-def _earlier_unfinished(operation_id: int, site: str, zone, devices: set[str]) -> list[tuple[int, str, str | None]]:
-    """The first unfinished add/remove/expire/V1 request for `site` and the same zone or any of `devices`
-    submitted before this one."""
+def _earlier_unfinished(operation_id: int, plan: dict[str, Any]) -> list[tuple[int, str, str | None]]:
+    """The first unfinished add/remove/expire/V1 request submitted before this one that touches what
+    `plan` does: the same site and any of its devices, or its zone between any of its sites."""
+    site, zone, devices = plan["site"], str(plan.get("zone")), set(plan["devices"])
+    sites = sorted({site, *(step["site"] for step in plan["steps"])})
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(_EARLIER_SQL, {"id": operation_id, "site": site, "zone": str(zone),
+            cursor.execute(_EARLIER_SQL, {"id": operation_id, "site": site, "zone": zone, "sites": sites,
                                           "devices": sorted(devices)})
             return [tuple(row) for row in cursor.fetchall()]
     return [
         (pk, kind, request.get("command")) for pk, kind, other, request in Operation.objects.filter(
             pk__lt=operation_id, state__in=(State.QUEUED, State.RUNNING),
-            kind__in=(Kind.ADD, Kind.REMOVE, Kind.EXPIRE, Kind.INVOKE), plan__site=site,
+            kind__in=(Kind.ADD, Kind.REMOVE, Kind.EXPIRE, Kind.INVOKE), plan__site__in=sites,
         ).order_by("pk").values_list("pk", "kind", "plan", "request")
-        if str(other.get("zone")) == str(zone) or devices & set(other.get("devices", []))
+        if (other.get("site") == site and devices & set(other.get("devices", [])))
+        or str(other.get("zone")) == zone
     ][:1]
 
 
@@ -193,8 +208,7 @@ def execute_add(run: Run) -> None:
         # this add's expiry, later or sooner or none, so that what the result says is what holds.
         devices = [pk for pk, _zone_id in ids["devices"].values()]
         # A link reused from another holder of the site lasts as long as the longest of them.
-        renewed = [(link.pk, link_lease([expires_at, *holders_expiries(ids["site"], link.zone_id,
-                                                                        link.device.owner_site_id, devices)]))
+        renewed = [(link.pk, link_lease([expires_at, *holders_expiries(link, ids["site"], devices)]))
                    for _, link, ours in done if not ours]
         run.renew = (ids["site"], devices, renewed)
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat(),
@@ -320,9 +334,8 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
             if found != "absent":
                 leftovers.append(f"{link} (rollback failed: {exc})")
                 continue
-        Link.objects.filter(pk=link.pk).update(
-            state=Link.State.FAILED, down_at=timezone.now(), updated_at=timezone.now()
-        )
+        Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
+                                               updated_at=timezone.now())
     if leftovers or kept_up:
         parts = [f"left configuring for reconcile: {'; '.join(leftovers)}"] if leftovers else []
         parts += [f"left up: {'; '.join(kept_up)}"] if kept_up else []
@@ -336,7 +349,7 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
 def execute_remove(run: Run) -> None:
     op, plan = run.op, run.op.plan
     _after_earlier_requests(run)
-    if op.kind == Kind.EXPIRE and (renewal := _renewed_since(op)) is not None:
+    if op.kind == Kind.EXPIRE and (renewal := renewed_since(op)) is not None:
         # The lease this expiry was submitted for was renewed after that: the grant lives on.
         run.notes.append(f"the lease was renewed by operation {renewal} after this expiry was queued; nothing "
                          "is removed")
@@ -347,7 +360,9 @@ def execute_remove(run: Run) -> None:
     removed: list[int] = []
     for index, (step, link) in enumerate(zip(steps, links, strict=True)):
         if index in kept:
-            run.notes.append(f"{link}: kept, another device of {plan['site']} still uses it")
+            holder_site, holder_device = kept[index]
+            run.notes.append(f"{link}: kept, still needed by {Site.objects.get(pk=holder_site).name}'s hold of "
+                             f"{Device.objects.get(pk=holder_device).description}")
             continue
         router = run.row(Router, pk=step.router_id)
         try:
@@ -388,16 +403,6 @@ def execute_remove(run: Run) -> None:
     op.result = {"links": removed, **run.waited()}
 
 
-def _renewed_since(op: Operation) -> int | None:
-    """An add of the expiry's site and device that ended well after the expiry was queued: it gave the
-    site a new lease (or none), which the expiry, decided on the old one, must not take away."""
-    devices = set(op.plan.get("devices", []))
-    renewals = Operation.objects.filter(kind=Kind.ADD, state=State.SUCCEEDED, finished_at__gt=op.created_at,
-                                        plan__site=op.plan.get("site")).order_by("-finished_at")
-    return next((pk for pk, plan in renewals.values_list("pk", "plan") if devices & set(plan.get("devices", []))),
-                None)
-
-
 def _settle_removed(removed: list[int], previous: dict[int, str | None], *,
                     keep_for_finish: bool = False) -> list[int]:
     """Links verified gone from their routers: the records this remove wrote where there was none are
@@ -411,13 +416,15 @@ def _settle_removed(removed: list[int], previous: dict[int, str | None], *,
     return recorded
 
 
-def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link], dict[int, str | None], set[int]]:
+def _links_for_remove(
+    run: Run, steps: list[PlanStep]
+) -> tuple[list[Link], dict[int, str | None], dict[int, tuple[int, int]]]:
     """Each step's active link, marked `removing` before any router is touched (one transaction); a
     step with no active record gets a new record marked `removing`.
 
-    A link that another lock of the requesting site still needs (another device of the same owner
-    and zone, reached through the same link) is not removed: it is handed to that device and kept
-    up; the indexes of those steps are returned, and nothing is sent for them.
+    A link that another hold still needs (another device of the zone between the same two sites,
+    held by the requesting site or by the other one) is not removed: it is handed to that hold and
+    kept up; those steps' indexes are returned with the hold, and nothing is sent for them.
     """
     op = run.op
     rows = _step_rows(run, steps)
@@ -435,7 +442,8 @@ def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link], dict
             active.get((step.router_id, step.port, zone_id, step.remote_ip))
             for step, (_device_id, zone_id) in zip(steps, rows, strict=True)
         ]
-        previous, kept = {}, set()
+        previous: dict[int, str | None] = {}
+        kept: dict[int, tuple[int, int]] = {}  # step index -> the (site, device) the link now serves
         markers = []
         for index, link in enumerate(links):
             if link is None:
@@ -454,15 +462,15 @@ def _links_for_remove(run: Run, steps: list[PlanStep]) -> tuple[list[Link], dict
             up = link.state == Link.State.UP and not op.plan.get("raw")
             holder = other_holder(link, ids["site"], leaving) if up else None
             if holder is not None:
-                lease = link_lease(holders_expiries(ids["site"], link.zone_id, link.device.owner_site_id, leaving))
-                Link.objects.filter(pk=link.pk).update(device_id=holder, lease_expires_at=lease,
-                                                       updated_at=timezone.now())
-                kept.add(index)
+                lease = link_lease(holders_expiries(link, ids["site"], leaving))
+                holder_site, holder_device = holder
+                Link.objects.filter(pk=link.pk).update(site_id=holder_site, device_id=holder_device,
+                                                       lease_expires_at=lease, updated_at=timezone.now())
+                kept[index] = holder
                 continue
             previous[link.pk] = link.state
-        Link.objects.filter(pk__in=list(previous)).update(
-            state=Link.State.REMOVING, operation=op, updated_at=timezone.now()
-        )
+        Link.objects.filter(pk__in=list(previous)).update(state=Link.State.REMOVING, operation=op,
+                                                          updated_at=timezone.now())
         try:
             with transaction.atomic():
                 Link.objects.bulk_create(markers)

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 
 from operations import execute, invoke, reconcile, submit
 from operations.models import Operation
-from registry.models import Device, DeviceLock, Link
+from registry.models import Device, DeviceLock, Link, Site
 from tests.operations.test_basics import assert_agreement, router_keys
 from tests.operations.test_reconcile import STRAY, behind_the_registrys_back
 
@@ -135,31 +135,43 @@ def test_a_link_a_holder_keeps_without_a_lease_shows_no_expiry(ops_lab, xraid4):
     assert DeviceLock.objects.get(device__description="XRAID1").expires_at is not None
 
 
+HOLDERS = {
+    # Two devices of one zone and owner, held by one site: one link serves both.
+    "one site": [("remote-site", "XRAID1"), ("remote-site", "XRAID4")],
+    # Each site holds a device of zone 1 that the other owns: the same two sessions serve both.
+    "two sites": [("remote-site", "XRAID1"), ("primary-site", "RAID-R1")],
+}
+
+
 @pytest.mark.django_db(transaction=True)
-def test_the_two_holders_of_a_link_removed_at_once_leave_no_link_up_without_a_holder(ops_lab, xraid4):
-    add("XRAID1")
-    add("XRAID4")
-    first = submit("remove", {"site": "remote-site", "device_description": "XRAID1"})
-    second = submit("remove", {"site": "remote-site", "device_description": "XRAID4"})
+@pytest.mark.parametrize("holders", HOLDERS.values(), ids=HOLDERS.keys())
+def test_the_two_holders_of_a_link_removed_at_once_leave_no_link_up_without_a_holder(ops_lab, xraid4, holders):
+    Device.objects.create(device_id="raid-r1", description="RAID-R1", wwn="21:00:00:e0:8b:0e:95:99",
+                          zone=xraid4.zone, owner_site=Site.objects.get(name="remote-site"))
+    for site, device in holders:
+        assert execute(submit("add", {"site": site, "device_description": device}).pk).state == "succeeded"
+    (first_site, first_device), (second_site, second_device) = holders
+    first = submit("remove", {"site": first_site, "device_description": first_device})
+    second = submit("remove", {"site": second_site, "device_description": second_device})
     done = threading.Event()
     with transaction.atomic():
-        # Hold XRAID1's lock row, so the first remove stops at the statement that ends it (which
-        # deletes that lock) after it has handed the link to XRAID4; the second then starts.
-        DeviceLock.objects.select_for_update().get(device__description="XRAID1")
+        # Hold the first device's lock row, so the first remove stops at the statement that ends it
+        # (which deletes that lock) after it has handed the link to the other hold; the second starts.
+        DeviceLock.objects.select_for_update().get(device__description=first_device)
         in_thread(lambda: execute(first.pk))
         for _ in range(500):
-            if Link.objects.filter(device=xraid4, state="up").count() == 2:
+            if Link.objects.filter(device__description=second_device, state="up").count() == 2:
                 break
             time.sleep(0.02)
         threading.Event().wait(0.5)  # the first remove is now waiting on the lock row
         in_thread(lambda: (execute(second.pk), done.set()))
-        done.wait(3)  # before the fix the second one finished here, seeing XRAID1's lock still there
+        done.wait(3)  # before the fix the second one finished here, seeing the first's lock still there
     for _ in range(500):
         if not Operation.objects.filter(pk__in=[first.pk, second.pk], state__in=["queued", "running"]).exists():
             break
         time.sleep(0.02)
     assert [Operation.objects.get(pk=op.pk).state for op in (first, second)] == ["succeeded", "succeeded"]
-    held = DeviceLock.objects.filter(site__name="remote-site").exists()
+    held = DeviceLock.objects.exists()
     up = Link.objects.filter(state="up").exists()
     assert held == up, f"locks held: {held}; links up: {up}"  # every up link has a holder, and no lock is idle
     assert_agreement(ops_lab)
