@@ -144,3 +144,16 @@ def cast(transactional_db, demo, api_pki):
     register(api_pki.certs["dave"], "dave", "operator", sites=["primary-site", "remote-site"], zones=[1, 2, 3])
     register(api_pki.certs["expired"], "expired", "operator", all_sites=True, all_zones=True)
     return demo
+
+
+@pytest.fixture
+def call(api_server):
+    """call(principal, method, path, **requests kwargs): a request over mTLS as that principal (one
+    session per principal, so its TLS connection is reused)."""
+    sessions = {}
+
+    def call(name: str, method: str, path: str, **kwargs):
+        session = sessions.setdefault(name, api_server.session(name))
+        return session.request(method, f"{api_server.url}{path}", timeout=20, **kwargs)
+
+    return call

@@ -4,23 +4,10 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from operations.models import Operation
 from registry.models import AuditEvent, Principal, Site
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
-
-
-@pytest.fixture
-def call(api_server):
-    sessions = {}
-
-    def call(name: str, method: str, path: str, **kwargs):
-        session = sessions.setdefault(name, api_server.session(name))
-        return session.request(method, f"{api_server.url}{path}", timeout=20, **kwargs)
-
-    return call
 
 
 def test_bob_the_viewer_reads_the_registry_but_cannot_connect(call, cast):

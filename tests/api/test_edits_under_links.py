@@ -16,17 +16,6 @@ from registry.models import DeviceLock, Host, Initiator, Link, Router, Site
 
 
 @pytest.fixture
-def call(api_server):
-    sessions = {}
-
-    def call(name: str, method: str, path: str, **kwargs):
-        session = sessions.setdefault(name, api_server.session(name))
-        return session.request(method, f"{api_server.url}{path}", timeout=20, **kwargs)
-
-    return call
-
-
-@pytest.fixture
 def held(cast):
     """remote-site connected to XRAID1 (primary-site's): its lock and the two links, as an add leaves them."""
     device = cast["xraid1"]

@@ -17,17 +17,6 @@ BACKUP = {"name": "backup-server", "site": "remote-site", "description": "Backup
 SEGMENT_SERVER_WWN = "21:00:00:e0:8b:10:5e:01"
 
 
-@pytest.fixture
-def call(api_server):
-    sessions = {}
-
-    def call(name: str, method: str, path: str, **kwargs):
-        session = sessions.setdefault(name, api_server.session(name))
-        return session.request(method, f"{api_server.url}{path}", timeout=20, **kwargs)
-
-    return call
-
-
 def names(response) -> list[str]:
     assert response.status_code == 200, response.text
     return [host["name"] for host in response.json()["results"]]
