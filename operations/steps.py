@@ -86,7 +86,7 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
     conf = ops_settings()
     target = router_target(router)
     attempt = failures = busy = 0
-    touched = False  # whether any attempt may have changed the router
+    touched = run.recovering  # whether any attempt may have changed the router (a crashed run's may have)
     while True:
         attempt += 1
         run.attempt()

@@ -213,3 +213,19 @@ def test_an_add_to_a_router_that_refuses_connections_fails_and_leaves_no_lock(op
     assert router_keys(ops_lab.primary_sim) == set()  # the step that had succeeded is undone
     assert not Link.objects.filter(state__in=Link.ACTIVE_STATES).exists()
     assert not DeviceLock.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_recovered_add_whose_router_now_refuses_connections_keeps_its_lock_and_record(ops_lab):
+    # The worker died after both routers took the link; on recovery remote-rtr refuses connections.
+    # The crashed run may have changed it, so nothing is "untouched": the lock and the record stay.
+    op = submit("add", ADD_XRAID1)
+    execute(op.pk)
+    Link.objects.update(state="configuring")
+    Operation.objects.filter(pk=op.pk).update(state="running", phase="on_router", heartbeat_at="2000-01-01T00:00Z")
+    Router.objects.filter(pk=ops_lab.remote_rtr.pk).update(port=_closed_port())
+    again = execute(op.pk)
+    assert again.state != "succeeded"
+    assert router_keys(ops_lab.remote_sim)  # the link the crashed run made is still there
+    assert DeviceLock.objects.exists()
+    assert Link.objects.filter(router=ops_lab.remote_rtr, state__in=Link.ACTIVE_STATES).exists()
