@@ -84,10 +84,10 @@ def exception_handler(exc, context):
         return _error(409, message, "conflict", [{"field": field, "rule": "constraint", "message": message}])
     if isinstance(exc, exceptions.ValidationError):
         errors = flatten(exc.detail)
-        in_use_errors = [e for e in errors if e["rule"] == in_use.RULE]
-        if in_use_errors:
-            # Valid input the registry's live links forbid for now: a conflict, not bad input.
-            return _error(409, in_use_errors[0]["message"], in_use.RULE, in_use_errors)
+        if errors and all(e["rule"] == in_use.RULE for e in errors):
+            # Valid input the registry's live links forbid for now: a conflict, not bad input (with
+            # bad input beside it, the 400 below lists both).
+            return _error(409, errors[0]["message"], in_use.RULE, errors)
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:3])
         return _error(400, f"Invalid input. {summary}", "invalid", errors)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):

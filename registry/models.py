@@ -126,9 +126,10 @@ class Host(models.Model):
         return f"{self.name} at {self.site.name}"
 
     def holds(self) -> tuple[models.QuerySet, models.QuerySet]:
-        """The locks and active links of the site this host is registered at (FCIP zones its initiators)."""
+        """The active FCIP links of the site this host is registered at: they zone its initiators (an
+        iFCP gateway zones by itself, and a queued connect zones the initiators its plan took)."""
         site = Host.objects.filter(pk=self.pk).values("site")
-        return DeviceLock.objects.filter(site__in=site), Link.active().filter(site__in=site)
+        return DeviceLock.objects.none(), Link.active().filter(site__in=site).exclude(initiators=[])
 
     def clean(self) -> None:
         super().clean()
@@ -182,6 +183,8 @@ class Initiator(models.Model):
         if changed:
             stored = Host.objects.get(initiators=self.pk)
             in_use.refuse(changed, f"Initiator {self.wwn} of host {stored.name}", *stored.holds())
+        elif self.pk is None and self.host_id:
+            in_use.refuse(["wwn"], f"Host {self.host.name}'s initiators", *self.host.holds())
 
 
 class Zone(models.Model):
@@ -309,10 +312,15 @@ class Router(models.Model):
     def clean(self) -> None:
         super().clean()
         changed = in_use.changed_fields(self, self.LINK_FIELDS)
+        sites = list(Router.objects.filter(pk=self.pk).values_list("site", flat=True)) if changed else []
+        if self.site_id and (self.pk is None or "site" in changed):
+            # A router joining a site whose links are live would take the next disconnect's plan there.
+            sites.append(self.site_id)
+            changed = changed or ["site"]
         if changed:
-            site = Router.objects.filter(pk=self.pk).values("site")
-            locks = DeviceLock.objects.filter(Q(site__in=site) | Q(device__owner_site__in=site))
-            in_use.refuse(changed, f"Router {self.name}'s value", locks, Link.active().filter(router=self.pk))
+            locks = DeviceLock.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
+            links = Link.active().filter(Q(router__site__in=sites) | Q(router=self.pk))
+            in_use.refuse(changed, f"Router {self.name}'s value", locks, links)
 
 
 class Device(models.Model):

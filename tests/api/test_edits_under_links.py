@@ -50,12 +50,20 @@ def test_an_edit_of_a_value_live_links_were_made_with_is_refused_naming_them(cal
     assert call("root", "GET", path_of(held, kind, key)).json() == before  # nothing changed
 
 
-def test_a_host_s_initiators_cannot_change_while_its_site_holds_a_device(call, held):
+def test_a_host_s_initiators_cannot_change_while_its_site_s_fcip_links_zone_them(call, held):
     host = Host.objects.get(site=held["remote"])
+    wwns = list(host.initiators.values_list("wwn", flat=True))
+    Link.objects.filter(site=held["remote"]).update(initiators=wwns)  # as an FCIP link records them
     refused = call("root", "PATCH", f"/api/hosts/{host.pk}/", json={"initiators": ["10:00:00:10:9b:5e:c0:77"]})
     assert refused.status_code == 409, refused.text
     assert refused.json()["errors"][0]["field"] == "initiators"
-    assert Initiator.objects.filter(host=host).exclude(wwn="10:00:00:10:9b:5e:c0:77").exists()
+    assert sorted(host.initiators.values_list("wwn", flat=True)) == sorted(wwns)
+    # The same list again changes nothing, and goes through.
+    assert call("root", "PATCH", f"/api/hosts/{host.pk}/", json={"initiators": wwns}).status_code == 200
+    # iFCP links zone no initiators: with only those, the host's initiators are free.
+    Link.objects.update(initiators=[])
+    freed = call("root", "PATCH", f"/api/hosts/{host.pk}/", json={"initiators": ["10:00:00:10:9b:5e:c0:77"]})
+    assert freed.status_code == 200, freed.text
 
 
 def test_values_no_link_uses_and_values_once_disconnected_can_change(call, held):
@@ -77,7 +85,24 @@ def test_the_admin_s_forms_refuse_the_same_edits(held):
     form = router_form({"vsan": 10}, instance=Router.objects.get(pk=held["primary_rtr"].pk))
     assert not form.is_valid() and form.errors.as_data()["vsan"][0].code == "in_use"
     initiator = Initiator.objects.filter(host__site=held["remote"]).first()
+    Link.objects.filter(site=held["remote"]).update(initiators=[initiator.wwn])
     initiator_form = modelform_factory(Initiator, fields=["wwn"])
     form = initiator_form({"wwn": "10:00:00:10:9b:5e:c0:78"}, instance=initiator)
     assert not form.is_valid() and "remote-site holds XRAID1" in form.errors["wwn"][0]
     assert Router.objects.get(pk=held["primary_rtr"].pk).vsan == held["primary_rtr"].vsan
+
+
+def test_a_router_cannot_join_a_site_whose_links_are_live(call, held):
+    """The planner takes a site's router by name: another router there would take the next disconnect."""
+    other = {"name": "a-rtr", "platform": "nishan_ips3000", "transport": "telnet", "host": "127.0.0.40",
+             "port": 2399, "username": "admin", "secret_ref": "file:a-rtr"}
+    refused = call("root", "POST", "/api/routers/", json={**other, "site": "remote-site"})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["errors"][0]["field"] == "site" and "remote-site holds XRAID1" in refused.json()["detail"]
+    elsewhere = Site.objects.create(name="third-site", display_name="THIRD", msan_id=3, management_ip="127.0.0.13",
+                                    data_ip="127.0.0.23", router_port=5)
+    created = call("root", "POST", "/api/routers/", json={**other, "site": "third-site"})
+    assert created.status_code == 201, created.text
+    moved = call("root", "PATCH", f"/api/routers/{created.json()['id']}/", json={"site": "remote-site"})
+    assert moved.status_code == 409, moved.text
+    assert Router.objects.get(name="a-rtr").site == elsewhere
