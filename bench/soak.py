@@ -1,7 +1,8 @@
 """A randomized concurrency soak of the operations engine (issue 12): a seeded random walk.
 
 Three sites, each with an iFCP router served by a real simulator on 127.0.0.1 (McData Eclipse and
-Nishan IPS 3000), four devices (two shareable; two of one owner in one zone), and two worker threads.
+Nishan IPS 3000), five devices (two shareable; two of one owner in one zone, and one of that zone owned
+by another site, so two sites hold each other's devices through the same links), and two worker threads.
 Every step submits a few random requests (add with or without a lease, a repeated add that renews,
 remove, a lease made due and expired by the lease chore, a V1 addifcp/rmifcp/lsifcp) and runs them
 at once on the two workers, so operations for one device or one router race; some steps arm the
@@ -13,8 +14,10 @@ rolled back; what must hold after every step, and at the end, is checked (`check
 (a) registry == routers: reconcile reports nothing missing, extra, mismatched or in flight, and each
     router lists exactly the links the registry has `up`;
 (b) a device that is not shareable is locked by one site at most, and an exclusive lock has no other;
-(c) every `up` link has a holder: a lock of the link's site on a device of its zone and owner;
-(d) every lock's site has an `up` link to the device's zone and owner (the holder's links are up);
+(c) every `up` link has a holder: a lock on a device of its zone between its two sites (the link's
+    site and its device's owner), held by either of them;
+(d) every lock has an `up` link of its device's zone between its site and the device's owner, made
+    for either of them (the holder's links are up);
 (e) no lock is left without a live (queued/running) operation or an up link.
 
 The walk's choices depend only on the seed, never on outcomes, so a seed replays the same requests,
@@ -51,6 +54,7 @@ from bench.soak_cast import Cast, build_cast, remove_cast, stop_simulators, unus
 from operations.chores import expire_leases, reap_stalled_operations
 from operations.conf import ops_settings
 from operations.errors import DeviceBusy
+from operations.holders import between
 from operations.intake import submit
 from operations.models import Operation
 from operations.runner import execute, invoke, reconcile
@@ -348,11 +352,12 @@ class Soak:
         for link in Link.objects.filter(router__in=self.cast.routers, state=Link.State.UP).select_related(
             "site", "device", "router", "zone"
         ):
-            held = DeviceLock.objects.filter(site_id=link.site_id, device__zone_id=link.zone_id,
-                                             device__owner_site_id=link.device.owner_site_id)
+            held = DeviceLock.objects.filter(between(link.site_id, link.device.owner_site_id),
+                                             device__zone_id=link.zone_id)
             if not held.exists():
-                problems.append(f"(c) link {link.pk} ({link}, for {link.site.name}) is up but {link.site.name} holds "
-                                f"no device of zone {link.zone.zone_id} owned by site {link.device.owner_site_id}")
+                problems.append(f"(c) link {link.pk} ({link}, for {link.site.name}) is up but no lock of a device "
+                                f"of zone {link.zone.zone_id} between {link.site.name} and site "
+                                f"{link.device.owner_site_id} needs it")
         return problems
 
     def _holders_linked(self) -> list[str]:
@@ -360,8 +365,8 @@ class Soak:
         for lock in DeviceLock.objects.filter(device__in=self.cast.devices).select_related(
             "site", "device", "device__zone", "operation"
         ):
-            up = Link.objects.filter(site_id=lock.site_id, zone_id=lock.device.zone_id, state=Link.State.UP,
-                                     device__owner_site_id=lock.device.owner_site_id)
+            up = Link.objects.filter(between(lock.site_id, lock.device.owner_site_id), zone_id=lock.device.zone_id,
+                                     state=Link.State.UP)
             if up.exists():
                 continue
             live = lock.operation is not None and lock.operation.state in LIVE

@@ -1,4 +1,4 @@
-"""The soak's cast: three sites with a simulated iFCP router each, three zones and four devices, made with
+"""The soak's cast: three sites with a simulated iFCP router each, three zones and five devices, made with
 ids nobody uses and removed with every row they left, the journal included, so a soak may run on a
 database that holds other data."""
 
@@ -17,8 +17,9 @@ from routers.sim.server import SimRouter
 
 USERNAME = "admin"
 PLATFORMS = ("mcdata_eclipse", "nishan_ips3000", "nishan_ips3000")
-# (owner site index, zone index, shareable): D1 and D2 share a zone and an owner.
-DEVICES = ((0, 0, True), (0, 0, False), (1, 1, True), (2, 2, False))
+# (owner site index, zone index, shareable): D1 and D2 share a zone and an owner; D5 is in their zone
+# but owned by the second site, so a holds b's D5 and b holds a's D1 or D2 through the same links.
+DEVICES = ((0, 0, True), (0, 0, False), (1, 1, True), (2, 2, False), (1, 0, False))
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Cast:
 
 
 def build_cast(prefix: str, secrets_dir: Path, seed: int) -> Cast:
-    """Three sites with a simulated iFCP router each, three zones, four devices; unused ids only."""
+    """Three sites with a simulated iFCP router each, three zones, five devices; unused ids only."""
     cast = Cast(prefix, secrets_dir)
     used_zones = set(Zone.objects.values_list("zone_id", flat=True))
     used_ips = set(Site.objects.values_list("data_ip", flat=True))

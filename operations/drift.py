@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.errors import OperationFailed, StepFailed
+from operations.holders import between
 from operations.journal import Run
 from operations.models import Operation
 from operations.pool import Lease
@@ -202,16 +203,16 @@ def _release_unheld_locks(rows: list[Link], report: dict[str, Any]) -> None:
     """After a repair: a site's locks that no active link serves any more are released.
 
     A lock is what keeps another site off a device; once repair has ended every link through which
-    the site reached it (same zone and owner), keeping the lock would hold the device for nobody.
+    the site reached it (same zone, between the same two sites), keeping the lock would hold the device
+    for nobody.
     Locks of operations still queued or running are theirs to settle.
     """
-    groups = {(row.site_id, row.zone_id, row.device.owner_site_id) for row in rows}
-    for site_id, zone_id, owner_id in sorted(groups):
-        if Link.objects.filter(site_id=site_id, zone_id=zone_id, device__owner_site_id=owner_id,
-                               state__in=Link.ACTIVE_STATES).exists():
+    # A link serves the holds of its zone between its two sites, whichever of them asked.
+    groups = {(*sorted((row.site_id, row.device.owner_site_id)), row.zone_id) for row in rows}
+    for one, other, zone_id in sorted(groups):
+        if Link.objects.filter(between(one, other), zone_id=zone_id, state__in=Link.ACTIVE_STATES).exists():
             continue
-        locks = DeviceLock.objects.filter(site_id=site_id, device__zone_id=zone_id,
-                                          device__owner_site_id=owner_id).exclude(
+        locks = DeviceLock.objects.filter(between(one, other), device__zone_id=zone_id).exclude(
             operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
         for lock in locks.select_related("device", "site"):
             report["repaired"].append({"action": f"registry: lock of {lock.device.description} for "

@@ -110,28 +110,38 @@ def take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
         lock_devices(op, plan, lockable_devices(plan, expires_at), expires_at)
 
 
+def between(one: int, other: int) -> Q:
+    """Locks or links whose site and device owner are these two sites, either way round."""
+    return Q(site_id=one, device__owner_site_id=other) | Q(site_id=other, device__owner_site_id=one)
+
+
 # A link joins two sites for one zone: the site that asked and the device's owner. It serves every
 # hold of a device of that zone between the same two sites, whichever of them asked: remote-site's
 # hold of primary-site's XRAID1 and primary-site's hold of a remote-site device of zone 1 need the
 # same two sessions. The requesting site's own other holds are preferred (the link stays its own).
+# A lock taken at submit by an add that has not run yet does not count: the add runs after this
+# remove (requests sharing a link run in submission order), finds the link gone and makes it again,
+# and if it fails instead it leaves no link behind that nobody holds.
 _OTHER_HOLDER_SQL = """
     SELECT held.site_id, held.device_id
       FROM registry_devicelock AS held JOIN registry_device AS device ON device.id = held.device_id
+      LEFT JOIN registry_operation AS taker ON taker.id = held.operation_id
      WHERE device.zone_id = %(zone)s
        AND ((held.site_id = %(a)s AND device.owner_site_id = %(b)s)
             OR (held.site_id = %(b)s AND device.owner_site_id = %(a)s))
        AND NOT (held.site_id = %(site)s AND held.device_id = ANY(%(leaving)s))
+       AND (taker.id IS NULL OR taker.state NOT IN ('queued', 'running'))
      ORDER BY held.site_id <> %(site)s, held.device_id LIMIT 1
 """
 
 
 def _served_by(link: Link, site_id: int, leaving: list[int]):
-    """The locks, other than `site_id`'s on `leaving`, whose holds `link` serves (same zone, same two sites)."""
-    a, b = link.site_id, link.device.owner_site_id
+    """The settled locks, other than `site_id`'s on `leaving`, whose holds `link` serves (same zone,
+    same two sites)."""
     return (
-        DeviceLock.objects.filter(device__zone_id=link.zone_id)
-        .filter(Q(site_id=a, device__owner_site_id=b) | Q(site_id=b, device__owner_site_id=a))
+        DeviceLock.objects.filter(between(link.site_id, link.device.owner_site_id), device__zone_id=link.zone_id)
         .exclude(site_id=site_id, device_id__in=leaving)
+        .exclude(operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
     )
 
 
@@ -167,12 +177,23 @@ def mark_down(link_ids: list[int], now: datetime | None = None) -> None:
     Link.objects.filter(pk__in=link_ids).update(state=Link.State.DOWN, down_at=now, updated_at=now)
 
 
-def renewed_since(op: Operation) -> int | None:
-    """An add of the expiry's site and device that ended well after the expiry was queued: it gave the
-    site a new lease (or none), which the expiry, decided on the old one, must not take away."""
+def renewed_since(op: Operation) -> str | None:
+    """Why an expiry finds its lease renewed (None: it does not, and the expiry goes ahead).
+
+    Renewed is an add of the expiry's site and device that ended after the expiry was queued (it gave
+    the site a new lease, or none), or a lock of theirs that now expires later than the lease the
+    expiry was queued for (which also covers a renewal whose end was being written as the sweep ran).
+    """
     devices = set(op.plan.get("devices", []))
     renewals = Operation.objects.filter(kind=Operation.Kind.ADD, state=Operation.State.SUCCEEDED,
                                         finished_at__gt=op.created_at, plan__site=op.plan.get("site"))
-    renewals = renewals.order_by("-finished_at")
-    return next((pk for pk, plan in renewals.values_list("pk", "plan") if devices & set(plan.get("devices", []))),
-                None)
+    for pk, plan in renewals.order_by("-finished_at").values_list("pk", "plan"):
+        if devices & set(plan.get("devices", [])):
+            return f"renewed by operation {pk}"
+    ids, expired_at = plan_ids(op.plan), op.request.get("lease_expired_at")
+    if not expired_at:  # not queued by the lease sweep for a lease that ran out
+        return None
+    later = DeviceLock.objects.filter(site_id=ids["site"], device_id__in=[pk for pk, _ in ids["devices"].values()],
+                                      expires_at__gt=expired_at)
+    until = later.order_by("-expires_at").values_list("expires_at", flat=True).first()
+    return f"renewed until {until.isoformat()}" if until else None

@@ -234,17 +234,9 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
     rows = _step_rows(run, steps)
 
     def new_link(step: PlanStep, device_id: int, zone_id: int) -> Link:
-        return Link(
-            site_id=site_id,
-            device_id=device_id,
-            router=routers[step.router_id],
-            port=step.port,
-            zone_id=zone_id,
-            remote_ip=step.remote_ip,
-            state=Link.State.CONFIGURING,
-            operation=op,
-            initiators=step.initiators,
-        )
+        return Link(site_id=site_id, device_id=device_id, router=routers[step.router_id], port=step.port,
+                    zone_id=zone_id, remote_ip=step.remote_ip, state=Link.State.CONFIGURING, operation=op,
+                    initiators=step.initiators)
 
     if not run.recovering:
         # Usually no endpoint has an active link yet: then inserting is all there is to do, and the
@@ -351,9 +343,8 @@ def execute_remove(run: Run) -> None:
     _after_earlier_requests(run)
     if op.kind == Kind.EXPIRE and (renewal := renewed_since(op)) is not None:
         # The lease this expiry was submitted for was renewed after that: the grant lives on.
-        run.notes.append(f"the lease was renewed by operation {renewal} after this expiry was queued; nothing "
-                         "is removed")
-        op.result = {"links": [], "renewed_by": renewal, **run.waited()}
+        run.notes.append(f"the lease was {renewal} after this expiry was queued; nothing is removed")
+        op.result = {"links": [], "renewed": renewal, **run.waited()}
         return
     steps = _steps(plan)
     links, previous, kept = _after_operations_in_flight(run, lambda: _links_for_remove(run, steps))
@@ -458,9 +449,10 @@ def _links_for_remove(
                 continue
             if _busy_elsewhere(link, op):
                 raise InFlight(link)
-            # V1 is literal; only a link that is up can be handed to another holder.
+            # V1 is literal; only an up iFCP link is handed to another holder (an FCIP one serves one device).
+            ifcp = not DRIVERS[link.router.platform].zones_initiators
             up = link.state == Link.State.UP and not op.plan.get("raw")
-            holder = other_holder(link, ids["site"], leaving) if up else None
+            holder = other_holder(link, ids["site"], leaving) if up and ifcp else None
             if holder is not None:
                 lease = link_lease(holders_expiries(link, ids["site"], leaving))
                 holder_site, holder_device = holder

@@ -268,3 +268,22 @@ def test_repair_by_the_router_never_records_up_a_link_the_switch_lists_down(fcip
     assert op.state == "succeeded", op.error
     assert Link.objects.get(router__name="primary-rtr").state == "failed"
     assert fcip_lab.production_everywhere()
+
+
+@pytest.mark.django_db
+def test_a_disconnect_never_hands_an_fcip_link_to_another_site_s_queued_connect(fcip_lab):
+    # An FCIP link zones one device with one site's initiators: it serves no other hold. Here the
+    # other site's connect is queued behind the disconnect (its lock already taken at submit).
+    Device.objects.create(device_id="raid-r1", description="RAID-R1", wwn="21:00:00:e0:8b:0e:95:99",
+                          zone=Device.objects.get(description="XRAID1").zone,
+                          owner_site=Site.objects.get(name="remote-site"))
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    remove = submit("remove", CONNECT)
+    reverse = submit("add", {"site": "primary-site", "device_description": "RAID-R1"})
+    assert execute(remove.pk).state == "succeeded"
+    assert {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS} == {name: {} for name in PLATFORMS}
+    execute(reverse.pk)
+    held = DeviceLock.objects.exists()
+    assert held == Link.objects.filter(state="up").exists(), "a link is up without a holder, or the reverse"
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)

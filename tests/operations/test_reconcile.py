@@ -130,3 +130,20 @@ def test_the_reconcile_command_reports_drift_per_router(ops_lab):
     text = out.getvalue()
     assert "primary-rtr: 1 difference(s)" in text and "remote-rtr: in agreement" in text
     assert '"port": 9' in text
+
+
+@pytest.mark.django_db
+def test_a_renewal_whose_end_was_being_written_as_the_sweep_ran_is_not_removed_by_that_expiry(ops_lab):
+    # The renewal's finished_at is stamped before its final commit; a sweep in between queues an expiry
+    # created after that stamp. The lock's new expiry, later than the lease expired, still voids it.
+    assert execute(submit("add", {**ADD_XRAID1, "duration": 2}).pk).state == "succeeded"
+    DeviceLock.objects.update(expires_at=timezone.now() - timezone.timedelta(seconds=1))
+    renewal = submit("add", {**ADD_XRAID1, "duration": 3600})
+    [expiry] = expire_leases()
+    assert execute(renewal.pk).state == "succeeded"
+    Operation.objects.filter(pk=renewal.pk).update(finished_at=Operation.objects.get(pk=expiry).created_at
+                                                   - timezone.timedelta(milliseconds=5))
+    removal = execute(expiry)
+    assert removal.state == "succeeded", removal.error
+    assert removal.result["links"] == [] and "renewed until" in removal.transcript
+    assert Link.objects.filter(state="up").count() == 2 and router_keys(ops_lab.primary_sim)
