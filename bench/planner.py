@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             raise _Rollback
     except _Rollback:
         pass
-    everything = [v for values in latencies.values() for v in values]
+    everything = [v for kind, values in latencies.items() if kind != "refused" for v in values]
     for kind, values in latencies.items():
         if values:
             print(
