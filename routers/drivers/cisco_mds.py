@@ -15,15 +15,15 @@ refused rather than activating them (routers/drivers/zoning.py has the rules bot
 share).
 
 Zoning sessions. ``show zone status vsan N`` is read before any change. In enhanced mode the first
-zoning edit takes a fabric-wide session lock that ``zone commit vsan N`` distributes and frees:
-a lock held by anyone else is ZoningBusy (the engine waits and retries within the operation's time
-limit; flexzone never clears another session's lock), our edits end with ``zone commit vsan N``
-and the status is read back. If an edit fails, ``no zone commit vsan N`` discards our pending
-changes and frees our lock (only while our session is still uncommitted: after our own commit the
-lock may be someone else's); if our session dies holding the lock (NX-OS keeps it), this process
-remembers it and the next session on that router frees it the same way before retrying. In basic
-mode there is no lock and ``zoneset activate`` distributes. Confirmation questions (the activation
-of a much bigger zoneset asks, netmiko #154) are switched off with ``terminal dont-ask`` at login.
+zoning edit takes a fabric-wide session lock that ``zone commit vsan N`` distributes and frees: a lock
+held by anyone else is ZoningBusy (the engine waits and retries within the operation's time limit;
+flexzone never clears another session's lock). flexzone takes the lock first, reads again under it,
+plans from that read, and ends its edits with ``zone commit vsan N``, reading the status back. If an
+edit fails, ``no zone commit vsan N`` discards our pending changes and frees our lock (only while our
+session is still uncommitted); a lock our dead session was seen to take is freed by the next session.
+Basic mode has no lock: flexzone reads again right before ``zoneset activate`` and refuses on any
+change but its own (cisco_mds_guard.py says how, and what window remains). Confirmation questions
+(netmiko #154) are switched off with ``terminal dont-ask`` at login.
 
 How a flexzone link maps onto MDS FCIP
 --------------------------------------
@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 
 from netmiko.exceptions import ConfigInvalidException
 
@@ -69,7 +70,24 @@ from routers.drivers.base import (
     RouterLink,
     ZoningBusy,
 )
-from routers.drivers.cisco_mds_config import DESCRIPTION, foreign_fcip, interface_lines, profile_users, zone_lines
+from routers.drivers.cisco_mds_config import (
+    DESCRIPTION,
+    foreign_fcip,
+    interface_lines,
+    profile_users,
+    zone_edit_lines,
+    zone_lines,
+)
+from routers.drivers.cisco_mds_guard import (
+    BUSY,
+    CONFIG_ERRORS,
+    Expected,
+    ZoneLocks,
+    changed_under_us,
+    restore_lines,
+    stale_full_database,
+    still_holding,
+)
 from routers.drivers.cisco_mds_show import (
     FcipConfig,
     ZoneStatus,
@@ -102,27 +120,16 @@ from routers.platforms import Platform, Transport
 FCIP_IDS = range(1, 256)
 ZONESET = "fz_zoneset"
 ZONE_RE = re.compile(r"fz_z(0|[1-9]\d*)_fcip(0|[1-9]\d*)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")  # as flexzone writes them
-BUSY = r"Lock is currently busy"
-CONFIG_ERRORS = rf"% (?:Invalid|Incomplete|Ambiguous)|not present|in use|does not exist|{BUSY}"
-SESSION_CREATED = "Enhanced zone session has been created"
-COMMITTED = "Commit operation initiated"
 
-# Enhanced-mode locks this process's sessions died holding: (host, port, vsan). NX-OS keeps such a
-# lock until it is committed or discarded; the next session of ours to that router discards it.
-_LEFT_LOCKS: set[tuple[str, int, int]] = set()
-
-
-def own_session_open(said: str) -> bool:
-    """Whether a configure session's output shows our enhanced-mode zone session created and not
-    committed since (after ``zone commit`` the lock is free, and may be anyone's)."""
-    return said.rfind(SESSION_CREATED) > said.rfind(COMMITTED)
+# A zoning change: its lines, the zoneset they activate (None: none) and what it is to list (guard).
+Zoning = tuple[list[str], str | None, Expected]
 
 
 def link_prefix(spec: LinkSpec) -> str:
     return f"fz_z{spec.zone}_fcip{spec.port}"
 
 
-class CiscoMdsDriver(SessionGuardedDriver):
+class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
     """MDS NX-OS FCIP: a flexzone fcip interface per port, a zone per initiator-target pair in the
     VSAN's active zoneset (module doc)."""
 
@@ -134,7 +141,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._holding: set[int] = set()  # VSANs whose enhanced-mode lock this session may hold
+        self._holding: set[int] = set()  # VSANs whose enhanced-mode lock this session was seen to take
 
     # --- pure rendering ----------------------------------------------------------------------
     @classmethod
@@ -198,12 +205,6 @@ class CiscoMdsDriver(SessionGuardedDriver):
             # Questions (the activation of a much bigger zoneset, netmiko #154) would hang a run.
             self.run("terminal dont-ask")
 
-    def _drop(self) -> None:
-        for vsan in self._holding:
-            _LEFT_LOCKS.add((self.target.host, self.target.port, vsan))
-        self._holding.clear()
-        super()._drop()
-
     # --- commands ----------------------------------------------------------------------------
     def configure(self, lines: list[str]) -> str:
         """Send the lines between ``configure terminal`` and ``end`` (netmiko sends those two itself).
@@ -214,8 +215,7 @@ class CiscoMdsDriver(SessionGuardedDriver):
         assert lines[0] == "configure terminal" and lines[-1] == "end"
         conn = self.conn
         vsan = self.target.vsan
-        if any(_is_zoning(line) for line in lines):
-            self._holding.add(vsan)
+        held = vsan in self._holding
         mark = len(self._peek_transcript())
         with self._router_call(lines[1]), closed_session_is_eof(self):
             try:
@@ -230,72 +230,27 @@ class CiscoMdsDriver(SessionGuardedDriver):
                     conn.exit_config_mode()  # leave the session usable for the next operation
                 except Exception:  # noqa: BLE001 - the rejection is what matters; a dead session is dropped later
                     pass
-                if own_session_open(said):
+                # Never locked, or our commit already freed the lock (which may be someone else's now):
+                # nothing of ours to discard.
+                self._track_lock(holding := still_holding(held, said))
+                if holding:
                     self.discard_zone_session()
-                else:
-                    # Never locked, or our commit already freed the lock, which may be someone else's now
-                    # (NX-OS lets any session of the same user discard it): nothing of ours to discard.
-                    self._holding.discard(vsan)
                 if re.search(BUSY, message):
                     raise ZoningBusy(f"configure: {message} (another session holds the zoning lock of vsan {vsan})",
                                      transcript=self._peek_transcript()) from exc
                 raise CommandRejected(f"configure: {message}", router_message=message,
                                       transcript=self._peek_transcript()) from exc
             except Exception:
-                said = self._peek_transcript()[mark:]
-                if COMMITTED in said and not own_session_open(said):
-                    self._holding.discard(vsan)  # the session dropped after our commit freed the lock
+                # A lock whose creation we did not see is not remembered as ours (it may be a person's
+                # by the time anyone looks); one we saw and did not commit is freed by our next session.
+                self._track_lock(still_holding(held, self._peek_transcript()[mark:]))
                 raise
-        self._holding.discard(vsan)  # committed (enhanced mode) or never locked (basic mode)
+        self._track_lock(still_holding(held, output))
         return output
-
-    def discard_zone_session(self) -> None:
-        """Free our enhanced-mode lock and drop our pending changes (``no zone commit vsan N``).
-
-        Only a discard the switch accepted frees it here; otherwise the lock stays remembered, and the
-        next session frees it if it is still ours (claim_zoning)."""
-        vsan = self.target.vsan
-        try:
-            self.conn.send_config_set([f"no zone commit vsan {vsan}"], exit_config_mode=True,
-                                      read_timeout=self.wait_limit(self.target.command_timeout),
-                                      error_pattern=CONFIG_ERRORS)
-        except Exception as exc:  # noqa: BLE001 - a dead session is remembered in _drop and freed next time
-            self.warn(f"no zone commit vsan {vsan} failed ({_first_line(str(exc))}); the zoning lock stays "
-                      "remembered for the next session")
-            if isinstance(exc, ConfigInvalidException):
-                try:
-                    self.conn.exit_config_mode()
-                except Exception:  # noqa: BLE001 - a dead session is dropped later
-                    pass
-            return
-        self._holding.discard(vsan)
 
     def zone_status(self) -> ZoneStatus:
         vsan = self.target.vsan
         return self.show(f"show zone status vsan {vsan}", lambda text: parse_zone_status(text, vsan))
-
-    def claim_zoning(self) -> tuple[ZoneStatus, list[str]]:
-        """Before any change: someone else's lock is ZoningBusy; a lock our own dead session left
-        behind is freed by the lines returned (sent first in the configure session)."""
-        status = self.zone_status()
-        key = (self.target.host, self.target.port, self.target.vsan)
-        if status.holder is None:
-            _LEFT_LOCKS.discard(key)
-            return status, []
-        holder_user = re.search(r"\[(\S+)\]", status.holder)
-        if key in _LEFT_LOCKS and holder_user and holder_user.group(1) == self.target.username:
-            self.warn(f"freed the zoning lock of vsan {self.target.vsan} that an earlier flexzone session died "
-                      "holding (no zone commit)")
-            return status, [f"no zone commit vsan {self.target.vsan}"]
-        raise ZoningBusy(f"vsan {self.target.vsan}: the zoning session lock is held by {status.holder}; waiting for it",
-                         transcript=self._peek_transcript())
-
-    def verify_commit(self) -> None:
-        status = self.zone_status()
-        if status.holder is not None or re.search(r"(?i)fail", status.status):
-            raise CommandRejected(f"zone commit vsan {self.target.vsan}: {status.status or 'lock still held'}",
-                                  router_message=status.status, transcript=self._peek_transcript())
-        _LEFT_LOCKS.discard((self.target.host, self.target.port, self.target.vsan))
 
     def fcip_config(self) -> FcipConfig:
         """The fcip profiles and interfaces: the FCIP part of the running configuration only."""
@@ -350,15 +305,18 @@ class CiscoMdsDriver(SessionGuardedDriver):
                            and interface.get("shutdown") == "no" and interface.get("profile") == str(spec.port)
                            and config.profiles.get(spec.port) == spec.local_ip)
         lines = [] if interface_ready else interface_lines(spec)
-        zoning = self._zone(spec, self.zoning(), status)
-        if zoning and status.enhanced:
-            zoning.append(f"zone commit vsan {spec.vsan}")
-        if not lines and not zoning and not freeing:
+        fabric = self.zoning()
+        zoning = self._zone(spec, fabric, status)
+        if zoning[0] and status.enhanced:
+            fabric, zoning = self._under_lock(freeing, fabric, lambda again: self._zone(spec, again, status))
+            freeing = []
+        if not lines and not zoning[0] and not freeing:
             raise LinkExists(f"link {spec.key} already configured", router_message="",
                              transcript=self._peek_transcript())
-        self.configure(["configure terminal", *freeing, *lines, *zoning, "end"])
-        if zoning and status.enhanced:
-            self.verify_commit()
+        if zoning[0] and fabric.in_effect is None:
+            self.warn(f"no zoneset was active in vsan {spec.vsan}; flexzone created and activated {self.zoneset} for "
+                      "its zones")
+        self._apply(status, [*freeing, *lines], zoning, [], fabric)
 
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
@@ -369,30 +327,77 @@ class CiscoMdsDriver(SessionGuardedDriver):
         if interface is not None and interface.get("peer") not in (None, spec.remote_ip):
             raise LinkAbsent(f"fcip{spec.port} peers with {interface['peer']}, not {spec.remote_ip}",
                              router_message="", transcript=self._peek_transcript())
+        def unzone(fabric: FabricZoning) -> Zoning:
+            ours = link_zones(fabric, ZONE_RE, spec)
+            return self._unzone(fabric, ours, spec.vsan, status) if ours else ([], None, {})
+
         fabric = self.zoning()
+        zoning = unzone(fabric)
+        if zoning[0] and status.enhanced:
+            fabric, zoning = self._under_lock(freeing, fabric, unzone)
+            freeing = []
         ours = link_zones(fabric, ZONE_RE, spec)
-        zoning = self._unzone(fabric, ours, spec.vsan, status) if ours else []
-        if zoning and status.enhanced:
-            zoning.append(f"zone commit vsan {spec.vsan}")
         others = port_zones(fabric, ZONE_RE, spec.port) - ours
-        lines = [*freeing, *zoning]
+        last = []
         if interface is not None and interface.get("description") == DESCRIPTION and not others:
-            lines.append(f"no interface fcip {spec.port}")
+            last.append(f"no interface fcip {spec.port}")
             if spec.port in config.profiles and profile_users(config, spec.port) == [spec.port]:
-                lines.append(f"no fcip profile {spec.port}")
-        if lines:
-            self.configure(["configure terminal", *lines, "end"])
-            if zoning and status.enhanced:
-                self.verify_commit()
+                last.append(f"no fcip profile {spec.port}")
+        self._apply(status, freeing, zoning, last, fabric)
         if not ours:
             raise LinkAbsent(f"no flexzone zone of link {spec.key} in vsan {spec.vsan}", router_message="",
                              transcript=self._peek_transcript())
+
+    def _under_lock(self, freeing: list[str], fabric: FabricZoning,
+                    plan: Callable[[FabricZoning], Zoning]) -> tuple[FabricZoning, Zoning]:
+        """Enhanced mode: take the zone session lock (entering the zoneset to edit changes nothing), read
+        the zoning again under it and plan from that read. A refusal, or nothing left to change, frees
+        the lock again."""
+        vsan = self.target.vsan
+        self.configure(["configure terminal", *freeing, f"zoneset name {fabric.in_effect or self.zoneset} vsan {vsan}",
+                        "end"])
+        try:
+            if vsan not in self._holding:
+                raise CommandRejected(f"vsan {vsan}: entering the zoneset took no zone session lock (is the vsan still "
+                                      "in enhanced mode?)", router_message="", transcript=self._peek_transcript())
+            fabric = self.zoning()
+            zoning = plan(fabric)
+        except Exception:
+            if vsan in self._holding:
+                self.discard_zone_session()
+            raise
+        if not zoning[0]:
+            self.discard_zone_session()
+        return fabric, zoning
+
+    def _apply(self, status: ZoneStatus, first: list[str], zoning: Zoning, last: list[str],
+               fabric: FabricZoning) -> None:
+        """Send `first`, the zoning lines and `last`. Enhanced mode ends the zoning with a commit (under
+        the lock _under_lock took); basic mode reads again right before activating."""
+        lines, zoneset, expect = zoning
+        vsan = self.target.vsan
+        if lines and status.enhanced:
+            self.configure(["configure terminal", *first, *lines, f"zone commit vsan {vsan}", *last, "end"])
+            self.verify_commit()
+        elif zoneset is not None and lines and lines[-1].startswith("zoneset activate"):
+            self.configure(["configure terminal", *first, *lines[:-1], "end"])
+            now = self.zoning()
+            if changes := changed_under_us(fabric, now, zoneset, expect):
+                if undo := restore_lines(fabric, now, set(expect), zoneset, vsan):
+                    self.configure(["configure terminal", *undo, "end"])
+                raise CommandRejected(
+                    f"vsan {vsan}: the full zone database changed while flexzone edited it "
+                    f"({describe_changes(changes)}); flexzone took its own edits back and activated nothing",
+                    router_message="", transcript=self._peek_transcript())
+            self.configure(["configure terminal", lines[-1], *last, "end"])
+        elif first or lines or last:
+            self.configure(["configure terminal", *first, *lines, *last, "end"])
 
     def _check_vsan(self, spec: LinkSpec) -> None:
         if spec.vsan != self.target.vsan:
             raise ValueError(f"vsan: the link says vsan {spec.vsan}, the router {self.target.vsan}")
 
-    def _zone(self, spec: LinkSpec, fabric: FabricZoning, status: ZoneStatus) -> list[str]:
+    def _zone(self, spec: LinkSpec, fabric: FabricZoning, status: ZoneStatus) -> Zoning:
         """The zoning lines that make the active zoneset enforce exactly the link's pair zones."""
         vsan = spec.vsan
         # With no active zoneset, the default zone decides: permit lets every device reach every
@@ -406,32 +411,14 @@ class CiscoMdsDriver(SessionGuardedDriver):
         with self._transcript_on_refusal():
             plan = plan_link_zoning(fabric, spec, link_prefix(spec), ZONE_RE, self.zoneset, open_refusal)
         zoneset, wanted, stale = plan.config, plan.wanted, plan.stale
-        lines = zone_lines({name: members for name, members in wanted.items() if name not in fabric.zones},
-                                 vsan)
-        for name, members in wanted.items():
-            have = fabric.zones.get(name)
-            if have is None:
-                continue
-            missing = [m for m in members if m not in have]
-            extra = [m for m in have if m not in members]
-            if missing or extra:
-                lines += [f"zone name {name} vsan {vsan}", *(f"member pwwn {m}" for m in missing),
-                          *(f"no member pwwn {m}" for m in extra)]
-        in_zoneset = fabric.configs.get(zoneset, [])
-        joining = [name for name in wanted if name not in in_zoneset]
-        leaving = [name for name in stale if name in in_zoneset]
-        if joining or leaving:
-            lines += [f"zoneset name {zoneset} vsan {vsan}", *(f"member {name}" for name in joining),
-                      *(f"no member {name}" for name in leaving)]
-        lines += [f"no zone name {name} vsan {vsan}" for name in stale if name in fabric.zones]
+        lines = zone_edit_lines(fabric, wanted, stale, zoneset, vsan)
         enforced = all(sorted(fabric.active.get(name, [])) == sorted(members) for name, members in wanted.items())
+        expect: Expected = {**dict.fromkeys(stale), **wanted}
         if not lines and enforced and not set(stale) & set(fabric.active):
-            return []
-        if fabric.in_effect is None:
-            self.warn(f"no zoneset was active in vsan {vsan}; flexzone created and activated {zoneset} for its zones")
-        return [*lines, f"zoneset activate name {zoneset} vsan {vsan}"]
+            return [], zoneset, expect
+        return [*lines, f"zoneset activate name {zoneset} vsan {vsan}"], zoneset, expect
 
-    def _unzone(self, fabric: FabricZoning, ours: set[str], vsan: int, status: ZoneStatus) -> list[str]:
+    def _unzone(self, fabric: FabricZoning, ours: set[str], vsan: int, status: ZoneStatus) -> Zoning:
         """The zoning lines that take the link's zones out of the active zoneset and re-activate it."""
         zoneset = fabric.in_effect
         lines: list[str] = []
@@ -466,32 +453,11 @@ class CiscoMdsDriver(SessionGuardedDriver):
             self.warn(f"zones {', '.join(sorted(held_elsewhere))} stay defined: other zonesets list them")
         if reactivate:
             lines.append(f"zoneset activate name {reactivate} vsan {vsan}")
-        return lines
+        return lines, reactivate, dict.fromkeys(ours)
 
     def _refuse_stale_full_database(self, fabric: FabricZoning, status: ZoneStatus, ours: set[str]) -> None:
-        """Basic mode with ``distribute: active only``: activation spreads only the active zoneset, so
-        this switch's full database may be empty or older than what is in force (another switch
-        activated since). Re-activating from it would put that older content in force: refused,
-        saying how an administrator brings the full database up to date."""
-        zoneset = fabric.in_effect
-        if status.enhanced or status.distribute != "active only" or zoneset is None:
-            return
-        if zoneset in fabric.configs and not fabric.staged_changes(zoneset, ours):
-            return
-        vsan = self.target.vsan
-        if zoneset not in fabric.configs:
-            held = f"does not hold the active zoneset {zoneset}"
-        else:
-            held = (f"holds another version of the active zoneset {zoneset} "
-                    f"({describe_changes(fabric.staged_changes(zoneset, ours))}: someone staged changes there, or "
-                    "another switch activated since)")
-        raise CommandRejected(
-            f"vsan {vsan} is in basic zoning mode with 'distribute: active only', and this switch's full zone "
-            f"database {held}: re-activating it would put the full database's content in force instead of what is "
-            f"active now. Bring the full database up to date first, on this switch: 'zone copy active-zoneset "
-            f"full-zoneset vsan {vsan}' (then check it with 'show zoneset vsan {vsan}'), or keep every switch's full "
-            f"database in step with 'zoneset distribute full vsan {vsan}'",
-            router_message="", transcript=self._peek_transcript())
+        if refusal := stale_full_database(fabric, status, ours, self.target.vsan):
+            raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
 
     def save_config(self) -> None:
         conn = self.conn
@@ -501,14 +467,6 @@ class CiscoMdsDriver(SessionGuardedDriver):
             message = _error_line(output)
             raise CommandRejected(f"copy running-config startup-config: {message}", router_message=message,
                                   transcript=self._peek_transcript())
-
-
-def _is_zoning(line: str) -> bool:
-    return bool(re.match(r"(?:no )?(?:zone |zoneset |member )", line))
-
-
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0]
 
 
 def _error_line(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from routers.drivers.base import LinkSpec
 from routers.drivers.cisco_mds_show import FcipConfig
+from routers.drivers.zoning import FabricZoning
 
 DESCRIPTION = "flexzone"
 
@@ -61,3 +62,25 @@ def zone_lines(zones: dict[str, list[str]], vsan: int) -> list[str]:
         lines.append(f"zone name {name} vsan {vsan}")
         lines += [f"member pwwn {member}" for member in members]
     return lines
+
+
+def zone_edit_lines(fabric: FabricZoning, wanted: dict[str, list[str]], stale: list[str], zoneset: str,
+                    vsan: int) -> list[str]:
+    """The lines that define the `wanted` zones with exactly their members, list them in `zoneset`, and
+    take the `stale` ones out of it and away (activation not included)."""
+    lines = zone_lines({name: members for name, members in wanted.items() if name not in fabric.zones}, vsan)
+    for name, members in wanted.items():
+        have = fabric.zones.get(name)
+        if have is None:
+            continue
+        missing, extra = [m for m in members if m not in have], [m for m in have if m not in members]
+        if missing or extra:
+            lines += [f"zone name {name} vsan {vsan}", *(f"member pwwn {m}" for m in missing),
+                      *(f"no member pwwn {m}" for m in extra)]
+    in_zoneset = fabric.configs.get(zoneset, [])
+    joining = [name for name in wanted if name not in in_zoneset]
+    leaving = [name for name in stale if name in in_zoneset]
+    if joining or leaving:
+        lines += [f"zoneset name {zoneset} vsan {vsan}", *(f"member {name}" for name in joining),
+                  *(f"no member {name}" for name in leaving)]
+    return lines + [f"no zone name {name} vsan {vsan}" for name in stale if name in fabric.zones]

@@ -1,0 +1,144 @@
+"""MDS: another administrator's change that lands between flexzone's read and its activation, over real
+SSH to the simulator.
+
+Activating a zoneset puts the whole full zoneset in force, so a change someone staged after flexzone
+read the fabric would go live with flexzone's zones. In enhanced mode flexzone takes the zone session
+lock first and reads again under it (nobody can commit while it holds the lock); in basic mode, which
+has no lock, it reads again right before activating and refuses on any change but its own, taking its
+own edits back. A leftover lock is freed only when this process saw its own session take it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from routers.drivers.base import CommandRejected, RouterConnectError, ZoningBusy
+from routers.sim.faults import Fault
+from tests.routers.drivers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
+from tests.routers.drivers.test_fcip_fabric_safety import flexzone_zones, spec_for
+
+SPEC = spec_for("cisco_mds")
+
+
+@pytest.fixture
+def mds(sim_factory):
+    return sim_factory("cisco_mds", ssh=("127.0.0.1", 0))
+
+
+@pytest.fixture
+def admin(mds):
+    session = FabricAdmin(mds, "cisco_mds")
+    yield session
+    session.close()
+
+
+def stage_before_first_edit(driver, admin: FabricAdmin, enhanced: bool) -> None:
+    """The other admin stages a change to PROD just before the driver's first configure session, after
+    the driver has read the fabric (in enhanced mode under a lock of their own, committed, not activated)."""
+    configure, staged = driver.configure, []
+
+    def racing(lines):
+        if not staged:
+            staged.append(True)
+            admin.stage_change()
+            if enhanced:
+                assert "Commit operation initiated" in admin.conn.send_config_set(["zone commit vsan 1"])
+        return configure(lines)
+
+    driver.configure = racing
+
+
+def full_zoneset(mds, name="PROD") -> list[str]:
+    return mds.state().running["zonesets"]["1"][name]
+
+
+@pytest.mark.parametrize("mode", ["basic", "enhanced"])
+def test_mds_an_add_never_activates_a_change_staged_after_its_read(mds, admin, driver_for, mode):
+    admin.seed_production()
+    if mode == "enhanced":
+        admin.enhanced_mode()
+    driver = driver_for(mds)
+    stage_before_first_edit(driver, admin, mode == "enhanced")
+    with pytest.raises(CommandRejected, match="adm_staged is defined in PROD but not in effect"):
+        driver.add_link(SPEC)
+    assert "adm_staged" not in zones_in_force(mds, "cisco_mds") and production_in_force(mds, "cisco_mds")
+    assert flexzone_zones(mds, "cisco_mds") == {}
+    # The admin's staged change is theirs to activate, and flexzone left nothing of its own beside it.
+    assert sorted(full_zoneset(mds)) == ["adm_staged", "prod_oradb1_vmax"]
+    assert not [name for name in mds.state().running["zones"]["1"] if name.startswith("fz_")]
+    assert re.search(r"session:\s+none", admin.conn.send_command("show zone status vsan 1"))
+
+
+@pytest.mark.parametrize("mode", ["basic", "enhanced"])
+def test_mds_a_remove_never_activates_a_change_staged_after_its_read(mds, admin, driver_for, mode):
+    admin.seed_production()
+    if mode == "enhanced":
+        admin.enhanced_mode()
+    driver_for(mds).add_link(SPEC)
+    ours = flexzone_zones(mds, "cisco_mds")
+    driver = driver_for(mds)
+    stage_before_first_edit(driver, admin, mode == "enhanced")
+    with pytest.raises(CommandRejected, match="adm_staged is defined in PROD but not in effect"):
+        driver.remove_link(SPEC)
+    assert "adm_staged" not in zones_in_force(mds, "cisco_mds") and production_in_force(mds, "cisco_mds")
+    assert flexzone_zones(mds, "cisco_mds") == ours  # the link stays whole: in force and defined
+    assert sorted(full_zoneset(mds)) == sorted(["adm_staged", "prod_oradb1_vmax", *ours])
+    assert re.search(r"session:\s+none", admin.conn.send_command("show zone status vsan 1"))
+
+
+def test_mds_basic_mode_reads_again_right_before_activating(mds, admin, driver_for):
+    admin.seed_production()
+    driver = driver_for(mds)
+    driver.take_transcript()
+    driver.add_link(SPEC)
+    commands = re.findall(r"^\S+# (.+)$", driver.take_transcript(), re.M)
+    activation = next(i for i, line in enumerate(commands) if line.startswith("zoneset activate"))
+    last_edit = max(i for i, line in enumerate(commands[:activation]) if line.startswith(("zone name", "member")))
+    assert any(line.startswith("show zoneset") for line in commands[last_edit:activation])
+
+
+def test_mds_enhanced_mode_takes_the_lock_before_the_read_it_edits_from(mds, admin, driver_for):
+    admin.seed_production()
+    admin.enhanced_mode()
+    driver = driver_for(mds)
+    driver.take_transcript()
+    driver.add_link(SPEC)
+    transcript = driver.take_transcript()
+    created = transcript.index("Enhanced zone session has been created")
+    first_zone = transcript.index("zone name fz_")
+    assert "show zoneset active vsan 1" in transcript[created:first_zone]
+
+
+def test_mds_a_staged_fcalias_change_of_a_production_zone_is_never_put_in_force(mds, admin, driver_for):
+    admin.seed_production()
+    admin.conn.send_config_set(["fcalias name arrayA vsan 1", "member pwwn 50:00:09:73:f0:2c:51:05",
+                                "zone name prod_fcalias vsan 1", "member fcalias arrayA",
+                                "member pwwn 10:00:00:90:fa:c7:43:11",
+                                "zoneset name PROD vsan 1", "member prod_fcalias",
+                                "zoneset activate name PROD vsan 1"])
+    admin.conn.send_config_set(["fcalias name arrayA vsan 1", "member pwwn 50:00:09:73:f0:2c:51:06"])  # staged
+    before = mds.state()
+    with pytest.raises(CommandRejected, match="prod_fcalias has other members defined than in effect"):
+        driver_for(mds).add_link(SPEC)
+    assert mds.state() == before
+
+
+def test_mds_a_lock_flexzone_never_saw_itself_take_is_never_freed(mds, admin, driver_for):
+    """flexzone's session dies before its first zoning edit reaches the switch; a person using the same
+    account then takes the lock. The next flexzone session waits for it rather than discarding their work."""
+    admin.seed_production()
+    admin.enhanced_mode()
+    mds.faults = [Fault("drop_before_apply", match=r"^(?:zone|zoneset) name", count=1)]
+    with pytest.raises(RouterConnectError):
+        driver_for(mds).add_link(SPEC)
+    assert re.search(r"session:\s+none", admin.conn.send_command("show zone status vsan 1"))
+    admin.start_edit()  # same username as flexzone's
+    driver = driver_for(mds)
+    with pytest.raises(ZoningBusy):
+        driver.add_link(SPEC)
+    assert "no zone commit" not in driver.take_transcript()
+    # Their pending edit survived: they can still commit it.
+    assert "Commit operation initiated" in admin.conn.send_config_set(["zone commit vsan 1"])
+    assert "adm_pending" in mds.state().running["zones"]["1"]
