@@ -305,18 +305,14 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
                            and interface.get("shutdown") == "no" and interface.get("profile") == str(spec.port)
                            and config.profiles.get(spec.port) == spec.local_ip)
         lines = [] if interface_ready else interface_lines(spec)
-        fabric = self.zoning()
-        zoning = self._zone(spec, fabric, status)
-        if zoning[0] and status.enhanced:
-            fabric, zoning = self._under_lock(freeing, fabric, lambda again: self._zone(spec, again, status))
-            freeing = []
+        fabric, zoning, freeing = self._planned(status, freeing, lambda fabric: self._zone(spec, fabric, status))
         if not lines and not zoning[0] and not freeing:
             raise LinkExists(f"link {spec.key} already configured", router_message="",
                              transcript=self._peek_transcript())
+        self._apply(status, [*freeing, *lines], zoning, [], fabric)
         if zoning[0] and fabric.in_effect is None:
             self.warn(f"no zoneset was active in vsan {spec.vsan}; flexzone created and activated {self.zoneset} for "
                       "its zones")
-        self._apply(status, [*freeing, *lines], zoning, [], fabric)
 
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
@@ -331,11 +327,7 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
             ours = link_zones(fabric, ZONE_RE, spec)
             return self._unzone(fabric, ours, spec.vsan, status) if ours else ([], None, {})
 
-        fabric = self.zoning()
-        zoning = unzone(fabric)
-        if zoning[0] and status.enhanced:
-            fabric, zoning = self._under_lock(freeing, fabric, unzone)
-            freeing = []
+        fabric, zoning, freeing = self._planned(status, freeing, unzone)
         ours = link_zones(fabric, ZONE_RE, spec)
         others = port_zones(fabric, ZONE_RE, spec.port) - ours
         last = []
@@ -347,6 +339,18 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
         if not ours:
             raise LinkAbsent(f"no flexzone zone of link {spec.key} in vsan {spec.vsan}", router_message="",
                              transcript=self._peek_transcript())
+
+    def _planned(self, status: ZoneStatus, freeing: list[str],
+                 plan: Callable[[FabricZoning], Zoning]) -> tuple[FabricZoning, Zoning, list[str]]:
+        """The fabric as read and the zoning change `plan` makes of it, with the lines still to send
+        first. Enhanced mode plans again under the zone session lock (_under_lock, which sends those)."""
+        warned = len(self._warnings)
+        fabric = self.zoning()
+        zoning = plan(fabric)
+        if not zoning[0] or not status.enhanced:
+            return fabric, zoning, freeing
+        del self._warnings[warned:]  # planning again says them again
+        return *self._under_lock(freeing, fabric, plan), []
 
     def _under_lock(self, freeing: list[str], fabric: FabricZoning,
                     plan: Callable[[FabricZoning], Zoning]) -> tuple[FabricZoning, Zoning]:

@@ -53,7 +53,10 @@ def changed_under_us(before: FabricZoning, now: FabricZoning, zoneset: str, expe
     changes = []
     if now.in_effect != before.in_effect:
         changes.append(f"the active zoneset is now {now.in_effect or 'none'}, was {before.in_effect or 'none'}")
-    changes += now.staged_changes(zoneset, expect)
+    # Differences between defined and in effect that were there at the first read are not news (an
+    # fz_zoneset no longer active, say): the plan took them into account.
+    known = set(before.staged_changes(zoneset, expect))
+    changes += [change for change in now.staged_changes(zoneset, expect) if change not in known]
     listed = set(now.configs.get(zoneset, []))
     for name, members in sorted(expect.items()):
         if members is None and name in listed:
@@ -77,13 +80,17 @@ def restore_lines(before: FabricZoning, now: FabricZoning, names: set[str], zone
                       *(f"no member pwwn {m}" for m in extra)]
     listed_before = set(before.configs.get(zoneset, [])) & names
     listed_now = set(now.configs.get(zoneset, [])) & names
-    if listed_before ^ listed_now:
+    # A zoneset that now lists only flexzone's zones but before did not exist, or listed others' too,
+    # is one flexzone's edit created (someone deleted theirs meanwhile): it goes, rather than stays empty.
+    created = zoneset in now.configs and not set(now.configs[zoneset]) - names and (
+        zoneset not in before.configs or set(before.configs[zoneset]) - names)
+    if listed_before ^ listed_now and zoneset in now.configs and not created:
         lines += [f"zoneset name {zoneset} vsan {vsan}", *(f"member {n}" for n in sorted(listed_before - listed_now)),
                   *(f"no member {n}" for n in sorted(listed_now - listed_before))]
+    if created:
+        lines.append(f"no zoneset name {zoneset} vsan {vsan}")
     lines += [f"no zone name {name} vsan {vsan}" for name in sorted(names) if name not in before.zones
               and name in now.zones]
-    if zoneset not in before.configs and zoneset in now.configs and not set(now.configs[zoneset]) - names:
-        lines.append(f"no zoneset name {zoneset} vsan {vsan}")  # flexzone's own, created by this edit
     return lines
 
 
@@ -123,6 +130,16 @@ class ZoneLocks:
         self._holding.clear()
         super()._drop()
 
+    def close(self) -> None:
+        """A session closed holding its lock (an operation ran out of time under it) frees it first; if
+        that fails, the lock is remembered for the next session, as for a dropped one."""
+        if self.target.vsan in self._holding and self._conn is not None:
+            self.discard_zone_session()
+        for vsan in self._holding:
+            _LEFT_LOCKS.add((self.target.host, self.target.port, vsan))
+        self._holding.clear()
+        super().close()
+
     def _track_lock(self, holding: bool) -> None:
         (self._holding.add if holding else self._holding.discard)(self.target.vsan)
 
@@ -130,12 +147,12 @@ class ZoneLocks:
         """Free our enhanced-mode lock and drop our pending changes (``no zone commit vsan N``).
 
         Only a discard the switch accepted frees it here; otherwise the lock stays remembered, and the
-        next session frees it if it is still ours (claim_zoning)."""
+        next session frees it if it is still ours (claim_zoning). Freeing our own lock is clean-up: it
+        is sent even when the operation's time limit has passed (bounded by the command timeout)."""
         vsan = self.target.vsan
         try:
             self.conn.send_config_set([f"no zone commit vsan {vsan}"], exit_config_mode=True,
-                                      read_timeout=self.wait_limit(self.target.command_timeout),
-                                      error_pattern=CONFIG_ERRORS)
+                                      read_timeout=self.target.command_timeout, error_pattern=CONFIG_ERRORS)
         except Exception as exc:  # noqa: BLE001 - a dead session is remembered in _drop and freed next time
             self.warn(f"no zone commit vsan {vsan} failed ({first_line(str(exc))}); the zoning lock stays "
                       "remembered for the next session")
@@ -156,9 +173,10 @@ class ZoneLocks:
             _LEFT_LOCKS.discard(key)
             return status, []
         holder_user = re.search(r"\[(\S+)\]", status.holder)
-        if key in _LEFT_LOCKS and holder_user and holder_user.group(1) == self.target.username:
-            self.warn(f"freed the zoning lock of vsan {self.target.vsan} that an earlier flexzone session died "
-                      "holding (no zone commit)")
+        ours = key in _LEFT_LOCKS or self.target.vsan in self._holding  # left by a dead session, or by this one
+        if ours and holder_user and holder_user.group(1) == self.target.username:
+            self.warn(f"freed the zoning lock of vsan {self.target.vsan} that a session of flexzone's left "
+                      "behind (no zone commit)")
             return status, [f"no zone commit vsan {self.target.vsan}"]
         raise ZoningBusy(f"vsan {self.target.vsan}: the zoning session lock is held by {status.holder}; waiting for it",
                          transcript=self._peek_transcript())

@@ -11,15 +11,17 @@ own edits back. A leftover lock is freed only when this process saw its own sess
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
-from routers.drivers.base import CommandRejected, RouterConnectError, ZoningBusy
+from routers.drivers.base import CommandRejected, LinkSpec, RouterConnectError, RouterTimeout, ZoningBusy
 from routers.sim.faults import Fault
 from tests.routers.drivers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
 from tests.routers.drivers.test_fcip_fabric_safety import flexzone_zones, spec_for
 
 SPEC = spec_for("cisco_mds")
+OTHER = LinkSpec(6, 8, "198.18.1.2", "198.18.0.2", "50:00:09:72:08:1a:f1:05", ("10:00:00:10:9b:5e:b0:03",))
 
 
 @pytest.fixture
@@ -142,3 +144,66 @@ def test_mds_a_lock_flexzone_never_saw_itself_take_is_never_freed(mds, admin, dr
     # Their pending edit survived: they can still commit it.
     assert "Commit operation initiated" in admin.conn.send_config_set(["zone commit vsan 1"])
     assert "adm_pending" in mds.state().running["zones"]["1"]
+
+
+def test_mds_a_lock_taken_as_the_time_limit_ran_out_is_freed_when_the_session_closes(mds, admin, driver_for):
+    """The operation's time limit passes right after the driver took the lock: the read under it stops,
+    and the lock must not outlive the operation (the pool closes the session after a timeout)."""
+    admin.seed_production()
+    admin.enhanced_mode()
+    driver = driver_for(mds)
+    read, reads = driver.zoning, []
+
+    def zoning(**kwargs):
+        reads.append(1)
+        if len(reads) == 2:  # the read under the lock
+            driver.deadline = time.monotonic() - 1
+        return read(**kwargs)
+
+    driver.zoning = zoning
+    with pytest.raises(RouterTimeout):
+        driver.add_link(SPEC)
+    driver.deadline = None
+    driver.close()
+    assert re.search(r"session:\s+none", admin.conn.send_command("show zone status vsan 1"))
+    driver_for(mds).add_link(SPEC)
+    assert len(flexzone_zones(mds, "cisco_mds")) == 2
+
+
+def test_mds_enhanced_mode_says_each_warning_once(mds, admin, driver_for):
+    admin.enhanced_mode()
+    driver = driver_for(mds)
+    driver.add_link(SPEC)  # no zoneset active: flexzone creates fz_zoneset
+    assert len(driver.take_warnings()) == 1
+    driver.remove_link(SPEC)  # its last zone: fz_zoneset is deactivated again
+    assert len(driver.take_warnings()) == 1
+
+
+@pytest.mark.parametrize("mode", ["basic", "enhanced"])
+def test_mds_what_differed_before_the_read_is_no_race(mds, admin, driver_for, mode):
+    """An fz_zoneset someone deactivated still lists another link's zones: the add goes ahead in both modes."""
+    if mode == "enhanced":
+        admin.enhanced_mode()
+    driver = driver_for(mds)
+    driver.add_link(OTHER)
+    admin.conn.send_config_set(["no zoneset activate name fz_zoneset vsan 1",
+                                *(["zone commit vsan 1"] if mode == "enhanced" else [])])
+    driver.add_link(SPEC)
+    assert len(flexzone_zones(mds, "cisco_mds")) == 3
+
+
+def test_mds_basic_mode_never_leaves_behind_a_zoneset_an_admin_deleted_meanwhile(mds, admin, driver_for):
+    admin.seed_production()
+    driver = driver_for(mds)
+    configure, raced = driver.configure, []
+
+    def racing(lines):
+        if not raced:
+            raced.append(admin.conn.send_config_set(["no zoneset name PROD vsan 1"]))
+        return configure(lines)
+
+    driver.configure = racing
+    with pytest.raises(CommandRejected, match="changed while flexzone edited it"):
+        driver.add_link(SPEC)
+    assert "PROD" not in mds.state().running["zonesets"]["1"]
+    assert production_in_force(mds, "cisco_mds") and flexzone_zones(mds, "cisco_mds") == {}
