@@ -25,11 +25,6 @@ SPEC = LinkSpec(port=5, zone=7, remote_ip="198.18.1.1", local_ip="198.18.0.1", w
 ZONE = "fz_z7_fcip5_100000109b5eb001_500009739806c808"
 
 
-@pytest.fixture
-def mds(sim_factory):
-    return sim_factory("cisco_mds", ssh=("127.0.0.1", 0))
-
-
 def stock_session(sim):
     host, port = sim.addresses["ssh"]
     return ConnectHandler(device_type="cisco_nxos", host=host, port=port, username=USERNAME, password=PASSWORD,

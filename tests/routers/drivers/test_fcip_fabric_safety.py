@@ -298,18 +298,6 @@ def test_an_add_that_needs_no_initiators_is_refused_before_anything_is_sent(swit
 # --- Cisco MDS enhanced zoning mode -----------------------------------------------------------
 
 
-@pytest.fixture
-def mds(sim_factory):
-    return sim_factory("cisco_mds", ssh=("127.0.0.1", 0))
-
-
-@pytest.fixture
-def mds_admin(mds):
-    session = FabricAdmin(mds, "cisco_mds")
-    yield session
-    session.close()
-
-
 def test_mds_enhanced_mode_edits_end_with_a_commit_that_frees_the_lock(mds, mds_admin, driver_for):
     mds_admin.seed_production()
     mds_admin.enhanced_mode()

@@ -34,11 +34,6 @@ def fos(sim_factory):
 
 
 @pytest.fixture
-def mds(sim_factory):
-    return sim_factory("cisco_mds", ssh=("127.0.0.1", 0))
-
-
-@pytest.fixture
 def admin_of():
     sessions = []
 
