@@ -5,7 +5,8 @@ locks again, write each link as `configuring` (so a record exists before the rou
 each router step, then mark the links `up` in the commit that journals success. A remove marks
 `removing`, removes, verifies, marks `down` and releases the locks, keeping a link another hold still
 needs (another device of the zone between the same two sites, whichever of them asked). A permanent
-failure part-way through an add rolls back the steps done.
+failure part-way through an add or a remove rolls back the steps done (operations/rollback.py), so a
+site keeps whole what it holds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from operations.conf import ops_settings
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import (
     holders_expiries,
@@ -32,6 +32,7 @@ from operations.holders import (
 )
 from operations.journal import Run
 from operations.models import Operation
+from operations.rollback import put_back_removed, roll_back_add
 from operations.steps import drive, look, read_router
 from registry.models import Device, DeviceLock, Link, Router, Site
 from registry.planner import PlanStep, find_router
@@ -193,7 +194,7 @@ def execute_add(run: Run) -> None:
                 else:
                     done.append((step, link, True))
                 Link.objects.filter(pk__in=untouched).update(state=Link.State.FAILED, down_at=timezone.now())
-                _roll_back(run, done, exc)
+                roll_back_add(run, done, exc)
         done.append((step, link, ours))
     # Every step is verified on its router: the records say `up` in the commit that says `succeeded`.
     run.links_up = [link.pk for _, link, ours in done if ours]
@@ -300,44 +301,6 @@ def _fcip_link_lacks(link: Link, router: Router, step: PlanStep, device_id: int)
     return None
 
 
-def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
-    """Undo this add's router steps in reverse; raise OperationFailed with the original reason.
-
-    Each undo gets a time budget of its own (the operation's limit, at most 60 s): the add may have
-    spent all of its time, and a router that stays silent must not take the others' undo with it.
-    """
-    budget = min(60.0, ops_settings().total_timeout)
-    leftovers, kept_up = [], []
-    for step, link, ours in reversed(done):
-        if not ours:
-            continue
-        run.deadline = max(run.deadline, time.monotonic() + budget)
-        try:
-            drive(run, link.router, step.spec, "remove")
-        except StepFailed as exc:
-            found = None if exc.timed_out else look(run, link.router, step.spec)
-            if found == "holds":
-                # Up on its router and held by this add's lock: the registry says so, and the
-                # operator disconnects it (or reconcile repairs it), rather than a record that lies.
-                Link.objects.filter(pk=link.pk).update(state=Link.State.UP, up_at=timezone.now(),
-                                                       updated_at=timezone.now())
-                kept_up.append(f"{link} (rollback failed: {exc}; it is up and held)")
-                continue
-            if found != "absent":
-                leftovers.append(f"{link} (rollback failed: {exc})")
-                continue
-        Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
-                                               updated_at=timezone.now())
-    if leftovers or kept_up:
-        parts = [f"left configuring for reconcile: {'; '.join(leftovers)}"] if leftovers else []
-        parts += [f"left up: {'; '.join(kept_up)}"] if kept_up else []
-        raise OperationFailed(f"{cause}; {'; '.join(parts)}", state=State.FAILED)
-    DeviceLock.objects.filter(operation=run.op).delete()
-    if not any(ours for _step, _link, ours in done):
-        raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
-    raise OperationFailed(f"{cause} (rolled back)", state=State.ROLLED_BACK)
-
-
 def execute_remove(run: Run) -> None:
     op, plan = run.op, run.op.plan
     _after_earlier_requests(run)
@@ -349,6 +312,7 @@ def execute_remove(run: Run) -> None:
     steps = _steps(plan)
     links, previous, kept = _after_operations_in_flight(run, lambda: _links_for_remove(run, steps))
     removed: list[int] = []
+    taken_down: list[tuple[PlanStep, Link]] = []  # what this remove took off its routers, to put back on failure
     for index, (step, link) in enumerate(zip(steps, links, strict=True)):
         if index in kept:
             holder_site, holder_device = kept[index]
@@ -363,6 +327,7 @@ def execute_remove(run: Run) -> None:
             if found == "absent":  # gone after all (a lost reply, then faults): the step is done
                 run.notes.append(f"{link}: the router no longer lists it ({exc}); carrying on")
                 removed.append(link.pk)
+                taken_down.append((step, link))
                 continue
             # Steps not yet sent are untouched: as they were, and so is a link the router still
             # holds in full. A step refused part-way may have taken some of the link down (its
@@ -379,9 +344,15 @@ def execute_remove(run: Run) -> None:
                     Link.objects.filter(pk=lk.pk).delete()
                 else:
                     Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
-            _settle_removed(removed, previous)
-            raise OperationFailed(str(exc)) from None
+            restored = put_back_removed(run, taken_down, previous, exc)
+            _settle_removed([pk for pk in removed if pk not in restored], previous)
+            if taken_down and len(restored) == len(taken_down) and (exc.untouched or found == "holds"):
+                raise OperationFailed(f"{exc} (rolled back: {len(restored)} link(s) put back)",
+                                      state=State.ROLLED_BACK) from None
+            raise OperationFailed(str(exc) + (f"; not put back: {len(taken_down) - len(restored)} link(s)"
+                                              if taken_down else "")) from None
         removed.append(link.pk)
+        taken_down.append((step, link))
     removed = _settle_removed(removed, previous, keep_for_finish=True)
     run.links_down = removed
     ids = plan_ids(plan)

@@ -229,3 +229,24 @@ def test_a_recovered_add_whose_router_now_refuses_connections_keeps_its_lock_and
     assert router_keys(ops_lab.remote_sim)  # the link the crashed run made is still there
     assert DeviceLock.objects.exists()
     assert Link.objects.filter(router=ops_lab.remote_rtr, state__in=Link.ACTIVE_STATES).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", ["remove", "expire"])
+def test_a_removal_whose_second_router_refuses_logins_puts_the_first_back_and_keeps_the_lock(ops_lab, kind):
+    # Found by tests/operations/test_model.py: the first router's link was removed, the second's stayed,
+    # and the site kept its lock with half a path. All or nothing, as an add: the first is put back.
+    assert execute(submit("add", {**ADD_XRAID1, "duration": 600}).pk).state == "succeeded"
+    before = {router.name: router_keys(ops_lab.sim_of(router)) for router in (ops_lab.primary_rtr, ops_lab.remote_rtr)}
+    ops_lab.primary_sim.add_fault("refuse_login")  # the removal's second step (the owner's router)
+    pool.close_all()
+    op = execute(submit(kind, ADD_XRAID1).pk)
+    assert op.state == "rolled_back", (op.state, op.error)
+    assert "primary-rtr" in op.error and "put back" in op.error
+    assert {router.name: router_keys(ops_lab.sim_of(router)) for router in (ops_lab.primary_rtr, ops_lab.remote_rtr)} \
+        == before
+    assert DeviceLock.objects.filter(site__name="remote-site").exists()
+    ops_lab.primary_sim.clear_faults()
+    assert_agreement(ops_lab)
+    assert execute(submit("remove", ADD_XRAID1).pk).state == "succeeded"  # once it answers, it goes
+    assert not DeviceLock.objects.exists()

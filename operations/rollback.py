@@ -1,0 +1,87 @@
+"""Undoing part of an operation that failed part-way, so that a site keeps whole what it holds.
+
+An add whose step fails for good removes what its earlier steps made (``roll_back_add``); a remove
+whose step fails for good puts back what its earlier steps took down (``put_back_removed``): the
+site still holds the device, so it keeps its path on every router, and the removal can be asked
+again (the lease chore asks again by itself) once the router answers. Each undo gets a time budget
+of its own (the operation's limit, at most 60 s): the operation may have spent all of its time, and
+a router that stays silent must not take the others' undo with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from django.utils import timezone
+
+from operations.conf import ops_settings
+from operations.errors import OperationFailed, StepFailed
+from operations.journal import Run
+from operations.models import Operation
+from operations.steps import drive, look
+from registry.models import DeviceLock, Link
+from registry.planner import PlanStep
+
+State = Operation.State
+
+
+def _undo_budget(run: Run) -> None:
+    run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
+
+
+def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
+    """Undo this add's router steps in reverse; raise OperationFailed with the original reason."""
+    leftovers, kept_up = [], []
+    for step, link, ours in reversed(done):
+        if not ours:
+            continue
+        _undo_budget(run)
+        try:
+            drive(run, link.router, step.spec, "remove")
+        except StepFailed as exc:
+            found = None if exc.timed_out else look(run, link.router, step.spec)
+            if found == "holds":
+                # Up on its router and held by this add's lock: the registry says so, and the
+                # operator disconnects it (or reconcile repairs it), rather than a record that lies.
+                Link.objects.filter(pk=link.pk).update(state=Link.State.UP, up_at=timezone.now(),
+                                                       updated_at=timezone.now())
+                kept_up.append(f"{link} (rollback failed: {exc}; it is up and held)")
+                continue
+            if found != "absent":
+                leftovers.append(f"{link} (rollback failed: {exc})")
+                continue
+        Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
+                                               updated_at=timezone.now())
+    if leftovers or kept_up:
+        parts = [f"left configuring for reconcile: {'; '.join(leftovers)}"] if leftovers else []
+        parts += [f"left up: {'; '.join(kept_up)}"] if kept_up else []
+        raise OperationFailed(f"{cause}; {'; '.join(parts)}", state=State.FAILED)
+    DeviceLock.objects.filter(operation=run.op).delete()
+    if not any(ours for _step, _link, ours in done):
+        raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
+    raise OperationFailed(f"{cause} (rolled back)", state=State.ROLLED_BACK)
+
+
+def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous: dict[int, str | None],
+                     cause: StepFailed) -> list[int]:
+    """Put back, in reverse, the links this remove took off their routers before `cause`; returns the
+    ids of those that are up again (their records back to what they were). A record this remove wrote
+    where there was none is not put back: nothing was held there."""
+    restored = []
+    for step, link in reversed(taken_down):
+        if previous.get(link.pk) is None:
+            continue
+        _undo_budget(run)
+        spec = dataclasses.replace(step.spec, initiators=tuple(link.initiators) or step.spec.initiators)
+        try:
+            drive(run, link.router, spec, "add")
+        except (StepFailed, ValueError) as exc:
+            found = None if getattr(exc, "timed_out", True) else look(run, link.router, spec)
+            if found != "holds":
+                run.notes.append(f"{link}: could not be put back after {cause} ({exc})")
+                continue
+        Link.objects.filter(pk=link.pk).update(state=previous[link.pk], updated_at=timezone.now())
+        run.notes.append(f"{link}: put back, the removal failed on another router ({cause})")
+        restored.append(link.pk)
+    return restored
