@@ -7,8 +7,9 @@ west-site on Cisco MDS over SSH, each FCIP switch carrying another admin's produ
 RAID-R1 (remote-site's, zone 1, so two sites hold each other's devices through the same links) and
 WEST-ARRAY1 (west-site's, zone 4). The moves: connect (with or without a lease; again, it renews),
 disconnect, a lease run out and expired by the lease chore, a registry edit of a site's router port,
-a router outage (logins refused) and its recovery, and another admin's zoning change on an FCIP
-switch. After every move, with every operation ended:
+a router outage (logins refused) and its recovery, another admin's zoning change on an FCIP switch,
+the MDS switched to enhanced zoning, and a connect while another admin holds a switch's zoning open
+(a FOS transaction, an MDS enhanced-mode lock) for a second. After every move, with every operation ended:
 
 * each router carries exactly the links the locks need: the union of the plans of every lock,
   computed from the registry, equals what the simulator has up, and the registry's `up` links agree;
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from collections import Counter
 from datetime import timedelta
 
@@ -109,7 +111,8 @@ class EngineModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.down: set[str] = set()
-        clean_slate(self.sims)
+        self.enhanced = False
+        clean_slate(self.sims, self.admins)
         self.foreign = {name: foreign_zoning(self.sims[name], WIRING[name][0]) for name in FCIP}
         self.ports = dict(Site.objects.values_list("name", "router_port"))
 
@@ -174,8 +177,31 @@ class EngineModel(RuleBasedStateMachine):
         else:
             admin.conn.send_config_set([f"zone name {zone} vsan 1", f"member pwwn {members}",
                                         "zoneset name PROD vsan 1", f"member {zone}",
-                                        "zoneset activate name PROD vsan 1"])
+                                        "zoneset activate name PROD vsan 1",
+                                        *(["zone commit vsan 1"] if self.enhanced else [])])
         self.foreign[name] = foreign_zoning(self.sims[name], WIRING[name][0])
+
+    @rule()
+    def mds_goes_enhanced(self):
+        """The MDS admin switches vsan 1 to enhanced zoning (its zone session lock, commits)."""
+        if not self.enhanced:
+            self.admins["west-rtr"].enhanced_mode()
+            self.enhanced = True
+
+    @rule(name=st.sampled_from(FCIP), site=st.sampled_from(SITES), device=st.sampled_from(DEVICES))
+    def connect_while_an_admin_holds_the_zoning(self, name, site, device):
+        """Another admin has a zoning edit open (FOS transaction, MDS enhanced-mode lock) for a second:
+        flexzone waits for it and never breaks it; the admin then drops the edit."""
+        admin = self.admins[name]
+        if WIRING[name][0] == "cisco_mds" and not self.enhanced:
+            return self.connect(site, device, None)  # basic mode has no lock to hold
+        admin.start_edit()
+        release = threading.Timer(1.0, admin.abandon_edit)
+        release.start()
+        try:
+            self.connect(site, device, None)
+        finally:
+            release.join()
 
     def _run(self, kind: str, request: dict) -> None:
         try:
@@ -216,11 +242,13 @@ class EngineModel(RuleBasedStateMachine):
             Site.objects.filter(name=site).update(router_port=port)
 
 
-def clean_slate(sims: dict) -> None:
-    """No fault, no lock, no link, and nothing of flexzone's on any router (whatever an earlier example,
-    failed or shrunk, left), so that every example starts alike."""
+def clean_slate(sims: dict, admins: dict) -> None:
+    """No fault, no lock, no link, basic zoning mode on the MDS, and nothing of flexzone's on any
+    router (whatever an earlier example, failed or shrunk, left), so that every example starts alike."""
     for sim in sims.values():
         sim.faults = []
+    if sims["west-rtr"].state().running["zone_modes"].get("1") == "enhanced":
+        admins["west-rtr"].conn.send_config_set(["no zone mode enhanced vsan 1"])
     for lock in list(DeviceLock.objects.select_related("site", "device")):
         execute(submit("remove", {"site": lock.site.name, "device_description": lock.device.description}).pk)
     DeviceLock.objects.all().delete()
