@@ -288,6 +288,7 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
         )
     if zoning and action == "add":
         _refuse_shared_fcip_link(devices, routers, requester, zone)
+        _refuse_fcip_port_peering_elsewhere(steps)
     configured = _configured_initiators(steps, zone) if zoning and action == "remove" else {}
     plan_steps = []
     for order, (router, local, remote, device) in enumerate(steps, start=1):
@@ -322,6 +323,24 @@ def _refuse_shared_fcip_link(devices: list[Device], routers: dict[int, Router], 
                 f"zone {zone.zone_id} has {len(names)} devices of one site ({', '.join(names)}), and router "
                 f"{fcip[0].name} ({fcip[0].platform}) is FCIP: an FCIP link zones one device, and flexzone does "
                 "not share one between devices. Connect one device by its description.",
+            )
+
+
+def _refuse_fcip_port_peering_elsewhere(steps: list[tuple]) -> None:
+    """An FCIP interface or tunnel peers with one gateway: a step on a port whose active link goes to
+    another gateway is refused (the switch would refuse it, part-way through the operation)."""
+    for router, local, remote, _device in steps:
+        if not _zones_initiators(router.platform):
+            continue
+        other = (Link.active().filter(router=router, port=local.router_port).exclude(remote_ip=remote.data_ip)
+                 .select_related("site", "device").first())
+        if other is not None:
+            raise PlanError(
+                "site",
+                f"router {router.name}'s port {local.router_port} (site {local.name}'s router_port) already carries a "
+                f"link to {other.remote_ip} ({other.site.name}'s hold of {other.device.description}), and an FCIP "
+                f"interface or tunnel peers with one gateway: {remote.name} cannot be reached through it. Disconnect "
+                "that link first.",
             )
 
 

@@ -254,7 +254,10 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
         after it deleted the tunnel leaves those, and they still grant access)."""
         fabric, tunnels = self.zoning(), self.tunnels()
         listed = spec.key in {link.key for link in self._links(fabric, tunnels)}
-        return listed or bool(link_zones(fabric, ZONE_RE, spec) & set(fabric.active))
+        # Zones of the VE port are another link's when its tunnel goes to another gateway.
+        tunnel = tunnels.get(str(spec.port))
+        ours = tunnel is None or tunnel.remote_ip in (None, spec.remote_ip)
+        return listed or (ours and bool(link_zones(fabric, ZONE_RE, spec) & set(fabric.active)))
 
     def _links(self, fabric: FosZoning, tunnels: dict[str, TunnelInfo]) -> list[RouterLink]:
         on_ve = {int(ve): tunnel for ve, tunnel in tunnels.items() if ve.isdigit()}  # not a blade's slot/VE

@@ -279,9 +279,12 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
 
     def remnants(self, spec: LinkSpec) -> bool:
         """Anything of the link on the switch: listed, or any of its zones in force."""
-        fabric = self.zoning(zonesets=False)
-        listed = spec.key in {link.key for link in self._links(self.fcip_config(), fabric)}
-        return listed or bool(link_zones(fabric, ZONE_RE, spec) & set(fabric.active))
+        fabric, config = self.zoning(zonesets=False), self.fcip_config()
+        listed = spec.key in {link.key for link in self._links(config, fabric)}
+        # Zones of the port are another link's when its interface peers with another gateway.
+        peer = config.interfaces.get(spec.port, {}).get("peer")
+        ours = peer in (None, spec.remote_ip)
+        return listed or (ours and bool(link_zones(fabric, ZONE_RE, spec) & set(fabric.active)))
 
     @staticmethod
     def _links(config: FcipConfig, fabric: FabricZoning) -> list[RouterLink]:

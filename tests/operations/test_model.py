@@ -274,3 +274,32 @@ def test_random_moves_never_break_what_the_locks_promise(model_lab, capsys):
     outcomes = Counter(f"{kind} {state}" for kind, state in Operation.objects.values_list("kind", "state"))
     with capsys.disabled():
         print(f"model seed {seed}: operations {dict(sorted(outcomes.items()))}")
+
+
+# --- what the model found, as plain tests ---------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_connect_needing_an_fcip_port_that_peers_elsewhere_is_refused_at_submit(model_lab):
+    # west-rtr's fcip25 peers with remote-site once west-site holds RAID-R1; XRAID1 (primary-site's)
+    # would need the same interface to peer with primary-site's gateway too.
+    assert execute(submit("add", {"site": "west-site", "device_description": "RAID-R1"}).pk).state == "succeeded"
+    with pytest.raises(PlanError, match="west-rtr.*already carries a link to 127.0.0.22"):
+        submit("add", {"site": "west-site", "device_description": "XRAID1"})
+
+
+@pytest.mark.django_db
+def test_two_queued_connects_on_one_fcip_port_leave_the_second_rolled_back_and_nothing_configuring(model_lab):
+    # Both planned before either ran (seed 3116319813 of the model found the second left `configuring`:
+    # its rollback took the first link's zones on the same port for its own remnants).
+    sims, _admins = model_lab
+    first = submit("add", {"site": "west-site", "device_description": "RAID-R1"})
+    second = submit("add", {"site": "west-site", "device_description": "XRAID1"})
+    assert execute(first.pk).state == "succeeded"
+    op = execute(second.pk)
+    assert op.state == "rolled_back", (op.state, op.error)
+    assert "already peers with 127.0.0.22" in op.error
+    assert not Link.objects.filter(state="configuring").exists()
+    assert not up_keys(sims["primary-rtr"])
+    assert up_keys(sims["west-rtr"]) == {(25, 1, "127.0.0.22")}
+    assert list(DeviceLock.objects.values_list("site__name", "device__description")) == [("west-site", "RAID-R1")]
