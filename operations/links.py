@@ -32,7 +32,7 @@ from operations.holders import (
 )
 from operations.journal import Run
 from operations.models import Operation
-from operations.rollback import put_back_removed, roll_back_add
+from operations.rollback import lease_due_again, put_back_removed, roll_back_add
 from operations.steps import drive, look, read_router
 from registry.models import Device, DeviceLock, Link, Router, Site
 from registry.planner import PlanStep, find_router
@@ -344,13 +344,15 @@ def execute_remove(run: Run) -> None:
                     Link.objects.filter(pk=lk.pk).delete()
                 else:
                     Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
-            restored = put_back_removed(run, taken_down, previous, exc)
-            _settle_removed([pk for pk in removed if pk not in restored], previous)
-            if taken_down and len(restored) == len(taken_down) and (exc.untouched or found == "holds"):
+            restored, lost = put_back_removed(run, taken_down, previous, exc)
+            _settle_removed([pk for pk in removed if pk not in restored and pk not in lost], previous)
+            if op.kind == Kind.EXPIRE:
+                lease_due_again(op)
+            if restored and not lost and (exc.untouched or found == "holds"):
                 raise OperationFailed(f"{exc} (rolled back: {len(restored)} link(s) put back)",
                                       state=State.ROLLED_BACK) from None
-            raise OperationFailed(str(exc) + (f"; not put back: {len(taken_down) - len(restored)} link(s)"
-                                              if taken_down else "")) from None
+            raise OperationFailed(str(exc) + (f"; not put back, left failed for reconcile: {len(lost)} link(s)"
+                                              if lost else "")) from None
         removed.append(link.pk)
         taken_down.append((step, link))
     removed = _settle_removed(removed, previous, keep_for_finish=True)

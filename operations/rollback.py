@@ -3,7 +3,8 @@
 An add whose step fails for good removes what its earlier steps made (``roll_back_add``); a remove
 whose step fails for good puts back what its earlier steps took down (``put_back_removed``): the
 site still holds the device, so it keeps its path on every router, and the removal can be asked
-again (the lease chore asks again by itself) once the router answers. Each undo gets a time budget
+again once the router answers (a failed expiry leaves its lease due, so the lease chore asks again:
+``lease_due_again``). Each undo gets a time budget
 of its own (the operation's limit, at most 60 s): the operation may have spent all of its time, and
 a router that stays silent must not take the others' undo with it.
 """
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.errors import OperationFailed, StepFailed
+from operations.holders import plan_ids
 from operations.journal import Run
 from operations.models import Operation
 from operations.steps import drive, look
@@ -64,11 +66,13 @@ def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: Step
 
 
 def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous: dict[int, str | None],
-                     cause: StepFailed) -> list[int]:
-    """Put back, in reverse, the links this remove took off their routers before `cause`; returns the
-    ids of those that are up again (their records back to what they were). A record this remove wrote
-    where there was none is not put back: nothing was held there."""
-    restored = []
+                     cause: StepFailed) -> tuple[list[int], list[int]]:
+    """Put back, in reverse, the links this remove took off their routers before `cause`. Returns the
+    ids of those up again (their records `up`: the router holds them as the spec wants) and of those
+    that could not be put back (their records `failed`: part of one may be on its router, for
+    reconcile to settle). A record this remove wrote where there was none is not put back: nothing
+    was held there."""
+    restored, lost = [], []
     for step, link in reversed(taken_down):
         if previous.get(link.pk) is None:
             continue
@@ -79,9 +83,23 @@ def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous
         except (StepFailed, ValueError) as exc:
             found = None if getattr(exc, "timed_out", True) else look(run, link.router, spec)
             if found != "holds":
-                run.notes.append(f"{link}: could not be put back after {cause} ({exc})")
+                run.notes.append(f"{link}: could not be put back after {cause} ({exc}); left failed for reconcile")
+                Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
+                                                       updated_at=timezone.now())
+                lost.append(link.pk)
                 continue
-        Link.objects.filter(pk=link.pk).update(state=previous[link.pk], updated_at=timezone.now())
+        Link.objects.filter(pk=link.pk).update(state=Link.State.UP, updated_at=timezone.now())
         run.notes.append(f"{link}: put back, the removal failed on another router ({cause})")
         restored.append(link.pk)
-    return restored
+    return restored, lost
+
+
+def lease_due_again(op: Operation) -> None:
+    """An expiry that failed leaves its lease due again, so that a later sweep of the lease chore asks
+    again (the sweep cleared the lock's expiry when it submitted this one)."""
+    expired_at = op.request.get("lease_expired_at")
+    if not expired_at:
+        return
+    ids = plan_ids(op.plan)
+    DeviceLock.objects.filter(site_id=ids["site"], device_id__in=[pk for pk, _zone in ids["devices"].values()],
+                              expires_at__isnull=True).update(expires_at=expired_at)

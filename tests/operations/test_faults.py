@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from operations import execute, reconcile, submit
+from operations.chores import expire_leases
 from operations.models import Operation
 from operations.pool import pool
 from registry.models import DeviceLock, Link, Router
@@ -250,3 +253,34 @@ def test_a_removal_whose_second_router_refuses_logins_puts_the_first_back_and_ke
     assert_agreement(ops_lab)
     assert execute(submit("remove", ADD_XRAID1).pk).state == "succeeded"  # once it answers, it goes
     assert not DeviceLock.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_expiry_that_fails_leaves_the_lease_due_and_the_lease_chore_asks_again(ops_lab):
+    assert execute(submit("add", {**ADD_XRAID1, "duration": 600}).pk).state == "succeeded"
+    DeviceLock.objects.update(expires_at=timezone.now() - timedelta(seconds=5))
+    ops_lab.primary_sim.add_fault("refuse_login")  # the expiry's second step
+    pool.close_all()
+    [expiry] = expire_leases()
+    assert execute(expiry).state == "rolled_back"
+    assert DeviceLock.objects.get().expires_at is not None  # due again, not held for ever
+    ops_lab.primary_sim.clear_faults()
+    [again] = expire_leases()
+    assert execute(again).state == "succeeded"
+    assert not DeviceLock.objects.exists() and not router_keys(ops_lab.remote_sim)
+
+
+@pytest.mark.django_db
+def test_a_recovered_removal_puts_back_what_it_took_down_as_up(ops_lab):
+    # The worker died after marking the links `removing`; on recovery primary-rtr refuses logins.
+    assert execute(submit("add", ADD_XRAID1).pk).state == "succeeded"
+    op = submit("remove", ADD_XRAID1)
+    Link.objects.update(state="removing", operation=op)
+    Operation.objects.filter(pk=op.pk).update(state="running", phase="on_router", heartbeat_at="2000-01-01T00:00Z")
+    ops_lab.primary_sim.add_fault("refuse_login")
+    pool.close_all()
+    assert execute(op.pk).state != "succeeded"
+    put_back = Link.objects.get(router=ops_lab.remote_rtr)
+    assert put_back.state == "up"
+    assert router_keys(ops_lab.remote_sim) == {(put_back.port, put_back.zone.zone_id, put_back.remote_ip)}
+    assert DeviceLock.objects.exists()
