@@ -4,10 +4,11 @@ Three sites, each with an iFCP router served by a real simulator on 127.0.0.1 (M
 Nishan IPS 3000), five devices (two shareable; two of one owner in one zone, and one of that zone owned
 by another site, so two sites hold each other's devices through the same links), and two worker threads.
 Every step submits a few random requests (add with or without a lease, a repeated add that renews,
-remove, a lease made due and expired by the lease chore, a V1 addifcp/rmifcp/lsifcp) and runs them
-at once on the two workers, so operations for one device or one router race; some steps arm the
-simulators' fault knobs (a lost reply, a dropped connection, a silent command, a refused login...)
-and some kill a worker (an operation claimed and abandoned, or a child process running it SIGKILLed
+remove, a lease made due and expired by the lease chore, a V1 addifcp/rmifcp/lsifcp, a registry edit
+of a site's router port) and runs them at once on the two workers, so operations for one device or
+one router race; some steps arm the simulators' fault knobs (a lost reply, a dropped connection, a
+silent command, a refused login...), some take a router down for the whole step (every login
+refused), and some kill a worker (an operation claimed and abandoned, or a child process running it SIGKILLed
 mid-operation), which the stalled-operation reaper hands back to a worker. Outcomes may be failed or
 rolled back; what must hold after every step, and at the end, is checked (`check_invariants`):
 
@@ -18,7 +19,9 @@ rolled back; what must hold after every step, and at the end, is checked (`check
     site and its device's owner), held by either of them;
 (d) every lock has an `up` link of its device's zone between its site and the device's owner, made
     for either of them (the holder's links are up);
-(e) no lock is left without a live (queued/running) operation or an up link.
+(e) no lock is left without a live (queued/running) operation or an up link;
+(f) a registry edit of a value live links were made with is refused (`in_use`) exactly while the
+    site holds, or is held, through them; otherwise it is saved.
 
 The walk's choices depend only on the seed, never on outcomes, so a seed replays the same requests,
 faults and kills (which operation wins a race may still differ). A violation raises AssertionError
@@ -46,18 +49,21 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import close_old_connections, connection
+from django.db.models import Q
 from django.test.utils import override_settings
 from django.utils import timezone
 
 from bench.soak_cast import Cast, build_cast, remove_cast, stop_simulators, unused_prefix
-from operations.chores import expire_leases, reap_stalled_operations
+from bench.soak_checks import LIVE, holders_linked, locks_exclusive, registry_matches_routers, up_links_held
+from operations.chores import expire_leases, reap_stalled_operations, settle_stranded_links
 from operations.conf import ops_settings
 from operations.errors import DeviceBusy
-from operations.holders import between
 from operations.intake import submit
 from operations.models import Operation
-from operations.runner import execute, invoke, reconcile
+from operations.pool import pool
+from operations.runner import execute, invoke
 from registry.models import Device, DeviceLock, Link, Site
 from registry.planner import PlanError
 from registry.readiness import database_url
@@ -84,9 +90,9 @@ FAULTS = (
     ("refuse_login", 1),
     ("session_limit", 1),
 )
-ACTIONS = (("add", 6), ("remove", 4), ("expire", 2), ("invoke", 3), ("zone", 1))
+ACTIONS = (("add", 6), ("remove", 4), ("expire", 2), ("invoke", 3), ("zone", 1), ("edit", 1))
 LEASES = (None, None, None, 600, 3600, 1)  # a 1 s lease runs out by itself and is found by a later expiry
-LIVE = (Operation.State.QUEUED, Operation.State.RUNNING)
+OUTAGE = 1000  # refused logins armed for a whole step: the router is down until the step ends
 
 
 # --- the walk ----------------------------------------------------------------------------------
@@ -127,6 +133,8 @@ class Soak:
             for _ in range(self.rng.choice((1, 1, 2))):
                 kind = self.rng.choices([k for k, _ in FAULTS], [w for _, w in FAULTS])[0]
                 step.faults.append((self.rng.randrange(3), kind, self.rng.choice((1, 1, 2))))
+        if self.rng.random() < 0.06:
+            step.faults.append((self.rng.randrange(3), "refuse_login", OUTAGE))  # a router down for the step
         if self.rng.random() < 0.12:
             how = self.rng.choice(("claim", "claim", "process"))
             step.kill = (self.rng.randrange(len(step.requests)), how, self.rng.uniform(0.0, 0.6))
@@ -173,6 +181,31 @@ class Soak:
         return (f"invoke {command} {router.name} port {site.router_port} zone {zone.zone_id} -> {remote.name}",
                 lambda: [invoke(*args, wait=False).pk])
 
+    def _choose_edit(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
+        site = self.rng.choice(self.cast.sites)
+        return f"edit {site.name} router_port", lambda: self._edit(site)
+
+    def _edit(self, site: Site) -> list[int]:
+        """A registry edit of a value the site's links are made with: refused (in_use) exactly while
+        the site holds or is held through live links, saved otherwise; either way no operation."""
+        row = Site.objects.get(pk=site.pk)
+        held = (DeviceLock.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
+                or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
+        row.router_port = row.router_port + 8 if row.router_port < 8 else row.router_port - 8
+        try:
+            row.full_clean()
+        except ValidationError as exc:
+            in_use = any(error.code == "in_use" for errors in exc.error_dict.values() for error in errors)
+            if not (held and in_use):
+                self.problems.append(f"(f) the edit of {site.name}'s router_port was refused ({exc}) while held={held}")
+            self.refused["in use"] += 1
+            return []
+        if held:
+            self.problems.append(f"(f) {site.name}'s router_port changed while links it is part of are live")
+        row.save()
+        site.router_port = row.router_port  # later V1 requests name the port as it is now
+        return []
+
     def _expire(self, site: Site, device: Device) -> list[int]:
         """Make the site's lease on the device due (if it holds one) and run the lease chore."""
         now = timezone.now()
@@ -189,8 +222,14 @@ class Soak:
 
     def run_step(self, step: Step) -> list[str]:
         lines = [f"step {step.number}:"]
+        if any(count == OUTAGE for _index, _kind, count in step.faults):
+            pool.close_all()  # sessions already open would not notice the outage
         for router_index, kind, count in step.faults:
             self.cast.sims[router_index].add_fault(kind, count=count)
+            if count == OUTAGE:
+                self.faults_armed["outage (logins refused for a step)"] += 1
+                lines.append(f"  outage: {self.cast.routers[router_index].name} refuses every login this step")
+                continue
             self.faults_armed[kind] += count
             lines.append(f"  fault {kind} x{count} on {self.cast.routers[router_index].name}")
         submitted: list[tuple[str, int]] = []
@@ -214,6 +253,11 @@ class Soak:
             lines.append(f"  kill the worker of operation {killed[0]} ({killed[1]})")
         self._execute_all([pk for _what, pk in submitted], killed, lines)
         self._settle_faults(step, lines)
+        # The routers answer again: the settle chore takes off what failed operations left stuck.
+        for pk in settle_stranded_links([router.name for router in self.cast.routers]):
+            self.ops.append(pk)
+            submitted.append((f"settle {Operation.objects.get(pk=pk).request['router']}", pk))
+            self._execute_all([pk], None, lines)
         for what, pk in submitted:
             lines += _journal_lines(Operation.objects.get(pk=pk), what)
         return lines
@@ -308,72 +352,10 @@ class Soak:
         problems, self.problems = self.problems, []
         live = Operation.objects.filter(pk__in=self.ops, state__in=LIVE).values_list("pk", "state")
         problems += [f"operation {pk} is still {state} after its step" for pk, state in live]
-        problems += self._registry_matches_routers()
-        problems += self._locks_exclusive()
-        problems += self._up_links_held()
-        problems += self._holders_linked()
-        return problems
-
-    def _registry_matches_routers(self) -> list[str]:
-        problems = []
-        for router in self.cast.routers:
-            report = None
-            for _attempt in range(3):  # a pooled session a fault left half-dead is replaced; try again
-                op = reconcile(repair=False, router=router.name)
-                report = op.result.get("routers", {}).get(router.name, {})
-                if op.state == Operation.State.SUCCEEDED:
-                    break
-            if "error" in report:
-                problems.append(f"(a) reconcile could not read {router.name}: {report['error']}")
-                continue
-            for key in ("missing", "extra", "mismatched", "in_flight"):
-                if report.get(key):
-                    problems.append(f"(a) reconcile of {router.name}: {key} {report[key]}")
-            recorded = {(link.port, link.zone.zone_id, link.remote_ip)
-                        for link in Link.objects.filter(router=router, state=Link.State.UP).select_related("zone")}
-            actual = {link.key for link in self.cast.sim_of(router).links()}
-            if recorded != actual:
-                problems.append(f"(a) {router.name}: registry up {sorted(recorded)} != router {sorted(actual)}")
-        return problems
-
-    def _locks_exclusive(self) -> list[str]:
-        problems = []
-        for device in self.cast.devices:
-            locks = list(DeviceLock.objects.filter(device=device).select_related("site"))
-            holders = ", ".join(f"{lock.site.name}{' (exclusive)' if lock.exclusive else ''}" for lock in locks)
-            if len(locks) > 1 and not device.shareable:
-                problems.append(f"(b) {device.description} is not shareable but is locked by {holders}")
-            elif len(locks) > 1 and any(lock.exclusive for lock in locks):
-                problems.append(f"(b) {device.description} has an exclusive lock alongside another: {holders}")
-        return problems
-
-    def _up_links_held(self) -> list[str]:
-        problems = []
-        for link in Link.objects.filter(router__in=self.cast.routers, state=Link.State.UP).select_related(
-            "site", "device", "router", "zone"
-        ):
-            held = DeviceLock.objects.filter(between(link.site_id, link.device.owner_site_id),
-                                             device__zone_id=link.zone_id)
-            if not held.exists():
-                problems.append(f"(c) link {link.pk} ({link}, for {link.site.name}) is up but no lock of a device "
-                                f"of zone {link.zone.zone_id} between {link.site.name} and site "
-                                f"{link.device.owner_site_id} needs it")
-        return problems
-
-    def _holders_linked(self) -> list[str]:
-        problems = []
-        for lock in DeviceLock.objects.filter(device__in=self.cast.devices).select_related(
-            "site", "device", "device__zone", "operation"
-        ):
-            up = Link.objects.filter(between(lock.site_id, lock.device.owner_site_id), zone_id=lock.device.zone_id,
-                                     state=Link.State.UP)
-            if up.exists():
-                continue
-            live = lock.operation is not None and lock.operation.state in LIVE
-            what = f"lock {lock.pk} of {lock.device.description} for {lock.site.name} (operation {lock.operation_id})"
-            if not live:
-                problems.append(f"(d) {what}: the holder has no up link to zone {lock.device.zone.zone_id}")
-                problems.append(f"(e) {what}: neither a live operation nor an up link keeps it")
+        problems += registry_matches_routers(self.cast)
+        problems += locks_exclusive(self.cast)
+        problems += up_links_held(self.cast)
+        problems += holders_linked(self.cast)
         return problems
 
     def summary(self, steps: int, started: float) -> dict[str, Any]:

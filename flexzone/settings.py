@@ -279,6 +279,8 @@ if FLEXZONE_OPS_HEARTBEAT > FLEXZONE_OPS_STALE_AFTER / 2:
     )
 FLEXZONE_OPS_REAP_EVERY = env_int("FLEXZONE_OPS_REAP_EVERY", 5, minimum=1)  # seconds between stalled-op sweeps
 FLEXZONE_OPS_LEASE_EVERY = env_int("FLEXZONE_OPS_LEASE_EVERY", 10, minimum=1)  # seconds between lease sweeps
+# seconds between settles of link records failed operations left stuck (a router that did not answer)
+FLEXZONE_OPS_SETTLE_EVERY = env_int("FLEXZONE_OPS_SETTLE_EVERY", 30, minimum=1)
 FLEXZONE_OPS_MAX_LEASE = env_float("FLEXZONE_OPS_MAX_LEASE", 30 * 86400.0, minimum=1.0)
 FLEXZONE_OPS_WORKER_CONCURRENCY = env_int("FLEXZONE_OPS_WORKER_CONCURRENCY", 20, minimum=1)
 

@@ -1,4 +1,5 @@
-"""Periodic chores: re-run operations whose worker died, and remove links whose lease ran out.
+"""Periodic chores: re-run operations whose worker died, remove links whose lease ran out, and settle
+the link records failed operations left stuck once their router answers again.
 
 They run on a thread of their own in every process that runs operations (the thread queue's
 process, each `manage.py worker`), never in the operations' slots: twenty operations waiting on a
@@ -14,6 +15,7 @@ import time
 from datetime import timedelta
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from operations import queue
@@ -21,7 +23,7 @@ from operations.conf import ops_settings
 from operations.intake import submit
 from operations.metrics import lease_expiries_total
 from operations.models import Operation
-from registry.models import DeviceLock
+from registry.models import DeviceLock, Link
 from registry.planner import PlanError
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,35 @@ def expire_leases() -> list[int]:
     return created
 
 
+def settle_stranded_links(routers: list[str] | None = None) -> list[int]:
+    """Submit a settle (a repair of stuck records only) for each router whose link records an ended
+    operation left `configuring` or `removing`; returns the operation ids.
+
+    Such a record is a change that may or may not be on its router (the router stopped answering
+    before the operation could tell). The settle takes it off once the router answers, so a failed
+    connect's leftovers do not wait for a person. A router that already has a settle queued or
+    running, or whose last one failed within the last round, is left to that one. `routers` limits
+    the sweep to those names.
+    """
+    live = (Operation.State.QUEUED, Operation.State.RUNNING)
+    stranded = (
+        Link.objects.filter(state__in=(Link.State.REQUESTED, Link.State.CONFIGURING, Link.State.REMOVING))
+        .exclude(operation__state__in=live)
+        .filter(**({"router__name__in": routers} if routers is not None else {}))
+        .values_list("router__name", flat=True)
+        .distinct()
+    )
+    recent = timezone.now() - timedelta(seconds=ops_settings().settle_every)
+    created = []
+    for name in sorted(set(stranded)):
+        settles = Operation.objects.filter(kind=Operation.Kind.RECONCILE, request__router=name, request__settle=True)
+        if settles.filter(Q(state__in=live) | Q(state=Operation.State.FAILED, finished_at__gte=recent)).exists():
+            continue
+        created.append(submit(Operation.Kind.RECONCILE, {"repair": True, "policy": "registry", "router": name,
+                                                         "settle": True}).pk)
+    return created
+
+
 def _journal_unplannable(request: dict, exc: PlanError) -> None:
     """A failed expire operation saying why the lease's removal cannot be planned (once per lease)."""
     if Operation.objects.filter(kind=Operation.Kind.EXPIRE, state=Operation.State.FAILED, request=request).exists():
@@ -101,7 +132,8 @@ _chores_stop = threading.Event()
 
 
 def start_chores_thread() -> None:
-    """Run the reaper and lease expiry every FLEXZONE_OPS_REAP_EVERY / _LEASE_EVERY seconds (idempotent)."""
+    """Run the reaper, lease expiry and settle every FLEXZONE_OPS_REAP_EVERY / _LEASE_EVERY / _SETTLE_EVERY
+    seconds (idempotent)."""
     global _chores_thread
     with _chores_lock:
         if _chores_thread is not None and _chores_thread.is_alive():
@@ -121,7 +153,7 @@ def stop_chores_thread() -> None:
 
 
 def _chores_loop() -> None:
-    last_reap = last_leases = time.monotonic()
+    last_reap = last_leases = last_settle = time.monotonic()
     while not _chores_stop.wait(1.0):
         conf, now = ops_settings(), time.monotonic()
         try:
@@ -131,6 +163,9 @@ def _chores_loop() -> None:
             if now - last_leases >= conf.lease_every:
                 expire_leases()
                 last_leases = now
+            if now - last_settle >= conf.settle_every:
+                settle_stranded_links()
+                last_settle = now
         except Exception:  # noqa: BLE001 - the chores must outlive one bad round
             log.exception("periodic operations chores failed")
         finally:

@@ -24,6 +24,7 @@ class OpsSettings:
     stale_after: float
     reap_every: int
     lease_every: int
+    settle_every: int
     max_lease: float
     worker_concurrency: int
 
@@ -46,6 +47,7 @@ def ops_settings() -> OpsSettings:
         stale_after=getattr(settings, "FLEXZONE_OPS_STALE_AFTER", 15.0),
         reap_every=getattr(settings, "FLEXZONE_OPS_REAP_EVERY", 5),
         lease_every=getattr(settings, "FLEXZONE_OPS_LEASE_EVERY", 10),
+        settle_every=getattr(settings, "FLEXZONE_OPS_SETTLE_EVERY", 30),
         max_lease=getattr(settings, "FLEXZONE_OPS_MAX_LEASE", 30 * 86400.0),
         worker_concurrency=getattr(settings, "FLEXZONE_OPS_WORKER_CONCURRENCY", 20),
     )

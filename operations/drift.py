@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.errors import OperationFailed, StepFailed
-from operations.holders import between
+from operations.holders import between, still_held
 from operations.journal import Run
 from operations.models import Operation
 from operations.pool import Lease
@@ -77,7 +77,8 @@ def _describe(key: tuple[int, int, str], **extra: Any) -> dict[str, Any]:
     return {"port": key[0], "zone": key[1], "remote_ip": key[2], **extra}
 
 
-def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, policy: str) -> dict[str, Any]:
+def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, policy: str,
+                     settle_only: bool = False) -> dict[str, Any]:
     driver = lease.driver
     actual = {link.key: link for link in driver.list_links()}
     rows = list(
@@ -113,16 +114,17 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         return report
     now = timezone.now()
 
-    def router_add(key, link, action):
+    def router_add(key, link, action) -> bool:
         try:
             driver.add_link(_spec(router, key, link))
         except LinkExists:
             pass
         except ValueError as exc:  # the record lacks what the platform needs (an FCIP link without initiators)
             report["unresolved"].append(_describe(key, reason=f"cannot be configured from the registry: {exc}"))
-            return
+            return False
         lease.changed = True
         report["repaired"].append(_describe(key, action=action))
+        return True
 
     def router_remove(key, link=None):
         try:
@@ -131,7 +133,32 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             pass
         lease.changed = True
 
-    if policy == "registry":
+    def settle_stuck(row):
+        """A record an ended operation left mid-change goes where the holds say: up on its router while
+        a settled lock still needs it (a removal that failed, an add another hold shares), else off."""
+        key = _key(row)
+        if still_held(row):
+            found = actual.get(key)
+            if found is not None and found.state == "up" and not (zoning and _members_differ(row, found)):
+                report["repaired"].append(_describe(key, action=f"{row.state} -> up: still held, on the router"))
+                put = True
+            else:
+                put = router_add(key, row, f"{row.state} -> up: still held, put on the router")
+            if put:
+                Link.objects.filter(pk=row.pk).update(state=Link.State.UP, up_at=now, updated_at=now)
+                return
+        if key in actual:
+            router_remove(key, row)
+        final = Link.State.FAILED if row.state in (Link.State.CONFIGURING, Link.State.REQUESTED) else Link.State.DOWN
+        Link.objects.filter(pk=row.pk).update(state=final, down_at=now, updated_at=now)
+        report["repaired"].append(_describe(key, action=f"{row.state} -> {final}"))
+
+    if policy == "registry" and settle_only:
+        # The settle chore finishes what failed operations left stuck, and nothing else: what an admin
+        # added by hand (an extra iFCP session) is reported, never removed, without a person asking.
+        for row in stuck:
+            settle_stuck(row)
+    elif policy == "registry":
         for key in missing:
             router_add(key, up[key], "added to router")
         for key in differ:
@@ -140,13 +167,7 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             router_remove(key)
             report["repaired"].append(_describe(key, action="removed from router"))
         for row in stuck:
-            if _key(row) in actual:
-                router_remove(_key(row), row)
-            final = (
-                Link.State.FAILED if row.state in (Link.State.CONFIGURING, Link.State.REQUESTED) else Link.State.DOWN
-            )
-            Link.objects.filter(pk=row.pk).update(state=final, down_at=now, updated_at=now)
-            report["repaired"].append(_describe(_key(row), action=f"{row.state} -> {final}"))
+            settle_stuck(row)
     else:
         for key in missing:
             Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
@@ -276,6 +297,7 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
 def execute_reconcile(run: Run) -> None:
     """The reconcile operation: each router (or the named one) read, compared and, with repair, converged."""
     repair, policy = run.op.request.get("repair", False), run.op.request.get("policy", "registry")
+    settle_only = run.op.request.get("settle", False)
     report, failed = {}, []
     name = run.op.request.get("router")
     for router in [find_router(name)] if name else Router.objects.order_by("name"):
@@ -283,7 +305,9 @@ def execute_reconcile(run: Run) -> None:
             report[router.name] = with_router(
                 run,
                 router,
-                lambda lease, _read_first, router=router: reconcile_router(run, router, lease, repair, policy),
+                lambda lease, _read_first, router=router: reconcile_router(
+                    run, router, lease, repair, policy, settle_only
+                ),
             )
         except StepFailed as exc:
             report[router.name] = {"error": str(exc)}

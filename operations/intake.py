@@ -50,7 +50,8 @@ def submit(
 
     add/remove: {"site", one of "device_description" | "wwn" | "zone", optional "duration" (s, add)}
     list: {"router": name or absent for all}
-    reconcile: {"repair": bool, "policy": "registry"|"router", optional "router": name}
+    reconcile: {"repair": bool, "policy": "registry"|"router", optional "router": name, optional "settle": true
+               (repair only the records stuck `configuring`/`removing`; the settle chore's request)}
     invoke: {"router", "command": lsifcp|addifcp|rmifcp, "port", "zone", "remote_ip"}
     """
     started = time.perf_counter()
@@ -72,6 +73,12 @@ def submit(
         if request.setdefault("policy", "registry") not in RECONCILE_POLICIES:
             raise PlanError("policy", f"must be one of {', '.join(RECONCILE_POLICIES)}.")
         request["repair"] = bool(request.get("repair", False))
+        if request.get("settle"):  # the settle chore's own request: finish stuck records of one router only
+            if not (request.get("router") and request["repair"] and request["policy"] == "registry"):
+                raise PlanError("settle", "settles one named router, with repair and policy registry.")
+            request["settle"] = True
+        else:
+            request.pop("settle", None)
     elif kind == Kind.INVOKE:
         plan = _plan_invoke(request)
     if authorize is not None:
@@ -121,6 +128,11 @@ def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         field_name = str(exc).split(":")[0] if ":" in str(exc) else "port"
         raise PlanError(field_name, str(exc)) from None
+    attached = router.site.router_port
+    if spec.port != attached:
+        # Disconnects plan from the site's port: a link on any other would stay up with no holder.
+        raise PlanError("port", f"{router.site.name} is attached to {router.name}'s FC port {attached}; a link on "
+                                f"port {spec.port} is not one the registry can account for.")
     remote = Site.objects.filter(data_ip=spec.remote_ip).first()
     if remote is None:
         raise PlanError("remote_ip", f"no registered site has data-path address {spec.remote_ip}.")

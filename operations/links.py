@@ -331,14 +331,12 @@ def execute_remove(run: Run) -> None:
                 continue
             # Steps not yet sent are untouched: as they were, and so is a link the router still
             # holds in full. A step refused part-way may have taken some of the link down (its
-            # zones out of force, say): failed, for reconcile to settle.
+            # zones out of force, say), or the router could not be read: the record stays
+            # `removing`, and the settle chore puts the link back for the hold that keeps it.
             untouched = [lk for later, lk in enumerate(links[index + 1 :], index + 1)
                          if lk is not None and later not in kept]
             if exc.untouched or found == "holds":
                 untouched.append(link)
-            else:
-                Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
-                                                       updated_at=timezone.now())
             for lk in untouched:
                 if previous[lk.pk] is None:  # a record this remove wrote: there was none, and is none
                     Link.objects.filter(pk=lk.pk).delete()
@@ -351,7 +349,7 @@ def execute_remove(run: Run) -> None:
             if restored and not lost and (exc.untouched or found == "holds"):
                 raise OperationFailed(f"{exc} (rolled back: {len(restored)} link(s) put back)",
                                       state=State.ROLLED_BACK) from None
-            raise OperationFailed(str(exc) + (f"; not put back, left failed for reconcile: {len(lost)} link(s)"
+            raise OperationFailed(str(exc) + (f"; not put back, left for the settle chore: {len(lost)} link(s)"
                                               if lost else "")) from None
         removed.append(link.pk)
         taken_down.append((step, link))

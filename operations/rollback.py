@@ -55,8 +55,13 @@ def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: Step
                 continue
         Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
                                                updated_at=timezone.now())
+    if leftovers and not kept_up:
+        # The connect failed, so its hold ends now; a leftover that may be on its router is taken off by
+        # the settle chore once the router answers (`settle_stranded_links`).
+        DeviceLock.objects.filter(operation=run.op).delete()
     if leftovers or kept_up:
-        parts = [f"left configuring for reconcile: {'; '.join(leftovers)}"] if leftovers else []
+        parts = [f"left configuring for reconcile, which the settle chore runs once the router answers: "
+                  f"{'; '.join(leftovers)}"] if leftovers else []
         parts += [f"left up: {'; '.join(kept_up)}"] if kept_up else []
         raise OperationFailed(f"{cause}; {'; '.join(parts)}", state=State.FAILED)
     DeviceLock.objects.filter(operation=run.op).delete()
@@ -69,8 +74,8 @@ def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous
                      cause: StepFailed) -> tuple[list[int], list[int]]:
     """Put back, in reverse, the links this remove took off their routers before `cause`. Returns the
     ids of those up again (their records `up`: the router holds them as the spec wants) and of those
-    that could not be put back (their records `failed`: part of one may be on its router, for
-    reconcile to settle). A record this remove wrote where there was none is not put back: nothing
+    that could not be put back (their records `configuring`, for the settle chore to finish once the
+    router answers). A record this remove wrote where there was none is not put back: nothing
     was held there."""
     restored, lost = [], []
     for step, link in reversed(taken_down):
@@ -83,9 +88,11 @@ def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous
         except (StepFailed, ValueError) as exc:
             found = None if getattr(exc, "timed_out", True) else look(run, link.router, spec)
             if found != "holds":
-                run.notes.append(f"{link}: could not be put back after {cause} ({exc}); left failed for reconcile")
-                Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
-                                                       updated_at=timezone.now())
+                # The site still holds it: `configuring` (on its way back up), which the settle chore
+                # finishes once the router answers.
+                run.notes.append(f"{link}: could not be put back after {cause} ({exc}); left configuring for the "
+                                 "settle chore")
+                Link.objects.filter(pk=link.pk).update(state=Link.State.CONFIGURING, updated_at=timezone.now())
                 lost.append(link.pk)
                 continue
         Link.objects.filter(pk=link.pk).update(state=Link.State.UP, updated_at=timezone.now())

@@ -38,7 +38,8 @@ FAST_OPERATIONS = {
 # and leases are not its own (the soak abandons operations and lets leases run out on purpose): its
 # reaper and lease sweep would take them over, from a process that cannot even read those routers'
 # passwords. No test here needs them, so they wait a day.
-IDLE_CHORES = {"FLEXZONE_OPS_REAP_EVERY": "86400", "FLEXZONE_OPS_LEASE_EVERY": "86400"}
+IDLE_CHORES = {"FLEXZONE_OPS_REAP_EVERY": "86400", "FLEXZONE_OPS_LEASE_EVERY": "86400",
+               "FLEXZONE_OPS_SETTLE_EVERY": "86400"}
 
 
 @pytest.fixture(scope="session")

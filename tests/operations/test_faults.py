@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from operations import execute, reconcile, submit
-from operations.chores import expire_leases
+from operations.chores import expire_leases, settle_stranded_links
 from operations.models import Operation
 from operations.pool import pool
 from registry.models import DeviceLock, Link, Router
@@ -219,9 +219,10 @@ def test_an_add_to_a_router_that_refuses_connections_fails_and_leaves_no_lock(op
 
 
 @pytest.mark.django_db
-def test_a_recovered_add_whose_router_now_refuses_connections_keeps_its_lock_and_record(ops_lab):
+def test_a_recovered_add_whose_router_now_refuses_connections_keeps_its_record_but_not_its_lock(ops_lab):
     # The worker died after both routers took the link; on recovery remote-rtr refuses connections.
-    # The crashed run may have changed it, so nothing is "untouched": the lock and the record stay.
+    # The crashed run may have changed it, so nothing is "untouched": the record stays for the settle
+    # chore, but the connect failed and its lock goes (issue 21: a failed connect leaves no lock).
     op = submit("add", ADD_XRAID1)
     execute(op.pk)
     Link.objects.update(state="configuring")
@@ -230,7 +231,7 @@ def test_a_recovered_add_whose_router_now_refuses_connections_keeps_its_lock_and
     again = execute(op.pk)
     assert again.state != "succeeded"
     assert router_keys(ops_lab.remote_sim)  # the link the crashed run made is still there
-    assert DeviceLock.objects.exists()
+    assert not DeviceLock.objects.exists()
     assert Link.objects.filter(router=ops_lab.remote_rtr, state__in=Link.ACTIVE_STATES).exists()
 
 
@@ -284,3 +285,33 @@ def test_a_recovered_removal_puts_back_what_it_took_down_as_up(ops_lab):
     assert put_back.state == "up"
     assert router_keys(ops_lab.remote_sim) == {(put_back.port, put_back.zone.zone_id, put_back.remote_ip)}
     assert DeviceLock.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_recovered_add_whose_router_is_down_frees_the_device_and_is_settled_when_the_router_is_back(ops_lab):
+    # A worker claimed the add and died; the remote router then refuses every login. The recovered run
+    # cannot tell whether the dead one reached the remote router, so that record stays `configuring`
+    # (it may be there), but the failed connect must not keep the device locked.
+    op = submit("add", ADD_XRAID1)
+    dead = timezone.now() - timedelta(hours=1)
+    Operation.objects.filter(pk=op.pk).update(state="running", started_at=dead, heartbeat_at=dead,
+                                              claimed_by="dead-worker#0")
+    ops_lab.remote_sim.add_fault("refuse_login", count=1000)
+    pool.close_all()
+    op = execute(op.pk)
+    assert op.state == "failed" and "Login incorrect" in op.error, op.error
+    assert not DeviceLock.objects.exists()
+    assert list(Link.objects.filter(state="configuring").values_list("router__name", flat=True)) == ["remote-rtr"]
+    # The settle chore asks for the leftover's router to be settled; while it refuses, once per round.
+    first = settle_stranded_links()
+    assert len(first) == 1 and execute(first[0]).state == "failed"
+    assert settle_stranded_links() == []
+    Operation.objects.filter(pk=first[0]).update(finished_at=dead)  # a round later
+    ops_lab.remote_sim.clear_faults()
+    second = settle_stranded_links()
+    settled = execute(second[0])
+    assert settled.state == "succeeded", settled.error
+    assert settled.request == {"repair": True, "policy": "registry", "router": "remote-rtr", "settle": True}
+    assert not Link.objects.filter(state__in=Link.ACTIVE_STATES).exists()
+    assert_agreement(ops_lab)
+    assert settle_stranded_links() == []

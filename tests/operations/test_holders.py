@@ -11,6 +11,8 @@ from django.db import connection, transaction
 from operations import execute, invoke, reconcile, submit
 from operations.models import Operation
 from registry.models import Device, DeviceLock, Link, Site
+from registry.planner import PlanError
+from routers.drivers.base import LinkSpec
 from tests.operations.test_basics import assert_agreement, router_keys
 from tests.operations.test_reconcile import STRAY, behind_the_registrys_back
 
@@ -61,15 +63,27 @@ def test_a_remove_then_an_add_queued_in_that_order_leave_the_site_holding_its_lo
 
 
 @pytest.mark.django_db
-def test_repair_that_ends_the_last_link_of_a_holder_releases_its_lock(ops_lab):
+def test_repair_puts_records_left_mid_change_up_while_a_lock_still_holds_them(ops_lab):
     add("XRAID1")
-    Link.objects.update(state="configuring")  # records left mid-change by an add that is long finished
+    Link.objects.update(state="configuring")  # records left mid-change by an add that is long finished,
+    behind_the_registrys_back(ops_lab.remote_rtr, "remove", LinkSpec(port=4, zone=1, remote_ip="127.0.0.21"))
+    op = reconcile(repair=True)  # one of them no longer on its router; the site still holds XRAID1
+    assert op.state == "succeeded", op.error
+    assert set(Link.objects.values_list("state", flat=True)) == {"up"}
+    assert DeviceLock.objects.filter(site__name="remote-site", device__description="XRAID1").exists()
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_repair_takes_off_records_left_mid_change_that_no_lock_holds(ops_lab):
+    add("XRAID1")
+    Link.objects.update(state="configuring")  # records left mid-change by an add that is long finished,
+    DeviceLock.objects.all().delete()  # whose hold has ended since
     op = reconcile(repair=True)
     assert op.state == "succeeded", op.error
     assert set(Link.objects.values_list("state", flat=True)) == {"failed"}
     assert not DeviceLock.objects.exists()  # no link holds XRAID1 for remote-site any more
-    assert any("lock" in entry.get("action", "") for report in op.result["routers"].values()
-               for entry in report["repaired"])
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
     assert_agreement(ops_lab)
 
 
@@ -187,3 +201,16 @@ def in_thread(work) -> threading.Thread:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", ["addifcp", "rmifcp"])
+def test_a_v1_command_on_a_port_the_site_is_not_attached_to_is_refused(ops_lab, command):
+    # A link on another port is one no disconnect would find (it plans from the site's port), so an
+    # addifcp there would leave it up with no holder once the site lets go of the device.
+    with pytest.raises(PlanError) as refused:
+        invoke("primary-rtr", command, port=9, zone=1, remote_ip="127.0.0.22")
+    assert refused.value.field == "port"
+    assert "FC port 8" in str(refused.value)
+    assert not Operation.objects.exists() and not DeviceLock.objects.exists() and not Link.objects.exists()
+    assert router_keys(ops_lab.primary_sim) == set()

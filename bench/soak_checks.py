@@ -1,0 +1,74 @@
+"""The soak's invariants (a) to (e), checked after every step (bench/soak.py says what each means)."""
+
+from __future__ import annotations
+
+from bench.soak_cast import Cast
+from operations.holders import between
+from operations.models import Operation
+from operations.runner import reconcile
+from registry.models import DeviceLock, Link
+
+LIVE = (Operation.State.QUEUED, Operation.State.RUNNING)
+
+
+def registry_matches_routers(cast: Cast) -> list[str]:
+    problems = []
+    for router in cast.routers:
+        report = None
+        for _attempt in range(3):  # a pooled session a fault left half-dead is replaced; try again
+            op = reconcile(repair=False, router=router.name)
+            report = op.result.get("routers", {}).get(router.name, {})
+            if op.state == Operation.State.SUCCEEDED:
+                break
+        if "error" in report:
+            problems.append(f"(a) reconcile could not read {router.name}: {report['error']}")
+            continue
+        for key in ("missing", "extra", "mismatched", "in_flight"):
+            if report.get(key):
+                problems.append(f"(a) reconcile of {router.name}: {key} {report[key]}")
+        recorded = {(link.port, link.zone.zone_id, link.remote_ip)
+                    for link in Link.objects.filter(router=router, state=Link.State.UP).select_related("zone")}
+        actual = {link.key for link in cast.sim_of(router).links()}
+        if recorded != actual:
+            problems.append(f"(a) {router.name}: registry up {sorted(recorded)} != router {sorted(actual)}")
+    return problems
+
+def locks_exclusive(cast: Cast) -> list[str]:
+    problems = []
+    for device in cast.devices:
+        locks = list(DeviceLock.objects.filter(device=device).select_related("site"))
+        holders = ", ".join(f"{lock.site.name}{' (exclusive)' if lock.exclusive else ''}" for lock in locks)
+        if len(locks) > 1 and not device.shareable:
+            problems.append(f"(b) {device.description} is not shareable but is locked by {holders}")
+        elif len(locks) > 1 and any(lock.exclusive for lock in locks):
+            problems.append(f"(b) {device.description} has an exclusive lock alongside another: {holders}")
+    return problems
+
+def up_links_held(cast: Cast) -> list[str]:
+    problems = []
+    for link in Link.objects.filter(router__in=cast.routers, state=Link.State.UP).select_related(
+        "site", "device", "router", "zone"
+    ):
+        held = DeviceLock.objects.filter(between(link.site_id, link.device.owner_site_id),
+                                         device__zone_id=link.zone_id)
+        if not held.exists():
+            problems.append(f"(c) link {link.pk} ({link}, for {link.site.name}) is up but no lock of a device "
+                            f"of zone {link.zone.zone_id} between {link.site.name} and site "
+                            f"{link.device.owner_site_id} needs it")
+    return problems
+
+def holders_linked(cast: Cast) -> list[str]:
+    problems = []
+    for lock in DeviceLock.objects.filter(device__in=cast.devices).select_related(
+        "site", "device", "device__zone", "operation"
+    ):
+        up = Link.objects.filter(between(lock.site_id, lock.device.owner_site_id), zone_id=lock.device.zone_id,
+                                 state=Link.State.UP)
+        if up.exists():
+            continue
+        live = lock.operation is not None and lock.operation.state in LIVE
+        what = f"lock {lock.pk} of {lock.device.description} for {lock.site.name} (operation {lock.operation_id})"
+        if not live:
+            problems.append(f"(d) {what}: the holder has no up link to zone {lock.device.zone.zone_id}")
+            problems.append(f"(e) {what}: neither a live operation nor an up link keeps it")
+    return problems
