@@ -16,10 +16,10 @@ from django.utils.html import format_html
 
 from api import audit
 from operations import submit
-from operations.models import Operation
-from registry.admin import RouterAdmin
-from registry.models import DeviceLock, Link, Router
-from registry.planner import PlanError
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import PlanError
+from registry.admin import DeviceAdmin, RouterAdmin
+from registry.models import Device, Router
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -121,6 +121,30 @@ admin.site.unregister(Router)  # registry.admin's, imported above: the same page
 @admin.register(Router)
 class EngineRouterAdmin(RouterAdmin):
     actions = [check_routers, repair_routers]
+
+
+class DeviceLockInline(admin.TabularInline):
+    """Who holds the device: shown only; a lock changes through the engine (the actions above)."""
+
+    model = DeviceLock
+    extra = 0
+    fields = ("site", "exclusive", "acquired_at", "expires_at", "reason")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+admin.site.unregister(Device)  # registry.admin's: the same page, with who holds the device
+
+
+@admin.register(Device)
+class EngineDeviceAdmin(DeviceAdmin):
+    inlines = [DeviceLockInline]
 
 
 # procrastinate (installed with PostgreSQL) registers an admin for its jobs with retry, cancel and abort

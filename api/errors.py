@@ -22,9 +22,9 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from api import audit
 from operations.errors import DeviceBusy
+from operations.planner import PlanError
 from registry import in_use
 from registry.errors import explain_integrity_error
-from registry.planner import PlanError
 
 log = logging.getLogger("flexzone.api")
 

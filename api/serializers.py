@@ -13,22 +13,9 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
-from operations.models import Operation
+from operations.models import Link, Operation
 from registry import in_use
-from registry.models import (
-    ZONE_MAX,
-    ZONE_MIN,
-    AuditEvent,
-    Device,
-    Host,
-    Initiator,
-    Link,
-    Principal,
-    Role,
-    Router,
-    Site,
-    Zone,
-)
+from registry.models import ZONE_MAX, ZONE_MIN, AuditEvent, Device, Host, Initiator, Principal, Role, Router, Site, Zone
 from registry.validators import normalize_wwn, validate_description, validate_short_name
 from routers import hostkeys
 
@@ -197,7 +184,8 @@ class HostSerializer(RegistrySerializer):
             self._check_initiators(wwns)
             if self.instance is not None and set(wwns) != set(self.instance.initiators.values_list("wwn", flat=True)):
                 try:
-                    in_use.refuse(["initiators"], f"Host {self.instance.name}'s initiators", *self.instance.holds())
+                    in_use.refuse(["initiators"], f"Host {self.instance.name}'s initiators", in_use.Subject.HOST,
+                                  hosts=[self.instance.pk])
                 except DjangoValidationError as exc:
                     raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
             attrs["initiators"] = wwns

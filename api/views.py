@@ -24,10 +24,9 @@ from api import serializers as s
 from api.authentication import crl_cache
 from api.fields import validate_printable_ascii
 from api.permissions import require_scope, within_site_scope
-from operations import submit
-from operations.models import TERMINAL_STATES, Operation, OperationKind
-from registry import planner
-from registry.models import AuditEvent, Device, Host, Link, Principal, Role, Router, Site, Zone
+from operations import planner, submit
+from operations.models import TERMINAL_STATES, Link, Operation, OperationKind
+from registry.models import AuditEvent, Device, Host, Principal, Role, Router, Site, Zone
 
 log = logging.getLogger("flexzone.api")
 _WAIT = re.compile(r"\A[0-9]{1,6}(\.[0-9]{1,3})?\Z")

@@ -27,10 +27,10 @@ from django.db import connection
 from django.db.models import Q
 
 from operations.intake import submit
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
 from operations.pool import pool
 from operations.runner import execute, list_links
-from registry.models import Device, DeviceLock, Link, Router, Site, Zone
+from registry.models import Device, Router, Site, Zone
 from routers.sim.process import SimProcess
 
 PREFIX = "bench-ops"

@@ -16,8 +16,8 @@ import time
 
 from django.db import connection, transaction
 
+from operations.planner import PlanError, plan_connect
 from registry.models import Device, Host, Initiator, Router, Site, Zone
-from registry.planner import PlanError, plan_connect
 from routers.drivers import DRIVERS
 
 

@@ -61,11 +61,11 @@ from operations.chores import expire_leases, reap_stalled_operations, settle_str
 from operations.conf import ops_settings
 from operations.errors import DeviceBusy
 from operations.intake import submit
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import PlanError
 from operations.pool import pool
 from operations.runner import execute, invoke
-from registry.models import Device, DeviceLock, Link, Site
-from registry.planner import PlanError
+from registry.models import Device, Site
 from registry.readiness import database_url
 
 ROOT = Path(__file__).resolve().parents[1]

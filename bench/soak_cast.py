@@ -10,9 +10,9 @@ from pathlib import Path
 
 from django.db.models import Q
 
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
 from operations.pool import pool
-from registry.models import Device, DeviceLock, Initiator, Link, Router, Site, Zone
+from registry.models import Device, Initiator, Router, Site, Zone
 from routers.sim.server import SimRouter
 
 USERNAME = "admin"

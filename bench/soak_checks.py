@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from bench.soak_cast import Cast
 from operations.holders import between
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
 from operations.runner import reconcile
-from registry.models import DeviceLock, Link
 
 LIVE = (Operation.State.QUEUED, Operation.State.RUNNING)
 

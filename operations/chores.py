@@ -22,9 +22,8 @@ from operations import queue
 from operations.conf import ops_settings
 from operations.intake import submit
 from operations.metrics import lease_expiries_total
-from operations.models import Operation
-from registry.models import DeviceLock, Link
-from registry.planner import PlanError
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import PlanError
 
 log = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from operations.conf import ops_settings
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import between, still_held
 from operations.journal import Run
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import find_router, router_vsan
 from operations.pool import Lease
 from operations.steps import with_router
-from registry.models import Device, DeviceLock, Link, Router, Site, Zone
-from registry.planner import find_router, router_vsan
+from registry.models import Device, Router, Site, Zone
 from routers.drivers import DRIVERS
 from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec, RouterLink
 

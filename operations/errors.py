@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from registry.planner import PlanError
+from operations.planner import PlanError
 
 
 class DeviceBusy(PlanError):

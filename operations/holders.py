@@ -17,10 +17,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from operations.errors import DeviceBusy
-from operations.models import Operation
-from registry.models import Device, DeviceLock, Link, Site
+from operations.models import DeviceLock, Link, Operation
+from registry import in_use
+from registry.models import Device, Site
 from routers.drivers import DRIVERS
 
+# Plain SQL names its tables from the models: each app owns its tables.
+OPERATION, LOCK, DEVICE, SITE = (model._meta.db_table for model in (Operation, DeviceLock, Device, Site))
 
 class LockableDevice(NamedTuple):
     pk: int
@@ -43,13 +46,13 @@ def lockable_devices(plan: dict[str, Any], expires_at=None) -> list[LockableDevi
     for_update = " FOR UPDATE" if connection.features.has_select_for_update else ""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id, description, shareable FROM registry_device WHERE id IN ({in_list}) ORDER BY id{for_update}",
+            f"SELECT id, description, shareable FROM {DEVICE} WHERE id IN ({in_list}) ORDER BY id{for_update}",
             device_ids,
         )
         devices = [LockableDevice(*row) for row in cursor.fetchall()]
         cursor.execute(
             "SELECT held.id, held.device_id, held.site_id, held.exclusive, site.name"
-            " FROM registry_devicelock AS held JOIN registry_site AS site ON site.id = held.site_id"
+            f" FROM {LOCK} AS held JOIN {SITE} AS site ON site.id = held.site_id"
             f" WHERE held.device_id IN ({in_list}) ORDER BY held.id",
             device_ids,
         )
@@ -123,10 +126,10 @@ def between(one: int, other: int) -> Q:
 # A lock taken at submit by an add that has not run yet does not count: the add runs after this
 # remove (requests sharing a link run in submission order), finds the link gone and makes it again,
 # and if it fails instead it leaves no link behind that nobody holds.
-_OTHER_HOLDER_SQL = """
+_OTHER_HOLDER_SQL = f"""
     SELECT held.site_id, held.device_id
-      FROM registry_devicelock AS held JOIN registry_device AS device ON device.id = held.device_id
-      LEFT JOIN registry_operation AS taker ON taker.id = held.operation_id
+      FROM {LOCK} AS held JOIN {DEVICE} AS device ON device.id = held.device_id
+      LEFT JOIN {OPERATION} AS taker ON taker.id = held.operation_id
      WHERE device.zone_id = %(zone)s
        AND ((held.site_id = %(a)s AND device.owner_site_id = %(b)s)
             OR (held.site_id = %(b)s AND device.owner_site_id = %(a)s))
@@ -210,3 +213,27 @@ def renewed_since(op: Operation) -> str | None:
                                       expires_at__gt=expired_at)
     until = later.order_by("-expires_at").values_list("expires_at", flat=True).first()
     return f"renewed until {until.isoformat()}" if until else None
+
+
+def holding_through(subject: in_use.Subject, *, sites: list[int] = (), hosts: list[int] = (),
+                    routers: list[int] = (), devices: list[int] = ()) -> list[str]:
+    """"<site> holds <device>" for each lock and each active link made with a registry value of the
+    subject (the registry's `in_use` rule asks before an edit of such a value is saved)."""
+    Subject = in_use.Subject
+    if subject == Subject.SITE:
+        locks = DeviceLock.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
+        links = Link.active().filter(Q(site__in=sites) | Q(device__owner_site__in=sites) | Q(router__site__in=sites))
+    elif subject == Subject.HOST:
+        # The active FCIP links of the host's site zone its initiators (an iFCP gateway zones by
+        # itself, and a queued connect zones the initiators its plan took).
+        locks = DeviceLock.objects.none()
+        links = Link.active().filter(site__hosts__in=hosts).exclude(initiators=[])
+    elif subject == Subject.ROUTER:
+        locks = DeviceLock.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
+        links = Link.active().filter(Q(router__site__in=sites) | Q(router__in=routers))
+    else:
+        locks = DeviceLock.objects.filter(device__in=devices)
+        links = Link.active().filter(device__in=devices)
+    pairs = set(locks.values_list("site__name", "device__description"))
+    pairs |= set(links.values_list("site__name", "device__description"))
+    return [f"{site} holds {device}" for site, device in sorted(pairs)]

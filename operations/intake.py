@@ -17,8 +17,7 @@ from operations import queue
 from operations.conf import ops_settings
 from operations.holders import lock_devices, lockable_devices
 from operations.models import Operation
-from registry.models import Device, Principal, Site
-from registry.planner import (
+from operations.planner import (
     Plan,
     PlanError,
     find_router,
@@ -27,6 +26,7 @@ from registry.planner import (
     plan_disconnect,
     site_initiators,
 )
+from registry.models import Device, Principal, Site
 from routers.drivers import DRIVERS
 from routers.drivers.base import LinkSpec
 
@@ -166,6 +166,6 @@ def _record_submit(op: Operation, job_id: int | None) -> None:
     op.job_id = job_id
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE registry_operation SET registry_ms = %s, job_id = %s WHERE id = %s",
+            f"UPDATE {Operation._meta.db_table} SET registry_ms = %s, job_id = %s WHERE id = %s",
             [op.registry_ms, job_id, op.pk],
         )

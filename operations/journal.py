@@ -27,12 +27,15 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.holders import mark_down
-from operations.models import Operation
-from registry.models import Device, DeviceLock, Link
+from operations.models import DeviceLock, Link, Operation
+from registry.models import Device
 from routers.drivers.base import RouterDriver
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# Plain SQL names its tables from the models: each app owns its tables.
+OPERATION, LINK, LOCK, DEVICE = (model._meta.db_table for model in (Operation, Link, DeviceLock, Device))
 
 State, Phase = Operation.State, Operation.Phase
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -123,11 +126,11 @@ def _direction(kind: str, command: str | None = None) -> str:
 # FOR NO KEY UPDATE is the lock the UPDATE itself takes. FOR UPDATE would also conflict with the
 # FOR KEY SHARE lock that any insert referencing the operation (a foreign key) holds until it
 # commits, and SKIP LOCKED would then skip a perfectly claimable row, leaving it queued for ever.
-_CLAIM_SQL = """
-    UPDATE registry_operation AS op
+_CLAIM_SQL = f"""
+    UPDATE {OPERATION} AS op
        SET state = 'running', started_at = COALESCE(op.started_at, %(now)s), heartbeat_at = %(now)s,
            claimed_by = %(worker)s
-      FROM (SELECT id, state FROM registry_operation WHERE id = %(id)s FOR NO KEY UPDATE SKIP LOCKED) AS before
+      FROM (SELECT id, state FROM {OPERATION} WHERE id = %(id)s FOR NO KEY UPDATE SKIP LOCKED) AS before
      WHERE op.id = before.id
        AND (before.state = 'queued' OR (before.state = 'running' AND op.heartbeat_at < %(stale)s))
  RETURNING op.*, before.state AS previous_state
@@ -232,11 +235,11 @@ _JOURNAL_FIELDS = [
 # The end of every operation, in one statement and so one round trip and one commit (this runs on
 # every operation's path; the ORM's four statements cost ~4 ms on small machines, `bench ops`).
 # Locks taken by an operation submitted after this one (a new add racing this remove) are kept.
-_FINISH_SQL = """
+_FINISH_SQL = f"""
     WITH claim AS (
         -- The fence: only the worker holding the claim writes the end (a stalled one taken over does
         -- not); every other change below waits for this row and applies only if it was written.
-        UPDATE registry_operation
+        UPDATE {OPERATION}
            SET state = %(state)s, phase = %(phase)s, error = %(error)s, result = %(result)s::jsonb,
                transcript = %(transcript)s, router_ms = %(router_ms)s, registry_ms = %(registry_ms)s,
                invocation_ms = %(invocation_ms)s, total_ms = %(total_ms)s, finished_at = %(now)s,
@@ -244,32 +247,32 @@ _FINISH_SQL = """
          WHERE id = %(id)s AND claimed_by = %(claimed_by)s
          RETURNING id
     ), up AS (
-        UPDATE registry_link
+        UPDATE {LINK}
            SET state = %(up)s, up_at = %(now)s, lease_expires_at = %(lease)s, updated_at = %(now)s
          WHERE id = ANY(%(links_up)s) AND EXISTS (SELECT 1 FROM claim)
     ), down AS (
-        UPDATE registry_link SET state = %(down)s, down_at = %(now)s, updated_at = %(now)s
+        UPDATE {LINK} SET state = %(down)s, down_at = %(now)s, updated_at = %(now)s
          WHERE id = ANY(%(links_down)s) AND EXISTS (SELECT 1 FROM claim)
     ), renewed AS (
-        UPDATE registry_link AS link SET lease_expires_at = given.lease, updated_at = %(now)s
+        UPDATE {LINK} AS link SET lease_expires_at = given.lease, updated_at = %(now)s
           FROM unnest(%(links_renewed)s::bigint[], %(renewed_leases)s::timestamptz[]) AS given (id, lease)
          WHERE link.id = given.id AND EXISTS (SELECT 1 FROM claim)
     ), renewed_locks AS (
-        UPDATE registry_devicelock SET expires_at = %(lease)s
+        UPDATE {LOCK} SET expires_at = %(lease)s
          WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s) AND %(renew_expiry)s
            AND EXISTS (SELECT 1 FROM claim)
     ), relocked AS (
         -- A remove that ran while this add was under way (it saw no links yet) released the lock:
         -- the add's links are up, so its site holds the devices again.
-        INSERT INTO registry_devicelock (device_id, site_id, exclusive, acquired_at, expires_at, reason, operation_id)
+        INSERT INTO {LOCK} (device_id, site_id, exclusive, acquired_at, expires_at, reason, operation_id)
         SELECT device.id, %(renew_site)s, NOT device.shareable, %(now)s, %(lease)s, %(reason)s, %(id)s
-          FROM registry_device AS device
+          FROM {DEVICE} AS device
          WHERE device.id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
         ON CONFLICT DO NOTHING
     ), released AS (
-        DELETE FROM registry_devicelock AS held
+        DELETE FROM {LOCK} AS held
          WHERE held.site_id = %(site)s AND held.device_id = ANY(%(devices)s) AND EXISTS (SELECT 1 FROM claim)
-           AND NOT EXISTS (SELECT 1 FROM registry_operation AS newer
+           AND NOT EXISTS (SELECT 1 FROM {OPERATION} AS newer
                             WHERE newer.id = held.operation_id AND newer.created_at > %(created)s)
     )
     SELECT count(*) FROM claim

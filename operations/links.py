@@ -31,16 +31,19 @@ from operations.holders import (
     take_locks,
 )
 from operations.journal import Run
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import PlanStep, find_router
 from operations.rollback import lease_due_again, put_back_removed, roll_back_add
 from operations.steps import drive, look, read_router
-from registry.models import Device, DeviceLock, Link, Router, Site
-from registry.planner import PlanStep, find_router
+from registry.models import Device, Router, Site
 from routers.drivers import DRIVERS
 from routers.drivers.base import RouterLink
 
 T = TypeVar("T")
 Kind, State = Operation.Kind, Operation.State
+
+# Plain SQL names its tables from the models: each app owns its tables.
+OPERATION = Operation._meta.db_table
 
 
 def _steps(plan: dict[str, Any]) -> list[PlanStep]:
@@ -129,8 +132,8 @@ def _after_earlier_requests(run: Run) -> None:
 # The same site and a device in common, or the same zone between sites of this plan: devices of one
 # zone share links between the same two sites, whichever of them asked (two removes of two holders
 # of one link, each seeing the other's lock, would both keep it and both release).
-_EARLIER_SQL = """
-    SELECT id, kind, request->>'command' FROM registry_operation
+_EARLIER_SQL = f"""
+    SELECT id, kind, request->>'command' FROM {OPERATION}
      WHERE id < %(id)s AND state IN ('queued', 'running') AND kind IN ('add', 'remove', 'expire', 'invoke')
        AND ((plan->>'site' = %(site)s AND plan->'devices' ?| %(devices)s)
             OR (plan->>'zone' = %(zone)s AND plan->>'site' = ANY(%(sites)s)))

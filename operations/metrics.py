@@ -19,8 +19,8 @@ from django.db.models import Count, Min
 from django.utils import timezone
 from prometheus_client import Counter, Gauge, Histogram, multiprocess
 
-from operations.models import Operation
-from registry.models import Link, Router
+from operations.models import Link, Operation
+from registry.models import Router
 
 # Seconds: from a planner lookup (milliseconds) to an Eclipse's 12 s login plus retries (minutes).
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 30, 60, 120, 300)

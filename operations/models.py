@@ -1,11 +1,16 @@
-"""The operations journal: one row per request, with what it planned, did and measured."""
+"""The engine's records: the operations journal (one row per request, with what it planned, did and
+measured), the links it configured on routers and the locks by which sites hold devices."""
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
-from registry.models import Principal
+from registry.models import PORT_MAX, Device, Principal, Router, Site, Zone
+from registry.validators import validate_description
 
 
 class OperationKind(models.TextChoices):
@@ -86,3 +91,128 @@ class Operation(models.Model):
 
     def __str__(self) -> str:
         return f"operation {self.pk} {self.kind} ({self.state})"
+
+
+class DeviceLock(models.Model):
+    """A site's hold on a device while it is connected: exclusive unless the device is shareable.
+
+    At most one exclusive lock per device, and a site holds a device at most once (database rules);
+    the engine takes locks under a row lock on the device so shared and exclusive never mix.
+    """
+
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="locks")
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="device_locks")
+    exclusive = models.BooleanField(default=True)
+    acquired_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="lease expiry; the link is removed then")
+    reason = models.CharField(max_length=200, blank=True, validators=[validate_description])
+    operation = models.ForeignKey(
+        Operation,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="device_locks",
+        help_text="the add that took the lock",
+    )
+
+    class Meta:
+        ordering = ["device", "acquired_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["device"],
+                condition=Q(exclusive=True),
+                name="operations_devicelock_one_exclusive_holder",
+                violation_error_message="This device is already locked by another site.",
+            ),
+            models.UniqueConstraint(
+                fields=["device", "site"],
+                name="operations_devicelock_unique_holder",
+                violation_error_message="This site already holds this device.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.device} held by {self.site.name}"
+
+
+class LinkState(models.TextChoices):
+    REQUESTED = "requested"
+    CONFIGURING = "configuring"
+    UP = "up"
+    REMOVING = "removing"
+    DOWN = "down"
+    FAILED = "failed"
+
+
+class Link(models.Model):
+    """One SAN extension configured on one router: an iFCP session (or FCIP tunnel) for a zone
+    towards a remote gateway, requested by a site to reach a device."""
+
+    State = LinkState
+    ACTIVE_STATES = (State.REQUESTED, State.CONFIGURING, State.UP, State.REMOVING)
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="links", help_text="requesting site")
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="links")
+    router = models.ForeignKey(Router, on_delete=models.PROTECT, related_name="links")
+    port = models.PositiveSmallIntegerField(validators=[MaxValueValidator(PORT_MAX)])
+    zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="links")
+    remote_ip = models.GenericIPAddressField(help_text="data-path IP of the gateway at the other end")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.REQUESTED)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    initiators = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="FCIP: the initiator WWNs this link zones with the device (a snapshot taken at connect); "
+        "empty for iFCP",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    up_at = models.DateTimeField(null=True, blank=True)
+    down_at = models.DateTimeField(null=True, blank=True)
+    operation = models.ForeignKey(
+        Operation,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="links",
+        help_text="the last operation that changed this link",
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["router", "port", "zone", "remote_ip"],
+                condition=Q(state__in=["requested", "configuring", "up", "removing"]),
+                name="operations_link_one_active_per_endpoint",
+                violation_error_message="An active link with this router, port, zone and remote IP already exists.",
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=[choice.value for choice in LinkState]),
+                name="operations_link_state_valid",
+                violation_error_message="Unknown link state.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.router.name} port {self.port} zone {self.zone.zone_id} -> {self.remote_ip} ({self.state})"
+
+    @classmethod
+    def active(cls) -> models.QuerySet:
+        return cls.objects.filter(state__in=cls.ACTIVE_STATES)
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE_STATES
+
+    def clean(self) -> None:
+        super().clean()
+        errors = {}
+        if self.router_id and self.site_id and self.device_id:
+            allowed_sites = {self.site_id, self.device.owner_site_id}
+            if self.router.site_id not in allowed_sites:
+                errors["router"] = "The router must belong to the requesting site or to the device's owning site."
+        if self.zone_id and self.device_id and self.device.zone_id != self.zone_id:
+            errors["zone"] = "The link's zone must be the device's zone."
+        if errors:
+            raise ValidationError(errors)

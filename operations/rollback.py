@@ -20,10 +20,9 @@ from operations.conf import ops_settings
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import plan_ids
 from operations.journal import Run
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import PlanStep
 from operations.steps import drive, look
-from registry.models import DeviceLock, Link
-from registry.planner import PlanStep
 
 State = Operation.State
 

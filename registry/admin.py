@@ -1,10 +1,10 @@
 """Django admin for the registry's own models, with search and filters. Router secrets are referenced,
 never shown. Links, device locks and operations are the engine's: api/admin.py shows them read-only
-and changes them only by submitting operations."""
+(and a device's locks on its page) and changes them only by submitting operations."""
 
 from django.contrib import admin
 
-from registry.models import Device, DeviceLock, Host, Initiator, Principal, Router, Site, Zone
+from registry.models import Device, Host, Initiator, Principal, Router, Site, Zone
 
 
 class RouterInline(admin.TabularInline):
@@ -32,22 +32,6 @@ class InitiatorInline(admin.TabularInline):
     model = Initiator
     extra = 1
     fields = ("wwn", "description")
-
-
-class DeviceLockInline(admin.TabularInline):
-    """Who holds the device: shown only; a lock changes through the engine (api/admin.py's actions)."""
-
-    model = DeviceLock
-    extra = 0
-    fields = ("site", "exclusive", "acquired_at", "expires_at", "reason")
-    readonly_fields = fields
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Site)
@@ -100,7 +84,6 @@ class DeviceAdmin(admin.ModelAdmin):
     list_display = ("description", "device_id", "wwn", "zone", "owner_site", "shareable")
     search_fields = ("description", "device_id", "wwn")
     list_filter = ("zone", "owner_site", "shareable")
-    inlines = [DeviceLockInline]
 
 
 @admin.register(Principal)

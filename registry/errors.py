@@ -9,7 +9,8 @@ from django.db import IntegrityError
 _FOREIGN_KEY_MESSAGES = {
     "registry_device_zone_id": ("zone", "A device must belong to an existing zone."),
     "registry_device_owner_site_id": ("owner_site", "A device must be owned by an existing site."),
-    "registry_link_router_id": ("router", "A link must use an existing router."),
+    "operations_link_router_id": ("router", "A link must use an existing router."),
+    "registry_link_router_id": ("router", "A link must use an existing router."),  # a table moved, not renamed
     "registry_router_site_id": ("site", "A router must belong to an existing site."),
 }
 _NOT_NULL_MESSAGES = {
@@ -19,7 +20,7 @@ _NOT_NULL_MESSAGES = {
 
 def _declared_constraints() -> dict[str, tuple[str, str]]:
     found = {}
-    for model in apps.get_app_config("registry").get_models():
+    for model in apps.get_models():  # the registry's and the engine's (links and locks)
         for constraint in model._meta.constraints:
             fields = list(getattr(constraint, "fields", ()) or ())
             field = fields[-1] if fields else "non_field_errors"

@@ -6,16 +6,42 @@ the requesting site's hosts. A disconnect plans from the registry as it stands t
 one of those values while a site holds a device through it would leave the old link on the router,
 out of flexzone's sight. Such an edit is refused (rule `in_use`, a 409 from the API) naming who
 holds what; once they are disconnected it goes through. Descriptions and other values no router
-sees stay free.
+sees stay free. Who holds what is the engine's to say (links and locks are its records): it answers
+through `answer_with` when its app is ready.
 """
 
 from __future__ import annotations
+
+import enum
+from collections.abc import Callable
 
 from django.core.exceptions import ValidationError
 from django.db import models
 
 RULE = "in_use"
 SHOWN = 3
+
+
+class Subject(enum.Enum):
+    """What an edited value belongs to; the engine answers who holds a device through it."""
+
+    SITE = "site"  # its links' remote gateway address and its router's FC port (keys: sites)
+    HOST = "host"  # the initiators the FCIP links of its site zone (keys: hosts)
+    ROUTER = "router"  # the links on it and on its site's routers (keys: sites, routers)
+    DEVICE = "device"  # the links and locks of that device (keys: devices)
+
+
+# "<site> holds <device>" for each hold through the subject, in name order. Links and locks are the
+# engine's (operations): it registers the answer when its app is ready, so that the registry imports
+# nothing of the engine's. Without the engine nothing can hold anything.
+Holders = Callable[..., list[str]]
+_holders: Holders = lambda subject, **keys: []  # noqa: E731
+
+
+def answer_with(holders: Holders) -> None:
+    """Called by the engine's app config: who holds what through a subject."""
+    global _holders
+    _holders = holders
 
 
 def changed_fields(instance: models.Model, fields: list[str]) -> list[str]:
@@ -29,18 +55,11 @@ def changed_fields(instance: models.Model, fields: list[str]) -> list[str]:
     return [name for name, attname in attnames.items() if getattr(instance, attname) != stored[attname]]
 
 
-def holders(locks: models.QuerySet, links: models.QuerySet) -> list[str]:
-    """"<site> holds <device>" for each lock and each link still active, in name order."""
-    pairs = set(locks.values_list("site__name", "device__description"))
-    pairs |= set(links.values_list("site__name", "device__description"))
-    return [f"{site} holds {device}" for site, device in sorted(pairs)]
-
-
-def refuse(changed: list[str], what: str, locks: models.QuerySet, links: models.QuerySet) -> None:
-    """Raise a ValidationError on each changed field if anyone holds a device through `what`."""
+def refuse(changed: list[str], what: str, subject: Subject, **keys: list[int | None]) -> None:
+    """Raise a ValidationError on each changed field if anyone holds a device through the subject."""
     if not changed:
         return
-    held = holders(locks, links)
+    held = _holders(subject, **{name: [pk for pk in pks if pk is not None] for name, pks in keys.items()})
     if not held:
         return
     shown = ", ".join(held[:SHOWN]) + (f" and {len(held) - SHOWN} more" if len(held) > SHOWN else "")

@@ -1,4 +1,6 @@
-"""The registry: sites and their hosts, zones, shared devices, routers, links, principals and the operation journal.
+"""The registry: sites and their hosts, zones, shared devices, routers, principals and the audit trail.
+
+Links and device locks are the engine's (`operations.models`).
 
 Invariants live in the database first (named constraints with messages a human understands);
 `clean()` is kept for rules that cross objects. `registry.errors.explain_integrity_error` turns a
@@ -12,7 +14,6 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
-from django.utils import timezone
 
 from registry import in_use
 from registry.validators import (
@@ -94,9 +95,8 @@ class Site(models.Model):
 
     def clean(self) -> None:
         super().clean()
-        site = Q(site=self.pk) | Q(device__owner_site=self.pk)
         in_use.refuse(in_use.changed_fields(self, self.ROUTER_FIELDS), f"Site {self.name}'s value",
-                      DeviceLock.objects.filter(site), Link.active().filter(site | Q(router__site=self.pk)))
+                      in_use.Subject.SITE, sites=[self.pk])
 
 
 class Host(models.Model):
@@ -125,15 +125,10 @@ class Host(models.Model):
     def __str__(self) -> str:
         return f"{self.name} at {self.site.name}"
 
-    def holds(self) -> tuple[models.QuerySet, models.QuerySet]:
-        """The active FCIP links of the site this host is registered at: they zone its initiators (an
-        iFCP gateway zones by itself, and a queued connect zones the initiators its plan took)."""
-        site = Host.objects.filter(pk=self.pk).values("site")
-        return DeviceLock.objects.none(), Link.active().filter(site__in=site).exclude(initiators=[])
-
     def clean(self) -> None:
         super().clean()
-        in_use.refuse(in_use.changed_fields(self, ["site"]), f"Host {self.name}'s site", *self.holds())
+        in_use.refuse(in_use.changed_fields(self, ["site"]), f"Host {self.name}'s site", in_use.Subject.HOST,
+                      hosts=[self.pk])
 
 
 class Initiator(models.Model):
@@ -182,9 +177,10 @@ class Initiator(models.Model):
         changed = in_use.changed_fields(self, ["host", "wwn"])
         if changed:
             stored = Host.objects.get(initiators=self.pk)
-            in_use.refuse(changed, f"Initiator {self.wwn} of host {stored.name}", *stored.holds())
+            in_use.refuse(changed, f"Initiator {self.wwn} of host {stored.name}", in_use.Subject.HOST,
+                          hosts=[stored.pk])
         elif self.pk is None and self.host_id:
-            in_use.refuse(["wwn"], f"Host {self.host.name}'s initiators", *self.host.holds())
+            in_use.refuse(["wwn"], f"Host {self.host.name}'s initiators", in_use.Subject.HOST, hosts=[self.host_id])
 
 
 class Zone(models.Model):
@@ -318,9 +314,7 @@ class Router(models.Model):
             sites.append(self.site_id)
             changed = changed or ["site"]
         if changed:
-            locks = DeviceLock.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
-            links = Link.active().filter(Q(router__site__in=sites) | Q(router=self.pk))
-            in_use.refuse(changed, f"Router {self.name}'s value", locks, links)
+            in_use.refuse(changed, f"Router {self.name}'s value", in_use.Subject.ROUTER, sites=sites, routers=[self.pk])
 
 
 class Device(models.Model):
@@ -388,132 +382,7 @@ class Device(models.Model):
                            f"{PORT_ROLE_MESSAGE}")
                 raise ValidationError({"wwn": ValidationError(message, code="initiator_wwn")})
         in_use.refuse(in_use.changed_fields(self, self.LINK_FIELDS), f"Device {self.description}'s value",
-                      DeviceLock.objects.filter(device=self.pk), Link.active().filter(device=self.pk))
-
-class DeviceLock(models.Model):
-    """A site's hold on a device while it is connected: exclusive unless the device is shareable.
-
-    At most one exclusive lock per device, and a site holds a device at most once (database rules);
-    the engine takes locks under a row lock on the device so shared and exclusive never mix.
-    """
-
-    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="locks")
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="device_locks")
-    exclusive = models.BooleanField(default=True)
-    acquired_at = models.DateTimeField(default=timezone.now)
-    expires_at = models.DateTimeField(null=True, blank=True, help_text="lease expiry; the link is removed then")
-    reason = models.CharField(max_length=200, blank=True, validators=[validate_description])
-    operation = models.ForeignKey(
-        "operations.Operation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="device_locks",
-        help_text="the add that took the lock",
-    )
-
-    class Meta:
-        ordering = ["device", "acquired_at"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["device"],
-                condition=Q(exclusive=True),
-                name="registry_devicelock_one_exclusive_holder",
-                violation_error_message="This device is already locked by another site.",
-            ),
-            models.UniqueConstraint(
-                fields=["device", "site"],
-                name="registry_devicelock_unique_holder",
-                violation_error_message="This site already holds this device.",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.device} held by {self.site.name}"
-
-
-class LinkState(models.TextChoices):
-    REQUESTED = "requested"
-    CONFIGURING = "configuring"
-    UP = "up"
-    REMOVING = "removing"
-    DOWN = "down"
-    FAILED = "failed"
-
-
-class Link(models.Model):
-    """One SAN extension configured on one router: an iFCP session (or FCIP tunnel) for a zone
-    towards a remote gateway, requested by a site to reach a device."""
-
-    State = LinkState
-    ACTIVE_STATES = (State.REQUESTED, State.CONFIGURING, State.UP, State.REMOVING)
-
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="links", help_text="requesting site")
-    device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="links")
-    router = models.ForeignKey(Router, on_delete=models.PROTECT, related_name="links")
-    port = models.PositiveSmallIntegerField(validators=[MaxValueValidator(PORT_MAX)])
-    zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="links")
-    remote_ip = models.GenericIPAddressField(help_text="data-path IP of the gateway at the other end")
-    state = models.CharField(max_length=16, choices=State.choices, default=State.REQUESTED)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    initiators = models.JSONField(
-        default=list,
-        blank=True,
-        help_text="FCIP: the initiator WWNs this link zones with the device (a snapshot taken at connect); "
-        "empty for iFCP",
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    up_at = models.DateTimeField(null=True, blank=True)
-    down_at = models.DateTimeField(null=True, blank=True)
-    operation = models.ForeignKey(
-        "operations.Operation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="links",
-        help_text="the last operation that changed this link",
-    )
-
-    class Meta:
-        ordering = ["-created_at"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["router", "port", "zone", "remote_ip"],
-                condition=Q(state__in=["requested", "configuring", "up", "removing"]),
-                name="registry_link_one_active_per_endpoint",
-                violation_error_message="An active link with this router, port, zone and remote IP already exists.",
-            ),
-            models.CheckConstraint(
-                condition=Q(state__in=[choice.value for choice in LinkState]),
-                name="registry_link_state_valid",
-                violation_error_message="Unknown link state.",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.router.name} port {self.port} zone {self.zone.zone_id} -> {self.remote_ip} ({self.state})"
-
-    @classmethod
-    def active(cls) -> models.QuerySet:
-        return cls.objects.filter(state__in=cls.ACTIVE_STATES)
-
-    @property
-    def is_active(self) -> bool:
-        return self.state in self.ACTIVE_STATES
-
-    def clean(self) -> None:
-        super().clean()
-        errors = {}
-        if self.router_id and self.site_id and self.device_id:
-            allowed_sites = {self.site_id, self.device.owner_site_id}
-            if self.router.site_id not in allowed_sites:
-                errors["router"] = "The router must belong to the requesting site or to the device's owning site."
-        if self.zone_id and self.device_id and self.device.zone_id != self.zone_id:
-            errors["zone"] = "The link's zone must be the device's zone."
-        if errors:
-            raise ValidationError(errors)
-
+                      in_use.Subject.DEVICE, devices=[self.pk])
 
 class Role(models.TextChoices):
     """viewer < operator < admin, each allowed what the one before is and more; monitor stands apart:

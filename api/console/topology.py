@@ -19,7 +19,8 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef
 
-from registry.models import DeviceLock, Link, Router, Site
+from operations.models import DeviceLock, Link
+from registry.models import Router, Site
 
 WIDTH, HEIGHT = 960, 620
 RADIUS, NODE_RADIUS = 190, 46

@@ -19,8 +19,8 @@ from api.console import topology
 from api.console.access import console_page
 from api.permissions import has_role, within_site_scope, within_zone_scope
 from operations.drift import DRIFT_KINDS, last_reports
-from operations.models import TERMINAL_STATES, Operation
-from registry.models import Device, DeviceLock, Host, Link, Role, Router, Site, Zone
+from operations.models import TERMINAL_STATES, DeviceLock, Link, Operation
+from registry.models import Device, Host, Role, Router, Site, Zone
 
 PHASES = [(value, label.lower()) for value, label in Operation.Phase.choices]  # queued ... on router ... done
 RECENT = 50  # ended operations listed

@@ -6,8 +6,8 @@ import re
 
 from django.db import connection
 
-from operations.models import Operation
-from registry.models import AuditEvent, DeviceLock, Link, Zone
+from operations.models import DeviceLock, Link, Operation
+from registry.models import AuditEvent, Zone
 
 
 def test_an_admin_principal_is_signed_in_by_certificate(api_server, cast):
@@ -61,19 +61,20 @@ def test_links_locks_and_operations_are_shown_but_never_edited_in_the_admin(api_
     lock = DeviceLock.objects.get()
     root = api_server.session("root")
     for model, pk in (("link", link.pk), ("devicelock", lock.pk)):
-        page = root.get(f"{api_server.url}/admin/registry/{model}/{pk}/change/", timeout=20)
+        page = root.get(f"{api_server.url}/admin/operations/{model}/{pk}/change/", timeout=20)
         assert page.status_code == 200 and 'name="_save"' not in page.text  # a view, not a form
-        assert root.get(f"{api_server.url}/admin/registry/{model}/add/", timeout=20).status_code == 403
-        assert root.get(f"{api_server.url}/admin/registry/{model}/{pk}/delete/", timeout=20).status_code == 403
+        assert root.get(f"{api_server.url}/admin/operations/{model}/add/", timeout=20).status_code == 403
+        assert root.get(f"{api_server.url}/admin/operations/{model}/{pk}/delete/", timeout=20).status_code == 403
     device = root.get(f"{api_server.url}/admin/registry/device/{cast['xraid1'].pk}/change/", timeout=20).text
     assert "devicelock_set-0-site" not in device and "locks-0-site" not in device  # holders shown, not editable
+    assert 'id="locks-group"' in device  # who holds it, on the device's page (the engine's inline)
     assert root.get(f"{api_server.url}/admin/operations/operation/add/", timeout=20).status_code == 403
 
 
 def test_an_admin_disconnects_through_the_engine_attributed_and_audited(api_server, cast):
     link = _up_link(cast)
     root = api_server.session("root")
-    done = _action(root, f"{api_server.url}/admin/registry/link/", "disconnect", [link.pk])
+    done = _action(root, f"{api_server.url}/admin/operations/link/", "disconnect", [link.pk])
     assert done.status_code == 302
     op = Operation.objects.get()
     assert (op.kind, op.state, op.principal.name, op.request) == (
@@ -82,7 +83,7 @@ def test_an_admin_disconnects_through_the_engine_attributed_and_audited(api_serv
     event = AuditEvent.objects.get(action="admin.disconnect")
     assert (event.principal_name, event.outcome, event.target) == ("root", "allowed", f"operation:{op.pk}")
     lock = DeviceLock.objects.get()
-    _action(root, f"{api_server.url}/admin/registry/devicelock/", "disconnect", [lock.pk])
+    _action(root, f"{api_server.url}/admin/operations/devicelock/", "disconnect", [lock.pk])
     assert Operation.objects.filter(kind="remove").count() == 2
 
 

@@ -7,8 +7,9 @@ import pytest
 from api.console import topology
 from operations import execute, submit
 from operations.drift import last_reports
+from operations.models import Link
 from operations.steps import router_target
-from registry.models import Device, Link
+from registry.models import Device
 from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec
 from tests.operations.conftest import lab_factory, ops_lab, ops_settings  # noqa: F401 - fixtures

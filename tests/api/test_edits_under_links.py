@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 from django.forms import modelform_factory
 
-from registry.models import DeviceLock, Host, Initiator, Link, Router, Site
+from operations.models import DeviceLock, Link
+from registry.models import Host, Initiator, Router, Site
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from operations.models import Operation
-from registry.models import AuditEvent, Host, Initiator, Link, Principal, Router, Site
+from operations.models import Link, Operation
+from registry.models import AuditEvent, Host, Initiator, Principal, Router, Site
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 BACKUP = {"name": "backup-server", "site": "remote-site", "description": "Backup server",

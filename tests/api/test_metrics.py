@@ -155,7 +155,7 @@ def test_a_reconcile_run_by_another_process_is_in_the_servers_scrape_with_its_dr
     lab, api_pki, monitor, metrics_dir, cli_secrets  # noqa: F811
 ):
 
-    from registry.models import Link
+    from operations.models import Link
 
     run_operation(lab, api_pki, "/api/connect/", {"site": "remote-site", "device_description": "XRAID1"})
     # Drift: the registry forgets one of the two links the routers hold.

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from bench import ops as bench
-from operations.models import Operation
-from registry.models import Link, Router, Site
+from operations.models import Link, Operation
+from registry.models import Router, Site
 
 
 @pytest.mark.django_db(transaction=True)

@@ -107,8 +107,8 @@ def test_add_by_wwn_with_a_lease_prints_stable_json_and_remove_by_wwn_takes_it_d
 
 
 def test_plan_prints_the_exact_router_commands_and_changes_nothing(lab, config_for, run_cli):
+    from operations import planner
     from operations.models import Operation
-    from registry import planner
 
     config = config_for(lab.server.url)
     result = run_cli("flexzone", "--plan", "--zone", "2", "--site", "primary-site", config=config)

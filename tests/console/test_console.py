@@ -8,8 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from operations.models import Operation
-from registry.models import Link
+from operations.models import Link, Operation
 from tests.cli.conftest import _wire
 
 # Installed before any script of a page runs (Playwright adds it over the devtools protocol, past the

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from operations import DeviceBusy, execute, list_links, submit
-from operations.models import Operation
-from registry.models import Device, DeviceLock, Link, Router, Site
-from registry.planner import PlanError
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import PlanError
+from registry.models import Device, Router, Site
 
 
 def router_keys(sim) -> set[tuple[int, int, str]]:

@@ -14,7 +14,7 @@ from psycopg.conninfo import make_conninfo
 
 from operations import DeviceBusy, execute, submit
 from operations.locking import ADVISORY_NAMESPACE, router_lock
-from registry.models import DeviceLock, Link
+from operations.models import DeviceLock, Link
 from tests.operations.conftest import wire
 from tests.operations.test_basics import add_third_site, assert_agreement, router_keys
 

@@ -8,8 +8,7 @@ import pytest
 from django.db import connection
 
 from operations import execute, submit
-from operations.models import Operation
-from registry.models import DeviceLock, Link
+from operations.models import DeviceLock, Link, Operation
 from tests.operations.test_basics import assert_agreement, router_keys
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}

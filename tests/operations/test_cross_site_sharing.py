@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from operations import execute, reconcile, submit
-from registry.models import Device, DeviceLock, Link, Site, Zone
+from operations.models import DeviceLock, Link
+from registry.models import Device, Site, Zone
 from tests.operations.test_basics import assert_agreement, router_keys
 
 SESSIONS = {"primary": {(8, 1, "127.0.0.22")}, "remote": {(4, 1, "127.0.0.21")}}

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from operations import execute, reconcile, submit
 from operations.chores import expire_leases, settle_stranded_links
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
 from operations.pool import pool
-from registry.models import DeviceLock, Link, Router
+from registry.models import Router
 from tests.operations.test_basics import assert_agreement, router_keys
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}

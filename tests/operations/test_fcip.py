@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import pytest
 
 from operations import execute, reconcile, submit
-from registry.models import Device, DeviceLock, Host, Initiator, Link, Site
+from operations.models import DeviceLock, Link
+from registry.models import Device, Host, Initiator, Site
 from routers.sim.faults import Fault
 from tests.operations.conftest import wire
 from tests.routers.drivers.fabric_admin import FabricAdmin, production_in_force, zones_in_force

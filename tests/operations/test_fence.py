@@ -9,8 +9,7 @@ import pytest
 from django.utils import timezone
 
 from operations import execute, journal, submit
-from operations.models import Operation
-from registry.models import Link
+from operations.models import Link, Operation
 from tests.operations.test_basics import assert_agreement
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}

@@ -9,9 +9,9 @@ import pytest
 from django.db import connection, transaction
 
 from operations import execute, invoke, reconcile, submit
-from operations.models import Operation
-from registry.models import Device, DeviceLock, Link, Site
-from registry.planner import PlanError
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import PlanError
+from registry.models import Device, Site
 from routers.drivers.base import LinkSpec
 from tests.operations.test_basics import assert_agreement, router_keys
 from tests.operations.test_reconcile import STRAY, behind_the_registrys_back

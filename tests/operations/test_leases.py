@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from operations import execute, submit
 from operations.chores import expire_leases
-from operations.models import Operation
-from registry.models import Device, DeviceLock, Link
+from operations.models import DeviceLock, Link, Operation
+from registry.models import Device
 from tests.operations.test_basics import assert_agreement
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}

@@ -13,8 +13,7 @@ from prometheus_client import REGISTRY
 
 from operations import execute, journal, submit
 from operations.chores import expire_leases
-from operations.models import Operation
-from registry.models import DeviceLock
+from operations.models import DeviceLock, Operation
 from routers.sim.faults import Fault
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}

@@ -41,11 +41,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from operations import execute, reconcile, submit
 from operations.chores import expire_leases
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
+from operations.planner import PlanError, plan_connect
 from operations.pool import pool
 from registry.demo import load_demo
-from registry.models import Device, DeviceLock, Link, Router, Site
-from registry.planner import PlanError, plan_connect
+from registry.models import Device, Router, Site
 from routers.sim.faults import Fault
 from tests.operations.conftest import wire
 from tests.routers.drivers.fabric_admin import FabricAdmin

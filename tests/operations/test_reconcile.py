@@ -9,9 +9,8 @@ from django.utils import timezone
 
 from operations import execute, invoke, reconcile, submit
 from operations.chores import expire_leases
-from operations.models import Operation
+from operations.models import DeviceLock, Link, Operation
 from operations.steps import router_target
-from registry.models import DeviceLock, Link
 from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec
 from tests.operations.test_basics import assert_agreement, registry_keys, router_keys

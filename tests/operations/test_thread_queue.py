@@ -13,8 +13,7 @@ import pytest
 from django.utils import timezone
 
 from operations import submit
-from operations.models import Operation
-from registry.models import DeviceLock
+from operations.models import DeviceLock, Operation
 from registry.readiness import database_url
 from tests.operations.test_basics import assert_agreement, router_keys
 from tests.operations.test_worker import WORKER_ENV, wait_for

@@ -15,8 +15,7 @@ from django.utils import timezone
 
 from operations import submit
 from operations.locking import router_lock
-from operations.models import Operation
-from registry.models import DeviceLock
+from operations.models import DeviceLock, Operation
 from registry.readiness import database_url
 from routers.sim.personality import TimingProfile
 from tests.operations.test_basics import assert_agreement, router_keys

@@ -4,8 +4,9 @@ going through clean() and expects the named constraint to refuse it."""
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from operations.models import DeviceLock, Link
 from registry.errors import explain_integrity_error
-from registry.models import Device, DeviceLock, Host, Initiator, Link, Router, Site, Zone
+from registry.models import Device, Host, Initiator, Router, Site, Zone
 
 
 def refused(action) -> tuple[str, str]:

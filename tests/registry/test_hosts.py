@@ -94,7 +94,7 @@ def test_a_site_with_hosts_cannot_be_deleted_and_a_host_takes_its_initiators_alo
 
 
 def test_the_fcip_pair_plans_a_link_zoning_west_sites_initiators_with_the_east_array(db, secrets_dir):
-    from registry.planner import plan_connect
+    from operations.planner import plan_connect
 
     load_demo()
     plan = plan_connect(site="west-site", device_description="EAST-ARRAY1")

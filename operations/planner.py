@@ -15,7 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.db.models.functions import Lower
 
-from registry.models import Device, Host, Link, Router, Site, Zone
+from operations.models import Link
+from registry.models import Device, Host, Router, Site, Zone
 from registry.validators import normalize_wwn
 from routers.drivers.base import LinkSpec
 

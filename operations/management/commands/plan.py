@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import CommandError
 
-from registry.planner import PlanError, plan_connect, plan_disconnect
+from operations.planner import PlanError, plan_connect, plan_disconnect
 from registry.readiness import DatabaseCommand
 
 

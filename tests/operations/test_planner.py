@@ -4,7 +4,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from registry.planner import PlanError, find_router, plan_connect, plan_disconnect
+from operations.planner import PlanError, find_router, plan_connect, plan_disconnect
 
 
 def test_connect_with_a_device_described_as_xraid2_configures_the_owner_then_the_requester(demo):

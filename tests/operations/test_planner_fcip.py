@@ -3,8 +3,9 @@
 import pytest
 from django.core.management import call_command
 
-from registry.models import Device, Host, Initiator, Link, Router, Site
-from registry.planner import PlanError, plan_connect, plan_disconnect
+from operations.models import Link
+from operations.planner import PlanError, plan_connect, plan_disconnect
+from registry.models import Device, Host, Initiator, Router, Site
 from routers.drivers.zoning import ACTIVE_ZONESET, EFFECTIVE
 
 XRAID1 = "20:00:00:04:53:00:01:a0"
