@@ -21,7 +21,9 @@ rolled back; what must hold after every step, and at the end, is checked (`check
     for either of them (the holder's links are up);
 (e) no lock is left without a live (queued/running) operation or an up link;
 (f) a registry edit of a value live links were made with is refused (`in_use`) exactly while the
-    site holds, or is held, through them; otherwise it is saved.
+    site holds, or is held, through them; otherwise it is saved;
+(g) each router lists up exactly the links the grants need: `operations.desired.desired_links`, the
+    pure function of the grants (the locks) and the registry.
 
 The walk's choices depend only on the seed, never on outcomes, so a seed replays the same requests,
 faults and kills (which operation wins a race may still differ). A violation raises AssertionError
@@ -56,7 +58,14 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from bench.soak_cast import Cast, build_cast, remove_cast, stop_simulators, unused_prefix
-from bench.soak_checks import LIVE, holders_linked, locks_exclusive, registry_matches_routers, up_links_held
+from bench.soak_checks import (
+    LIVE,
+    holders_linked,
+    locks_exclusive,
+    registry_matches_routers,
+    routers_carry_the_grants,
+    up_links_held,
+)
 from operations.chores import expire_leases, reap_stalled_operations, settle_stranded_links
 from operations.conf import ops_settings
 from operations.errors import DeviceBusy
@@ -356,6 +365,7 @@ class Soak:
         problems += locks_exclusive(self.cast)
         problems += up_links_held(self.cast)
         problems += holders_linked(self.cast)
+        problems += routers_carry_the_grants(self.cast)
         return problems
 
     def summary(self, steps: int, started: float) -> dict[str, Any]:

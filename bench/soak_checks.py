@@ -1,8 +1,9 @@
-"""The soak's invariants (a) to (e), checked after every step (bench/soak.py says what each means)."""
+"""The soak's invariants (a) to (e) and (g), checked after every step (bench/soak.py says what each means)."""
 
 from __future__ import annotations
 
 from bench.soak_cast import Cast
+from operations.desired import desired_for
 from operations.holders import between
 from operations.models import DeviceLock, Link, Operation
 from operations.runner import reconcile
@@ -70,4 +71,17 @@ def holders_linked(cast: Cast) -> list[str]:
         if not live:
             problems.append(f"(d) {what}: the holder has no up link to zone {lock.device.zone.zone_id}")
             problems.append(f"(e) {what}: neither a live operation nor an up link keeps it")
+    return problems
+
+
+def routers_carry_the_grants(cast: Cast) -> list[str]:
+    """(g) each router lists up exactly the links the grants need (`operations.desired`, the pure
+    function of the grants and the registry)."""
+    wanted = desired_for([router.pk for router in cast.routers])
+    problems = []
+    for router in cast.routers:
+        actual = {link.key for link in cast.sim_of(router).links() if link.state == "up"}
+        desired = set(wanted.get(router.pk, {}))
+        if actual != desired:
+            problems.append(f"(g) {router.name}: up {sorted(actual)} != what the grants need {sorted(desired)}")
     return problems

@@ -27,8 +27,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from operations.conf import ops_settings
+from operations.desired import desired_for
 from operations.errors import OperationFailed, StepFailed
-from operations.holders import between, still_held
+from operations.holders import between
 from operations.journal import Run
 from operations.models import DeviceLock, Link, Operation
 from operations.planner import find_router, router_vsan
@@ -133,11 +134,15 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             pass
         lease.changed = True
 
+    wanted = desired_for([router.pk], settled=True).get(router.pk, {}) if stuck else {}
+
     def settle_stuck(row):
-        """A record an ended operation left mid-change goes where the holds say: up on its router while
-        a settled lock still needs it (a removal that failed, an add another hold shares), else off."""
+        """A record an ended operation left mid-change goes where the grants say (`desired_links`): up
+        on its router while a settled grant needs it (a removal that failed, an add another hold
+        shares), else off."""
         key = _key(row)
-        if still_held(row):
+        want = wanted.get(key)
+        if want is not None and (not zoning or row.device.wwn in want.targets):
             found = actual.get(key)
             if found is not None and found.state == "up" and not (zoning and _members_differ(row, found)):
                 report["repaired"].append(_describe(key, action=f"{row.state} -> up: still held, on the router"))

@@ -20,7 +20,6 @@ from operations.errors import DeviceBusy
 from operations.models import DeviceLock, Link, Operation
 from registry import in_use
 from registry.models import Device, Site
-from routers.drivers import DRIVERS
 
 # Plain SQL names its tables from the models: each app owns its tables.
 OPERATION, LOCK, DEVICE, SITE = (model._meta.db_table for model in (Operation, DeviceLock, Device, Site))
@@ -147,18 +146,6 @@ def _served_by(link: Link, site_id: int, leaving: list[int]):
         .exclude(site_id=site_id, device_id__in=leaving)
         .exclude(operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
     )
-
-
-def still_held(link: Link) -> bool:
-    """Whether a settled hold still needs `link` on its router: for iFCP, a lock on a device of its zone
-    between its two sites, held by either; for FCIP (which zones one device with the requesting site's
-    initiators), its own site's lock on its own device. Locks of queued or running operations are
-    theirs to settle."""
-    if DRIVERS[link.router.platform].zones_initiators:
-        held = DeviceLock.objects.filter(site_id=link.site_id, device_id=link.device_id)
-    else:
-        held = _served_by(link, site_id=0, leaving=[])
-    return held.exclude(operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING)).exists()
 
 
 def other_holder(link: Link, site_id: int, leaving: list[int]) -> tuple[int, int] | None:

@@ -41,6 +41,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from operations import execute, reconcile, submit
 from operations.chores import expire_leases
+from operations.desired import desired_for
 from operations.models import DeviceLock, Link, Operation
 from operations.planner import PlanError, plan_connect
 from operations.pool import pool
@@ -213,14 +214,18 @@ class EngineModel(RuleBasedStateMachine):
     # --- what must hold after every move ------------------------------------------------------
     @invariant()
     def routers_carry_exactly_what_the_locks_need(self):
-        desired: dict[int, set[tuple]] = {}
+        # Two answers to "what must each router carry", which must agree: the pure function of the
+        # grants (operations.desired) and the plan a connect of each grant would make.
+        desired = {router: set(wants) for router, wants in desired_for().items()}
+        planned: dict[int, set[tuple]] = {}
         for lock in DeviceLock.objects.select_related("site", "device"):
             plan = plan_connect(site=lock.site.name, device_description=lock.device.description)
             for step in plan.steps:
-                desired.setdefault(step.router_id, set()).add((step.port, step.zone, step.remote_ip))
+                planned.setdefault(step.router_id, set()).add((step.port, step.zone, step.remote_ip))
+        assert {r: keys for r, keys in desired.items() if keys} == planned
         for router in Router.objects.filter(name__in=WIRING):
             actual = up_keys(self.sims[router.name])
-            assert actual == desired.get(router.pk, set()), f"{router.name}: up {actual}, locks need {desired}"
+            assert actual == desired.get(router.pk, set()), f"{router.name}: up {actual}, grants need {desired}"
             recorded = {(link.port, link.zone.zone_id, link.remote_ip)
                         for link in Link.objects.filter(router=router, state="up").select_related("zone")}
             assert recorded == actual, f"{router.name}: registry up {recorded}, router {actual}"

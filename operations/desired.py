@@ -1,0 +1,121 @@
+"""What each router must carry: a pure function of the grants and the registry.
+
+A grant is a site's hold on a device (its `DeviceLock`): site S may reach device D, which site O
+owns in zone Z. It needs two links, one on each side's router: on O's router, for zone Z, towards
+S's data-path address on O's FC port; on S's router, towards O's address on S's port. A link is
+needed while any grant needs it, so holds of several devices of one zone between the same two
+sites (whichever of them asked) share it. An FCIP link zones targets with initiators: its pairs are
+the union of its grants' (the device's WWN with the requesting site's initiators it was granted).
+
+`desired_links` takes plain data and does no I/O, so that it can be checked on its own and used by
+everything that asks what a router should carry: the settle of stuck records, the model-based test
+and the soak. `registry_facts` reads its inputs from the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db.models import Q
+
+from operations.models import DeviceLock, Link, Operation
+from registry.models import Router, Site
+from routers.drivers import DRIVERS
+
+Key = tuple[int, int, str]  # (FC port, zone number, remote gateway address), as routers list a link
+
+
+@dataclass(frozen=True)
+class SiteFacts:
+    data_ip: str
+    router_port: int
+    router: int | None  # the router links of this site are made on (the first by name), if any
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    zone: int  # the zone number routers use
+    owner: int  # the owning site's id
+    wwn: str
+
+
+@dataclass(frozen=True)
+class Grant:
+    site: int
+    device: int
+    initiators: tuple[str, ...] = ()  # FCIP: the requesting site's initiator WWNs this grant zones
+
+
+@dataclass
+class Want:
+    """One link a router must carry: for FCIP, the targets and initiators its zones pair."""
+
+    targets: set[str] = field(default_factory=set)
+    initiators: set[str] = field(default_factory=set)
+
+
+def desired_links(grants: Iterable[Grant], sites: dict[int, SiteFacts], devices: dict[int, DeviceFacts],
+                  zoning: dict[int, bool]) -> dict[int, dict[Key, Want]]:
+    """Per router id, the links it must carry for `grants`. `zoning[router]` says whether the router
+    zones initiators (FCIP); only those links carry targets and initiators. A grant of a site's own
+    device, or one whose sites have no router, needs nothing."""
+    wanted: dict[int, dict[Key, Want]] = {}
+    for grant in grants:
+        device = devices[grant.device]
+        requester, owner = sites[grant.site], sites[device.owner]
+        if grant.site == device.owner or requester.router is None or owner.router is None:
+            continue
+        for router, local, remote in ((owner.router, owner, requester), (requester.router, requester, owner)):
+            want = wanted.setdefault(router, {}).setdefault((local.router_port, device.zone, remote.data_ip), Want())
+            if zoning.get(router):
+                want.targets.add(device.wwn)
+                want.initiators.update(grant.initiators)
+    return wanted
+
+
+def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = False) -> tuple[
+        list[Grant], dict[int, SiteFacts], dict[int, DeviceFacts], dict[int, bool]]:
+    """The inputs of `desired_links` as the database holds them now: every grant (of `site_ids` and
+    the owners of their devices only, when given); with `settled`, not those an operation still
+    queued or running took (they are that operation's to settle, and may yet be withdrawn).
+
+    An FCIP grant zones the initiators its connect took (a snapshot on its links, so that hosts named
+    at connect are kept); before its links exist, the requesting site's initiators.
+    """
+    locks = DeviceLock.objects.select_related("device__zone")
+    if settled:
+        locks = locks.exclude(operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
+    if site_ids is not None:
+        ids = list(site_ids)
+        locks = locks.filter(Q(site__in=ids) | Q(device__owner_site__in=ids))
+    locks = list(locks)
+    site_pks = {lock.site_id for lock in locks} | {lock.device.owner_site_id for lock in locks}
+    routers: dict[int, Router] = {}
+    for router in Router.objects.filter(site__in=site_pks).order_by("-name"):
+        routers[router.site_id] = router  # the first by name wins, as the planner picks it
+    sites = {site.pk: SiteFacts(site.data_ip, site.router_port, routers[site.pk].pk if site.pk in routers else None)
+             for site in Site.objects.filter(pk__in=site_pks)}
+    devices = {lock.device_id: DeviceFacts(lock.device.zone.zone_id, lock.device.owner_site_id, lock.device.wwn)
+               for lock in locks}
+    zoning = {router.pk: DRIVERS[router.platform].zones_initiators for router in routers.values()}
+    snapshots: dict[tuple[int, int], set[str]] = {}
+    for site_id, device_id, initiators in Link.active().filter(site__in=site_pks).exclude(initiators=[]).values_list(
+            "site_id", "device_id", "initiators"):
+        snapshots.setdefault((site_id, device_id), set()).update(initiators)
+    own: dict[int, set[str]] = {}
+    for site_id, wwn in Site.objects.filter(pk__in=site_pks).values_list("pk", "hosts__initiators__wwn"):
+        if wwn:
+            own.setdefault(site_id, set()).add(wwn)
+    grants = [Grant(lock.site_id, lock.device_id,
+                    tuple(sorted(snapshots.get((lock.site_id, lock.device_id)) or own.get(lock.site_id, set()))))
+              for lock in locks]
+    return grants, sites, devices, zoning
+
+
+def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = False) -> dict[int, dict[Key, Want]]:
+    """`desired_links` from the database as it is now, for the given routers (all when None)."""
+    site_ids = None
+    if router_ids is not None:
+        site_ids = set(Router.objects.filter(pk__in=list(router_ids)).values_list("site_id", flat=True))
+    return desired_links(*registry_facts(site_ids, settled=settled))
