@@ -7,6 +7,9 @@ needed while any grant needs it, so holds of several devices of one zone between
 sites (whichever of them asked) share it. An FCIP link zones targets with initiators: its pairs are
 the union of its grants' (the device's WWN with the requesting site's initiators it was granted).
 
+A grant taken by a V1 `addifcp` is literal: V1 commands make one link on one router each, so such a
+grant's wants are marked `literal` (the half of its path V1 never made is not missing).
+
 `desired_links` takes plain data and does no I/O, so that it can be checked on its own and used by
 everything that asks what a router should carry: the settle of stuck records, the model-based test
 and the soak. `registry_facts` reads its inputs from the database.
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from operations.models import DeviceLock, Link, Operation
-from registry.models import Router, Site
+from registry.models import Device, Router, Site
 from routers.drivers import DRIVERS
 
 Key = tuple[int, int, str]  # (FC port, zone number, remote gateway address), as routers list a link
@@ -45,6 +48,7 @@ class Grant:
     site: int
     device: int
     initiators: tuple[str, ...] = ()  # FCIP: the requesting site's initiator WWNs this grant zones
+    literal: bool = False  # taken by a V1 addifcp: it needs only the links V1 commands made
 
 
 @dataclass
@@ -53,6 +57,8 @@ class Want:
 
     targets: set[str] = field(default_factory=set)
     initiators: set[str] = field(default_factory=set)
+    grants: set[tuple[int, int]] = field(default_factory=set)  # (site, device) of each grant that needs it
+    literal: bool = True  # every grant that needs it is a V1 one (which may lack half its path)
 
 
 def desired_links(grants: Iterable[Grant], sites: dict[int, SiteFacts], devices: dict[int, DeviceFacts],
@@ -68,6 +74,8 @@ def desired_links(grants: Iterable[Grant], sites: dict[int, SiteFacts], devices:
             continue
         for router, local, remote in ((owner.router, owner, requester), (requester.router, requester, owner)):
             want = wanted.setdefault(router, {}).setdefault((local.router_port, device.zone, remote.data_ip), Want())
+            want.grants.add((grant.site, grant.device))
+            want.literal = want.literal and grant.literal
             if zoning.get(router):
                 want.targets.add(device.wwn)
                 want.initiators.update(grant.initiators)
@@ -83,7 +91,7 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     An FCIP grant zones the initiators its connect took (a snapshot on its links, so that hosts named
     at connect are kept); before its links exist, the requesting site's initiators.
     """
-    locks = DeviceLock.objects.select_related("device__zone")
+    locks = DeviceLock.objects.select_related("device__zone", "operation")
     if settled:
         locks = locks.exclude(operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
     if site_ids is not None:
@@ -108,7 +116,8 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
         if wwn:
             own.setdefault(site_id, set()).add(wwn)
     grants = [Grant(lock.site_id, lock.device_id,
-                    tuple(sorted(snapshots.get((lock.site_id, lock.device_id)) or own.get(lock.site_id, set()))))
+                    tuple(sorted(snapshots.get((lock.site_id, lock.device_id)) or own.get(lock.site_id, set()))),
+                    literal=bool(lock.operation is not None and lock.operation.plan.get("raw")))
               for lock in locks]
     return grants, sites, devices, zoning
 
@@ -119,3 +128,11 @@ def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = Fals
     if router_ids is not None:
         site_ids = set(Router.objects.filter(pk__in=list(router_ids)).values_list("site_id", flat=True))
     return desired_links(*registry_facts(site_ids, settled=settled))
+
+
+def holds_text(want: Want) -> str:
+    """"<site> holds <device>" for each grant that needs the link, in name order."""
+    sites = dict(Site.objects.filter(pk__in=[site for site, _device in want.grants]).values_list("pk", "name"))
+    devices = dict(Device.objects.filter(pk__in=[device for _site, device in want.grants])
+                   .values_list("pk", "description"))
+    return ", ".join(sorted(f"{sites[site]} holds {devices[device]}" for site, device in want.grants))

@@ -27,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from operations.conf import ops_settings
-from operations.desired import desired_for
+from operations.desired import Want, desired_for, holds_text
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import between
 from operations.journal import Run
@@ -91,21 +91,36 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     up = {_key(row): row for row in settled if row.state == Link.State.UP}
     stuck = [row for row in settled if row.state != Link.State.UP]
 
-    missing = [key for key in up if key not in actual]
-    extra = [key for key in actual if key not in recorded]
     zoning = DRIVERS[router.platform].zones_initiators
+    # What the grants need here (operations.desired), beside what the records say was applied.
+    wanted = {key: want for key, want in desired_for([router.pk], settled=True).get(router.pk, {}).items()
+              if key not in in_flight}
+
+    def granted(key, row: Link) -> bool:
+        return key in wanted and (not zoning or row.device.wwn in wanted[key].targets)
+
+    ungranted = [key for key, row in up.items() if not granted(key, row)]
+    # A V1 addifcp/rmifcp is literal (one link on one router): a grant only V1 made needs no more
+    # than the links V1 made, so the half of its path V1 never made is not missing.
+    unrecorded = [key for key, want in wanted.items() if key not in recorded and key not in actual and not want.literal]
+    missing = [key for key in up if key not in actual and key not in ungranted]
+    extra = [key for key in actual if key not in recorded]
     differ = [
         key for key in up
-        if key in actual and (actual[key].state != "up" or (zoning and _members_differ(up[key], actual[key])))
+        if key in actual and key not in ungranted
+        and (actual[key].state != "up" or (zoning and _members_differ(up[key], actual[key])))
     ]
     mismatched = [_describe(key, registry="up", router=actual[key].state, **_members(up[key], actual[key], zoning))
                   for key in differ]
+    mismatched += [_describe(key, registry="up", router=actual[key].state if key in actual else "absent",
+                             reason="no grant needs it") for key in ungranted]
     mismatched += [
         _describe(_key(row), registry=row.state, router="present" if _key(row) in actual else "absent") for row in stuck
     ]
     report: dict[str, Any] = {
-        "missing": [_describe(key, link=up[key].pk) for key in missing],
-        "extra": [_describe(key) for key in extra],
+        "missing": [_describe(key, link=up[key].pk) for key in missing]
+        + [_describe(key, granted=holds_text(wanted[key])) for key in unrecorded],
+        "extra": [_describe(key, **({"granted": holds_text(wanted[key])} if key in wanted else {})) for key in extra],
         "mismatched": mismatched,
         "in_flight": [_describe(key) for key in sorted(in_flight)],
         "repaired": [],
@@ -133,8 +148,6 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         except LinkAbsent:
             pass
         lease.changed = True
-
-    wanted = desired_for([router.pk], settled=True).get(router.pk, {}) if stuck else {}
 
     def settle_stuck(row):
         """A record an ended operation left mid-change goes where the grants say (`desired_links`): up
@@ -164,13 +177,29 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         for row in stuck:
             settle_stuck(row)
     elif policy == "registry":
+        # Converge: what the grants need is put on the router and recorded; what was applied but no
+        # grant needs any more comes off; stuck records go where the grants say.
+        for key in ungranted:
+            if key in actual:
+                router_remove(key, up[key])
+            Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
+            report["repaired"].append(_describe(key, action="up -> down: no grant needs it"))
         for key in missing:
             router_add(key, up[key], "added to router")
         for key in differ:
             router_add(key, up[key], "converged on router")
         for key in extra:
-            router_remove(key)
-            report["repaired"].append(_describe(key, action="removed from router"))
+            if key not in wanted:
+                router_remove(key)
+                report["repaired"].append(_describe(key, action="removed from router"))
+            elif (found := actual[key]).state == "up" and not (zoning and _want_differs(wanted[key], found)):
+                report["repaired"].append(_describe(key, action=_record_granted(router, key, wanted[key], now)))
+            elif (spec := _want_spec(router, key, wanted[key], zoning, report)) and _put(driver, lease, spec):
+                report["repaired"].append(_describe(key, action=_record_granted(router, key, wanted[key], now)))
+        for key in unrecorded:
+            if (spec := _want_spec(router, key, wanted[key], zoning, report)) and _put(driver, lease, spec):
+                report["repaired"].append(_describe(key, action="added to router; "
+                                                    + _record_granted(router, key, wanted[key], now)))
         for row in stuck:
             settle_stuck(row)
     else:
@@ -219,10 +248,50 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         _release_unheld_locks(settled, report)
     if report["repaired"] and policy == "registry":
         after = {link.key: link for link in driver.list_links()}
-        report["converged"] = set(after) - in_flight == set(up) and all(
-            after[key].state == "up" and not (zoning and _members_differ(row, after[key])) for key, row in up.items()
+        now_up = {_key(row): row for row in Link.objects.filter(router=router, state=Link.State.UP)
+                  .select_related("zone", "device")}
+        report["converged"] = set(after) - in_flight == set(now_up) - in_flight and all(
+            key in after and after[key].state == "up" and not (zoning and _members_differ(row, after[key]))
+            for key, row in now_up.items() if key not in in_flight
         )
     return report
+
+
+def _want_differs(want: Want, found: RouterLink) -> bool:
+    return (tuple(sorted(want.initiators)), tuple(sorted(want.targets))) != (found.initiators, found.targets)
+
+
+def _want_spec(router: Router, key: tuple[int, int, str], want: Want, zoning: bool,
+               report: dict[str, Any]) -> LinkSpec | None:
+    """The link a grant needs, as the driver takes it (None, reported unresolved, if it cannot be made:
+    an FCIP link here zones one device)."""
+    if zoning and len(want.targets) != 1:
+        report["unresolved"].append(_describe(key, reason=f"the grants ({holds_text(want)}) need one FCIP link "
+                                              "to zone several devices, which flexzone does not do"))
+        return None
+    port, zone, remote_ip = key
+    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=router.site.data_ip,
+                    wwn=next(iter(want.targets)) if zoning else None,
+                    initiators=tuple(sorted(want.initiators)) if zoning else (), vsan=router_vsan(router) or 1)
+
+
+def _put(driver, lease: Lease, spec: LinkSpec) -> bool:
+    try:
+        driver.add_link(spec)
+    except LinkExists:
+        pass
+    lease.changed = True
+    return True
+
+
+def _record_granted(router: Router, key: tuple[int, int, str], want: Want, now) -> str:
+    """Record a link a grant needs and the router carries, attributed to one of its grants."""
+    site_id, device_id = min(want.grants)
+    device = Device.objects.get(pk=device_id)
+    link = Link.objects.create(site_id=site_id, device=device, router=router, port=key[0], zone_id=device.zone_id,
+                               remote_ip=key[2], state=Link.State.UP, up_at=now,
+                               initiators=sorted(want.initiators) if DRIVERS[router.platform].zones_initiators else [])
+    return f"recorded as link {link.pk}: {holds_text(want)}"
 
 
 def _release_unheld_locks(rows: list[Link], report: dict[str, Any]) -> None:

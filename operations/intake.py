@@ -15,6 +15,7 @@ from django.db import connection, transaction
 
 from operations import queue
 from operations.conf import ops_settings
+from operations.desired import desired_for, holds_text
 from operations.holders import lock_devices, lockable_devices
 from operations.models import Operation
 from operations.planner import (
@@ -145,6 +146,8 @@ def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
         raise PlanError("zone", f"zone {spec.zone} has no device owned by {router.site.name} or {remote.name}.")
     requester = remote if device.owner_site_id == router.site_id else router.site
     action = "add" if command == "addifcp" else "remove"
+    if action == "remove":
+        _refuse_removing_what_a_connect_needs(router, spec)
     initiators = []
     if DRIVERS[router.platform].zones_initiators:
         initiators = site_initiators(requester, None)
@@ -155,6 +158,16 @@ def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
                      remote_ip=spec.remote_ip, device=device, initiators=initiators)
     plan = Plan(action=action, site=requester.name, zone=spec.zone, devices=[device.description], steps=[step])
     return {**plan.as_dict(), "raw": True}
+
+
+def _refuse_removing_what_a_connect_needs(router, spec: LinkSpec) -> None:
+    """V1 commands manage the links V1 made: an rmifcp of a link a connect's grant needs would leave
+    that site holding the device with half a path (its end is a disconnect)."""
+    want = desired_for([router.pk]).get(router.pk, {}).get(spec.key)
+    if want is not None and not want.literal:
+        raise PlanError("command", f"{router.name} port {spec.port} zone {spec.zone} -> {spec.remote_ip} serves "
+                                   f"{holds_text(want)} through a connect; rmifcp removes only links V1 commands "
+                                   "made. End the connect with a disconnect instead.")
 
 
 def _record_submit(op: Operation, job_id: int | None) -> None:

@@ -17,6 +17,7 @@ import time
 from django.utils import timezone
 
 from operations.conf import ops_settings
+from operations.desired import desired_for
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import plan_ids
 from operations.journal import Run
@@ -75,10 +76,14 @@ def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous
     ids of those up again (their records `up`: the router holds them as the spec wants) and of those
     that could not be put back (their records `configuring`, for the settle chore to finish once the
     router answers). A record this remove wrote where there was none is not put back: nothing
-    was held there."""
+    was held there; nor is a link no grant needs any more (`operations.desired`)."""
     restored, lost = [], []
+    # Only what a grant still needs goes back (a recovered run cannot tell a link that was up from a
+    # marker its crashed run wrote where there was none: both read `removing`).
+    wanted = desired_for({link.router_id for _step, link in taken_down}, settled=True)
     for step, link in reversed(taken_down):
-        if previous.get(link.pk) is None:
+        want = wanted.get(link.router_id, {}).get(step.spec.key)
+        if previous.get(link.pk) is None or want is None or (want.targets and link.device.wwn not in want.targets):
             continue
         _undo_budget(run)
         spec = dataclasses.replace(step.spec, initiators=tuple(link.initiators) or step.spec.initiators)

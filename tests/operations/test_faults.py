@@ -315,3 +315,28 @@ def test_a_recovered_add_whose_router_is_down_frees_the_device_and_is_settled_wh
     assert not Link.objects.filter(state__in=Link.ACTIVE_STATES).exists()
     assert_agreement(ops_lab)
     assert settle_stranded_links() == []
+
+
+@pytest.mark.django_db
+def test_a_failed_removal_puts_back_only_what_a_grant_still_needs(ops_lab):
+    # Found by the 30-minute soak (seed 299570309): a recovered removal read the crashed run's own
+    # `removing` marker as the link's earlier state and put the link back on its router when the
+    # other router refused, though no lock needed it any more.
+    assert execute(submit("add", ADD_XRAID1).pk).state == "succeeded"
+    DeviceLock.objects.all().delete()  # the hold has ended: nothing needs these links
+    op = submit("remove", ADD_XRAID1)
+    dead = timezone.now() - timedelta(hours=1)
+    Link.objects.update(state="removing", operation_id=op.pk)  # the crashed run marked them
+    Operation.objects.filter(pk=op.pk).update(state="running", started_at=dead, heartbeat_at=dead,
+                                              claimed_by="dead-worker#0")
+    ops_lab.primary_sim.add_fault("refuse_login", count=1000)  # the removal's second router
+    pool.close_all()
+    op = execute(op.pk)
+    assert op.state != "succeeded"
+    assert router_keys(ops_lab.remote_sim) == set()  # taken off, and not put back for nobody
+    assert not Link.objects.filter(router=ops_lab.remote_rtr, state="up").exists()
+    ops_lab.primary_sim.clear_faults()
+    for pk in settle_stranded_links():
+        assert execute(pk).state == "succeeded"
+    assert router_keys(ops_lab.primary_sim) == set()
+    assert_agreement(ops_lab)

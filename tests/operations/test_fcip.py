@@ -162,7 +162,8 @@ def fcip_lab_initiator() -> str:
 @pytest.mark.django_db
 def test_reconcile_repair_removes_flexzone_leftovers_and_nothing_else(fcip_lab):
     assert execute(submit("add", CONNECT).pk).state == "succeeded"
-    Link.objects.update(state="down")  # the registry forgot the link: the switch's zones are extras now
+    Link.objects.update(state="down")  # the registry forgot the link and the grant: the switch's zones
+    DeviceLock.objects.all().delete()  # are extras now
     report = reconcile(repair=True).result["routers"]
     assert [d["action"] for d in report["primary-rtr"]["repaired"]] == ["removed from router"]
     assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)

@@ -214,3 +214,18 @@ def test_a_v1_command_on_a_port_the_site_is_not_attached_to_is_refused(ops_lab, 
     assert "FC port 8" in str(refused.value)
     assert not Operation.objects.exists() and not DeviceLock.objects.exists() and not Link.objects.exists()
     assert router_keys(ops_lab.primary_sim) == set()
+
+
+@pytest.mark.django_db
+def test_a_v1_rmifcp_of_a_link_a_connect_needs_is_refused_and_the_path_stays_whole(ops_lab):
+    # Found by the soak (seed 182898817): rmifcp took one half of remote-site's connected path to
+    # XRAID1 off its router, the lock stayed and the site kept half a path. V1 commands manage the
+    # links V1 made; a connect's links end with a disconnect.
+    add("XRAID1")
+    with pytest.raises(PlanError) as refused:
+        invoke("primary-rtr", "rmifcp", port=8, zone=1, remote_ip="127.0.0.22")
+    assert refused.value.field == "command"
+    assert "remote-site holds XRAID1" in str(refused.value) and "disconnect" in str(refused.value)
+    assert router_keys(ops_lab.primary_sim) == {(8, 1, "127.0.0.22")}
+    assert Operation.objects.filter(kind="invoke").count() == 0
+    assert_agreement(ops_lab)
