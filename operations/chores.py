@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from operations import queue
 from operations.conf import ops_settings
+from operations.desired import desired_for
 from operations.intake import submit
 from operations.metrics import lease_expiries_total
 from operations.models import DeviceLock, Link, Operation
@@ -82,11 +83,12 @@ def expire_leases() -> list[int]:
 
 
 def settle_stranded_links(routers: list[str] | None = None) -> list[int]:
-    """Submit a settle (a repair of stuck records only) for each router whose link records an ended
-    operation left `configuring` or `removing`; returns the operation ids.
+    """Submit a settle for each router whose link records an ended operation left `configuring` or
+    `removing`, or that has an up link no grant needs; returns the operation ids.
 
-    Such a record is a change that may or may not be on its router (the router stopped answering
-    before the operation could tell). The settle takes it off once the router answers, so a failed
+    A stuck record is a change that may or may not be on its router (the router stopped answering
+    before the operation could tell). The settle (a repair of those records, and of up links no grant
+    needs, only) takes such a link where the grants say once the router answers, so a failed
     connect's leftovers do not wait for a person. A router that already has a settle queued or
     running, or whose last one failed within the last round, is left to that one. `routers` limits
     the sweep to those names.
@@ -101,13 +103,32 @@ def settle_stranded_links(routers: list[str] | None = None) -> list[int]:
     )
     recent = timezone.now() - timedelta(seconds=ops_settings().settle_every)
     created = []
-    for name in sorted(set(stranded)):
+    for name in sorted(set(stranded) | _ungranted(routers)):
         settles = Operation.objects.filter(kind=Operation.Kind.RECONCILE, request__router=name, request__settle=True)
         if settles.filter(Q(state__in=live) | Q(state=Operation.State.FAILED, finished_at__gte=recent)).exists():
             continue
         created.append(submit(Operation.Kind.RECONCILE, {"repair": True, "policy": "registry", "router": name,
                                                          "settle": True}).pk)
     return created
+
+
+def _ungranted(routers: list[str] | None) -> set[str]:
+    """The routers with an up link no grant needs (its hold ended and the link stayed: a failed
+    connect's leftover, a lock deleted behind the engine's back)."""
+    up = (Link.objects.filter(state=Link.State.UP).exclude(operation__state__in=(Operation.State.QUEUED,
+                                                                                  Operation.State.RUNNING))
+          .filter(**({"router__name__in": routers} if routers is not None else {}))
+          .select_related("router", "zone", "device"))
+    rows = list(up)
+    if not rows:
+        return set()
+    wanted = desired_for({row.router_id for row in rows}, settled=True)
+    names = set()
+    for row in rows:
+        want = wanted.get(row.router_id, {}).get((row.port, row.zone.zone_id, row.remote_ip))
+        if want is None or (want.targets and row.device.wwn not in want.targets):
+            names.add(row.router.name)
+    return names
 
 
 def _journal_unplannable(request: dict, exc: PlanError) -> None:

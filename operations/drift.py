@@ -171,19 +171,24 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         Link.objects.filter(pk=row.pk).update(state=final, down_at=now, updated_at=now)
         report["repaired"].append(_describe(key, action=f"{row.state} -> {final}"))
 
-    if policy == "registry" and settle_only:
-        # The settle chore finishes what failed operations left stuck, and nothing else: what an admin
-        # added by hand (an extra iFCP session) is reported, never removed, without a person asking.
-        for row in stuck:
-            settle_stuck(row)
-    elif policy == "registry":
-        # Converge: what the grants need is put on the router and recorded; what was applied but no
-        # grant needs any more comes off; stuck records go where the grants say.
+    def take_down_ungranted():
         for key in ungranted:
             if key in actual:
                 router_remove(key, up[key])
             Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
             report["repaired"].append(_describe(key, action="up -> down: no grant needs it"))
+
+    if policy == "registry" and settle_only:
+        # The settle chore takes off what flexzone applied and no grant needs, and finishes what failed
+        # operations left stuck, and nothing else: what an admin added by hand (an extra iFCP
+        # session) is reported, never removed, without a person asking.
+        take_down_ungranted()
+        for row in stuck:
+            settle_stuck(row)
+    elif policy == "registry":
+        # Converge: what the grants need is put on the router and recorded; what was applied but no
+        # grant needs any more comes off; stuck records go where the grants say.
+        take_down_ungranted()
         for key in missing:
             router_add(key, up[key], "added to router")
         for key in differ:

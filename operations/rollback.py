@@ -44,22 +44,21 @@ def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: Step
         except StepFailed as exc:
             found = None if exc.timed_out else look(run, link.router, step.spec)
             if found == "holds":
-                # Up on its router and held by this add's lock: the registry says so, and the
-                # operator disconnects it (or reconcile repairs it), rather than a record that lies.
+                # Up on its router: the registry says so rather than a record that lies. The connect
+                # failed, so no grant needs it: the settle chore takes it off.
                 Link.objects.filter(pk=link.pk).update(state=Link.State.UP, up_at=timezone.now(),
                                                        updated_at=timezone.now())
-                kept_up.append(f"{link} (rollback failed: {exc}; it is up and held)")
+                kept_up.append(f"{link} (rollback failed: {exc}; it is up until the settle chore takes it off)")
                 continue
             if found != "absent":
                 leftovers.append(f"{link} (rollback failed: {exc})")
                 continue
         Link.objects.filter(pk=link.pk).update(state=Link.State.FAILED, down_at=timezone.now(),
                                                updated_at=timezone.now())
-    if leftovers and not kept_up:
-        # The connect failed, so its hold ends now; a leftover that may be on its router is taken off by
-        # the settle chore once the router answers (`settle_stranded_links`).
-        DeviceLock.objects.filter(operation=run.op).delete()
     if leftovers or kept_up:
+        # The connect failed, so its hold ends now (a failed connect holds nothing); what may be on a
+        # router is taken off by the settle chore once the router answers (`settle_stranded_links`).
+        DeviceLock.objects.filter(operation=run.op).delete()
         parts = [f"left configuring for reconcile, which the settle chore runs once the router answers: "
                   f"{'; '.join(leftovers)}"] if leftovers else []
         parts += [f"left up: {'; '.join(kept_up)}"] if kept_up else []

@@ -16,6 +16,7 @@ from registry.models import Router
 from tests.operations.test_basics import assert_agreement, router_keys
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
+PRIMARY_UP = (8, 1, "127.0.0.22")
 
 
 @pytest.mark.django_db
@@ -339,4 +340,39 @@ def test_a_failed_removal_puts_back_only_what_a_grant_still_needs(ops_lab):
     for pk in settle_stranded_links():
         assert execute(pk).state == "succeeded"
     assert router_keys(ops_lab.primary_sim) == set()
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_the_settle_chore_takes_off_links_whose_grant_ended_behind_the_engines_back(ops_lab):
+    assert execute(submit("add", ADD_XRAID1).pk).state == "succeeded"
+    DeviceLock.objects.all().delete()  # say an admin deleted the hold in the database: nobody may reach XRAID1
+    settles = settle_stranded_links()
+    assert len(settles) == 2
+    for pk in settles:
+        assert execute(pk).state == "succeeded"
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
+    assert set(Link.objects.values_list("state", flat=True)) == {"down"}
+    assert settle_stranded_links() == []
+    assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_connect_whose_rollback_leaves_a_link_up_frees_the_device_and_the_settle_takes_the_link_off(
+        ops_lab, settings):
+    # Issue 21: a failed connect never leaves a device locked. The primary's link cannot be undone
+    # (each removal is cut off) and stays up, recorded so; the lock goes, and with it the grant.
+    settings.FLEXZONE_OPS_MAX_ATTEMPTS = 2
+    ops_lab.primary_sim.add_fault("drop_before_apply", count=100, match="remove|delete")
+    ops_lab.remote_sim.add_fault("refuse_login", count=100)
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "failed" and "settle chore" in op.error, op.error
+    assert not DeviceLock.objects.exists()
+    assert router_keys(ops_lab.primary_sim) == {PRIMARY_UP}
+    assert list(Link.objects.filter(state="up").values_list("router__name", flat=True)) == ["primary-rtr"]
+    ops_lab.primary_sim.clear_faults()
+    ops_lab.remote_sim.clear_faults()
+    for pk in settle_stranded_links():
+        assert execute(pk).state == "succeeded"
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
     assert_agreement(ops_lab)
