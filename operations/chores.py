@@ -122,12 +122,12 @@ def _ungranted(routers: list[str] | None) -> set[str]:
     rows = list(up)
     if not rows:
         return set()
-    wanted = desired_for({row.router_id for row in rows}, settled=True)
+    wanted = desired_for({row.router_id for row in rows})  # every grant, a pending one too
     names = set()
     for row in rows:
         want = wanted.get(row.router_id, {}).get((row.port, row.zone.zone_id, row.remote_ip))
         if want is None or (want.targets and row.device.wwn not in want.targets):
-            names.add(row.router.name)
+            names.add(row.router.name)  # the settle itself decides, under the router, what comes off
     return names
 
 

@@ -88,8 +88,8 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     the owners of their devices only, when given); with `settled`, not those an operation still
     queued or running took (they are that operation's to settle, and may yet be withdrawn).
 
-    An FCIP grant zones the initiators its connect took (a snapshot on its links, so that hosts named
-    at connect are kept); before its links exist, the requesting site's initiators.
+    An FCIP grant zones the initiators its connect took: the snapshot on its links, else its plan's
+    (so that hosts named at connect are kept), and only without either the requesting site's.
     """
     locks = DeviceLock.objects.select_related("device__zone", "operation")
     if settled:
@@ -116,10 +116,18 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
         if wwn:
             own.setdefault(site_id, set()).add(wwn)
     grants = [Grant(lock.site_id, lock.device_id,
-                    tuple(sorted(snapshots.get((lock.site_id, lock.device_id)) or own.get(lock.site_id, set()))),
+                    tuple(sorted(snapshots.get((lock.site_id, lock.device_id)) or _planned_initiators(lock)
+                                 or own.get(lock.site_id, set()))),
                     literal=bool(lock.operation is not None and lock.operation.plan.get("raw")))
               for lock in locks]
     return grants, sites, devices, zoning
+
+
+def _planned_initiators(lock: DeviceLock) -> set[str]:
+    """The initiators the connect that took the lock zoned (its plan's, the named hosts' only when it
+    named hosts), so that a grant never widens to hosts it was not given."""
+    plan = lock.operation.plan if lock.operation is not None else {}
+    return {wwn for step in plan.get("steps", []) for wwn in step.get("initiators", [])}
 
 
 def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = False) -> dict[int, dict[Key, Want]]:

@@ -85,7 +85,11 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     rows = list(
         Link.objects.filter(router=router, state__in=Link.ACTIVE_STATES).select_related("zone", "operation", "device")
     )
-    in_flight = {_key(row) for row in rows if _in_flight(row)}
+    # The settle chore leaves every queued or running operation's records alone, heartbeat or not
+    # (a stall is the reaper's to find); a person's reconcile takes over a stalled one's.
+    live = (Operation.State.QUEUED, Operation.State.RUNNING)
+    in_flight = {_key(row) for row in rows
+                 if _in_flight(row) or (settle_only and row.operation is not None and row.operation.state in live)}
     settled = [row for row in rows if _key(row) not in in_flight]
     recorded = {_key(row) for row in rows}
     up = {_key(row): row for row in settled if row.state == Link.State.UP}
@@ -93,27 +97,35 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
 
     zoning = DRIVERS[router.platform].zones_initiators
     # What the grants need here (operations.desired), beside what the records say was applied.
+    # Settled grants decide what goes up; every grant, a pending one too, keeps what is there.
     wanted = {key: want for key, want in desired_for([router.pk], settled=True).get(router.pk, {}).items()
               if key not in in_flight}
+    pending = desired_for([router.pk]).get(router.pk, {})
 
-    def granted(key, row: Link) -> bool:
-        return key in wanted and (not zoning or row.device.wwn in wanted[key].targets)
+    def granted(key, row: Link, among=wanted) -> bool:
+        return key in among and (not zoning or row.device.wwn in among[key].targets)
 
-    ungranted = [key for key, row in up.items() if not granted(key, row)]
+    # Up with no grant that needs it, and no hold of any kind that it serves (a link a hold serves on
+    # a port or router the desired state does not name, adopted from the router or older than the
+    # port rule, is reported, never taken off).
+    ungranted = [key for key, row in up.items() if not granted(key, row, pending) and not _held(row, zoning)]
+    unheld_elsewhere = [key for key, row in up.items() if not granted(key, row, pending) and key not in ungranted]
     # A V1 addifcp/rmifcp is literal (one link on one router): a grant only V1 made needs no more
     # than the links V1 made, so the half of its path V1 never made is not missing.
     unrecorded = [key for key, want in wanted.items() if key not in recorded and key not in actual and not want.literal]
-    missing = [key for key in up if key not in actual and key not in ungranted]
+    missing = [key for key in up if key not in actual and key not in ungranted and key not in unheld_elsewhere]
     extra = [key for key in actual if key not in recorded]
     differ = [
         key for key in up
-        if key in actual and key not in ungranted
+        if key in actual and key not in ungranted and key not in unheld_elsewhere
         and (actual[key].state != "up" or (zoning and _members_differ(up[key], actual[key])))
     ]
     mismatched = [_describe(key, registry="up", router=actual[key].state, **_members(up[key], actual[key], zoning))
                   for key in differ]
     mismatched += [_describe(key, registry="up", router=actual[key].state if key in actual else "absent",
                              reason="no grant needs it") for key in ungranted]
+    mismatched += [_describe(key, registry="up", router=actual[key].state if key in actual else "absent",
+                             reason="held, but not where its grant's links would be made") for key in unheld_elsewhere]
     mismatched += [
         _describe(_key(row), registry=row.state, router="present" if _key(row) in actual else "absent") for row in stuck
     ]
@@ -164,7 +176,9 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
                 put = router_add(key, row, f"{row.state} -> up: still held, put on the router")
             if put:
                 Link.objects.filter(pk=row.pk).update(state=Link.State.UP, up_at=now, updated_at=now)
-                return
+            return  # a grant needs it: never taken off (what could not be put up is reported unresolved)
+        if granted(key, row, pending):
+            return  # needed by a grant whose operation is still under way: that operation's to settle
         if key in actual:
             router_remove(key, row)
         final = Link.State.FAILED if row.state in (Link.State.CONFIGURING, Link.State.REQUESTED) else Link.State.DOWN
@@ -260,6 +274,15 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             for key, row in now_up.items() if key not in in_flight
         )
     return report
+
+
+def _held(row: Link, zoning: bool) -> bool:
+    """Whether any lock, of any operation, is a hold this up link serves (FCIP: its own site and
+    device; iFCP: a device of its zone between its two sites)."""
+    if zoning:
+        return DeviceLock.objects.filter(site_id=row.site_id, device_id=row.device_id).exists()
+    return DeviceLock.objects.filter(between(row.site_id, row.device.owner_site_id),
+                                     device__zone_id=row.zone_id).exists()
 
 
 def _want_differs(want: Want, found: RouterLink) -> bool:

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection, transaction
 
 from operations import execute, invoke, reconcile, submit
+from operations.chores import settle_stranded_links
 from operations.models import DeviceLock, Link, Operation
 from operations.planner import PlanError
 from registry.models import Device, Site
@@ -229,3 +230,18 @@ def test_a_v1_rmifcp_of_a_link_a_connect_needs_is_refused_and_the_path_stays_who
     assert router_keys(ops_lab.primary_sim) == {(8, 1, "127.0.0.22")}
     assert Operation.objects.filter(kind="invoke").count() == 0
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_the_settle_never_takes_off_a_held_link_the_desired_state_cannot_name(ops_lab):
+    # A link adopted from the router (or older than the V1 port rule) on a port that is not its
+    # site's: a hold serves it, so the settle chore reports it and leaves it where it is.
+    behind_the_registrys_back(ops_lab.primary_rtr, "add", STRAY)  # port 9; primary-site is on port 8
+    assert reconcile(repair=True, policy="router").state == "succeeded"
+    for pk in settle_stranded_links():
+        assert execute(pk).state == "succeeded"
+    assert router_keys(ops_lab.primary_sim) == {STRAY.key}
+    assert Link.objects.get(state="up").port == 9
+    report = reconcile().result["routers"]["primary-rtr"]
+    assert [(d["port"], d["reason"]) for d in report["mismatched"]] == [
+        (9, "held, but not where its grant's links would be made")]
