@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import (
+    between,
     holders_expiries,
     link_lease,
     mark_down,
@@ -360,10 +361,14 @@ def execute_remove(run: Run) -> None:
     run.links_down = removed
     ids = plan_ids(plan)
     devices = list(ids["devices"].values())
-    # A V1 rmifcp takes down one link: the site lets the device go only if no other link serves it.
-    if not plan.get("raw") or not Link.objects.filter(
-        site_id=ids["site"], zone_id__in=[zone_id for _pk, zone_id in devices], state__in=Link.ACTIVE_STATES
-    ).exclude(pk__in=removed).exists():
+    # A V1 rmifcp takes down one link: the site lets the device go only if no other link serves it,
+    # that is one of the device's zone between the site and the device's owner (a link of the zone to
+    # a third site serves other holds, not this one).
+    serving = Q()
+    for pk, zone_id in devices:
+        serving |= between(ids["site"], Device.objects.get(pk=pk).owner_site_id) & Q(zone_id=zone_id)
+    if not plan.get("raw") or not Link.objects.filter(serving, state__in=Link.ACTIVE_STATES).exclude(
+            pk__in=removed).exists():
         run.release_locks = (ids["site"], [pk for pk, _zone_id in devices])
     op.result = {"links": removed, **run.waited()}
 

@@ -245,3 +245,20 @@ def test_the_settle_never_takes_off_a_held_link_the_desired_state_cannot_name(op
     report = reconcile().result["routers"]["primary-rtr"]
     assert [(d["port"], d["reason"]) for d in report["mismatched"]] == [
         (9, "held, but not where its grant's links would be made")]
+
+
+@pytest.mark.django_db
+def test_a_v1_rmifcp_releases_the_device_though_the_site_keeps_links_of_its_zone_to_another_site(ops_lab, demo):
+    # Found by the 30-minute soak (seed 835225364, step 2022): the V1 hold of a device kept its lock
+    # after its only link was removed, because the site still had a link of the zone to a third site.
+    third = Site.objects.create(name="third-site", display_name="THIRD", msan_id=77, management_ip="10.0.7.7",
+                                data_ip="127.0.0.77", router_port=7)
+    Device.objects.create(device_id="xraid7", description="XRAID7", wwn="20:00:00:07:53:00:01:a7",
+                          zone=demo["xraid1"].zone, owner_site=third)
+    other = Link.objects.create(site=Site.objects.get(name="remote-site"), device=Device.objects.get(
+        description="XRAID7"), router=ops_lab.remote_rtr, port=4, zone=demo["xraid1"].zone, remote_ip="127.0.0.77",
+        state="up")  # remote-site's link of zone 1 to the third site (its hold is not the point here)
+    assert invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22").state == "succeeded"
+    assert invoke("primary-rtr", "rmifcp", port=8, zone=1, remote_ip="127.0.0.22").state == "succeeded"
+    assert not DeviceLock.objects.filter(device__description="XRAID1").exists()
+    assert Link.objects.get(pk=other.pk).state == "up"
