@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from operations import queue
 from operations.conf import ops_settings
+from operations.converge import link_pairs
 from operations.desired import desired_for
 from operations.intake import submit
 from operations.metrics import lease_expiries_total
@@ -126,7 +127,8 @@ def _ungranted(routers: list[str] | None) -> set[str]:
     names = set()
     for row in rows:
         want = wanted.get(row.router_id, {}).get((row.port, row.zone.zone_id, row.remote_ip))
-        if want is None or (want.targets and row.device.wwn not in want.targets):
+        if want is None or (want.targets and row.device.wwn not in want.targets) or (
+                want.pairs and not link_pairs(row) <= want.pairs):  # FCIP: pairs recorded that no grant needs
             names.add(row.router.name)  # the settle itself decides, under the router, what comes off
     return names
 

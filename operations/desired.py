@@ -5,7 +5,9 @@ owns in zone Z. It needs two links, one on each side's router: on O's router, fo
 S's data-path address on O's FC port; on S's router, towards O's address on S's port. A link is
 needed while any grant needs it, so holds of several devices of one zone between the same two
 sites (whichever of them asked) share it. An FCIP link zones targets with initiators: its pairs are
-the union of its grants' (the device's WWN with the requesting site's initiators it was granted).
+the union of its grants' (the device's WWN with each of the requesting site's initiators it was
+granted), so a grant that joins an up FCIP link extends its zoning in place and one that ends shrinks
+it (operations/converge.py).
 
 A grant taken by a V1 `addifcp` is literal: V1 commands make one link on one router each, so such a
 grant's wants are marked `literal` (the half of its path V1 never made is not missing).
@@ -53,10 +55,12 @@ class Grant:
 
 @dataclass
 class Want:
-    """One link a router must carry: for FCIP, the targets and initiators its zones pair."""
+    """One link a router must carry: for FCIP, the (initiator, target) pairs its zones hold, and the
+    targets and initiators among them."""
 
     targets: set[str] = field(default_factory=set)
     initiators: set[str] = field(default_factory=set)
+    pairs: set[tuple[str, str]] = field(default_factory=set)
     grants: set[tuple[int, int]] = field(default_factory=set)  # (site, device) of each grant that needs it
     literal: bool = True  # every grant that needs it is a V1 one (which may lack half its path)
 
@@ -79,6 +83,7 @@ def desired_links(grants: Iterable[Grant], sites: dict[int, SiteFacts], devices:
             if zoning.get(router):
                 want.targets.add(device.wwn)
                 want.initiators.update(grant.initiators)
+                want.pairs.update((initiator, device.wwn) for initiator in grant.initiators)
     return wanted
 
 
@@ -130,12 +135,18 @@ def _planned_initiators(lock: DeviceLock) -> set[str]:
     return {wwn for step in plan.get("steps", []) for wwn in step.get("initiators", [])}
 
 
-def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = False) -> dict[int, dict[Key, Want]]:
-    """`desired_links` from the database as it is now, for the given routers (all when None)."""
+def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = False,
+                without: tuple[int, Iterable[int]] | None = None) -> dict[int, dict[Key, Want]]:
+    """`desired_links` from the database as it is now, for the given routers (all when None);
+    `without` (site, devices): as if that site's grants of those devices had ended."""
     site_ids = None
     if router_ids is not None:
         site_ids = set(Router.objects.filter(pk__in=list(router_ids)).values_list("site_id", flat=True))
-    return desired_links(*registry_facts(site_ids, settled=settled))
+    grants, sites, devices, zoning = registry_facts(site_ids, settled=settled)
+    if without is not None:
+        site, leaving = without[0], set(without[1])
+        grants = [grant for grant in grants if not (grant.site == site and grant.device in leaving)]
+    return desired_links(grants, sites, devices, zoning)
 
 
 def holds_text(want: Want) -> str:

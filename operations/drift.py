@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from operations.conf import ops_settings
+from operations.converge import link_pairs, record_pairs
 from operations.desired import Want, desired_for, holds_text
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import between
@@ -37,7 +38,7 @@ from operations.pool import Lease
 from operations.steps import with_router
 from registry.models import Device, Router, Site, Zone
 from routers.drivers import DRIVERS
-from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec, RouterLink
+from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec, RouterLink, pairs_spec
 
 
 def _key(link: Link) -> tuple[int, int, str]:
@@ -54,24 +55,28 @@ def _in_flight(link: Link) -> bool:
     return op.heartbeat_at is not None and op.heartbeat_at >= stale
 
 
-def _spec(router: Router, key: tuple[int, int, str], link: Link | None) -> LinkSpec:
+def _spec(router: Router, key: tuple[int, int, str], link: Link | None,
+          pairs: set[tuple[str, str]] | None = None) -> LinkSpec:
+    """The link as the driver takes it: on FCIP zoning `pairs`, else what its record says was applied."""
     port, zone, remote_ip = key
-    wwn = link.device.wwn if link is not None else None
-    initiators = tuple(link.initiators) if link is not None and wwn else ()
-    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=router.site.data_ip, wwn=wwn,
-                    initiators=initiators, vsan=router_vsan(router) or 1)
+    pairs = pairs or (link_pairs(link) if link is not None else set())
+    if pairs and DRIVERS[router.platform].zones_initiators:
+        return pairs_spec(port, zone, remote_ip, local_ip=router.site.data_ip, pairs=pairs,
+                          vsan=router_vsan(router) or 1)
+    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=router.site.data_ip,
+                    wwn=link.device.wwn if link is not None else None, vsan=router_vsan(router) or 1)
 
 
 def _members(row: Link, found: RouterLink, zoning: bool) -> dict[str, Any]:
     if not zoning:
         return {}
-    return {"registry_initiators": sorted(row.initiators), "router_initiators": list(found.initiators),
-            "router_targets": list(found.targets)}
+    return {"registry_pairs": sorted(map(list, link_pairs(row))), "router_pairs": [list(p) for p in found.pairs],
+            "router_initiators": list(found.initiators), "router_targets": list(found.targets)}
 
 
 def _members_differ(row: Link, found: RouterLink) -> bool:
-    """FCIP: whether the switch zones other initiators or targets with this link than it should."""
-    return (tuple(sorted(row.initiators)), (row.device.wwn,)) != (found.initiators, found.targets)
+    """FCIP: whether the switch zones other (initiator, target) pairs with this link than flexzone applied."""
+    return link_pairs(row) != set(found.pairs)
 
 
 def _describe(key: tuple[int, int, str], **extra: Any) -> dict[str, Any]:
@@ -105,6 +110,14 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     def granted(key, row: Link, among=wanted) -> bool:
         return key in among and (not zoning or row.device.wwn in among[key].targets)
 
+    def target(key, found: RouterLink | None) -> set[tuple[str, str]]:
+        """FCIP: what the link must zone (operations.converge's rule): the settled grants' pairs, and
+        the pending grants' pairs already on the router."""
+        pairs = set(wanted[key].pairs) if key in wanted else set()
+        if key in pending and found is not None:
+            pairs |= set(found.pairs) & pending[key].pairs
+        return pairs
+
     # Up with no grant that needs it, and no hold of any kind that it serves (a link a hold serves on
     # a port or router the desired state does not name, adopted from the router or older than the
     # port rule, is reported, never taken off).
@@ -118,7 +131,8 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     differ = [
         key for key in up
         if key in actual and key not in ungranted and key not in unheld_elsewhere
-        and (actual[key].state != "up" or (zoning and _members_differ(up[key], actual[key])))
+        and (actual[key].state != "up" or (zoning and (_members_differ(up[key], actual[key])
+                                                       or set(actual[key].pairs) != target(key, actual[key]))))
     ]
     mismatched = [_describe(key, registry="up", router=actual[key].state, **_members(up[key], actual[key], zoning))
                   for key in differ]
@@ -153,6 +167,22 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         lease.changed = True
         report["repaired"].append(_describe(key, action=action))
         return True
+
+    def converge_to(key, action: str) -> None:
+        """Put the up link `key` on the router as the grants need it (FCIP: its target pairs), and
+        record what was applied."""
+        pairs = target(key, actual.get(key)) if zoning else set()
+        try:
+            driver.add_link(_spec(router, key, up[key], pairs))
+        except LinkExists:
+            pass
+        except ValueError as exc:
+            report["unresolved"].append(_describe(key, reason=f"cannot be configured from the registry: {exc}"))
+            return
+        lease.changed = True
+        if pairs:
+            record_pairs(up[key], pairs)
+        report["repaired"].append(_describe(key, action=action))
 
     def router_remove(key, link=None):
         try:
@@ -197,6 +227,10 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         # operations left stuck, and nothing else: what an admin added by hand (an extra iFCP
         # session) is reported, never removed, without a person asking.
         take_down_ungranted()
+        for key in differ:
+            # FCIP pairs no grant needs (a failed connect's extension of a shared link) come off.
+            if zoning and actual[key].state == "up" and not set(actual[key].pairs) <= target(key, actual[key]):
+                converge_to(key, "converged on router: pairs no grant needs taken off")
         for row in stuck:
             settle_stuck(row)
     elif policy == "registry":
@@ -206,7 +240,7 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         for key in missing:
             router_add(key, up[key], "added to router")
         for key in differ:
-            router_add(key, up[key], "converged on router")
+            converge_to(key, "converged on router")
         for key in extra:
             if key not in wanted:
                 router_remove(key)
@@ -230,13 +264,13 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             if found.state != "up":
                 Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
                 report["repaired"].append(_describe(key, action="registry: up -> down"))
-            elif found.targets != (up[key].device.wwn,):  # it zones another device: not this record's link
+            elif up[key].device.wwn not in found.targets:  # it zones other devices: not this record's link
                 Link.objects.filter(pk=up[key].pk).update(state=Link.State.DOWN, down_at=now, updated_at=now)
                 report["repaired"].append(_describe(key, action="registry: up -> down (the router zones "
                                                     f"{', '.join(found.targets) or 'no target'})"))
             else:
-                Link.objects.filter(pk=up[key].pk).update(initiators=list(found.initiators), updated_at=now)
-                report["repaired"].append(_describe(key, action="registry: initiators taken from the router"))
+                record_pairs(up[key], set(found.pairs))
+                report["repaired"].append(_describe(key, action="registry: zoned pairs taken from the router"))
         for key in extra:
             if actual[key].state != "up":
                 report["unresolved"].append(_describe(key, reason="the router lists this link down; nothing recorded"))
@@ -286,21 +320,17 @@ def _held(row: Link, zoning: bool) -> bool:
 
 
 def _want_differs(want: Want, found: RouterLink) -> bool:
-    return (tuple(sorted(want.initiators)), tuple(sorted(want.targets))) != (found.initiators, found.targets)
+    return want.pairs != set(found.pairs)
 
 
 def _want_spec(router: Router, key: tuple[int, int, str], want: Want, zoning: bool,
                report: dict[str, Any]) -> LinkSpec | None:
-    """The link a grant needs, as the driver takes it (None, reported unresolved, if it cannot be made:
-    an FCIP link here zones one device)."""
-    if zoning and len(want.targets) != 1:
-        report["unresolved"].append(_describe(key, reason=f"the grants ({holds_text(want)}) need one FCIP link "
-                                              "to zone several devices, which flexzone does not do"))
+    """The link the grants need, as the driver takes it (None, reported unresolved, if it cannot be
+    made: an FCIP link whose grants have no initiators)."""
+    if zoning and not want.pairs:
+        report["unresolved"].append(_describe(key, reason=f"the grants ({holds_text(want)}) zone no initiator"))
         return None
-    port, zone, remote_ip = key
-    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=router.site.data_ip,
-                    wwn=next(iter(want.targets)) if zoning else None,
-                    initiators=tuple(sorted(want.initiators)) if zoning else (), vsan=router_vsan(router) or 1)
+    return _spec(router, key, None, want.pairs if zoning else None)
 
 
 def _put(driver, lease: Lease, spec: LinkSpec) -> bool:
@@ -317,8 +347,9 @@ def _record_granted(router: Router, key: tuple[int, int, str], want: Want, now) 
     site_id, device_id = min(want.grants)
     device = Device.objects.get(pk=device_id)
     link = Link.objects.create(site_id=site_id, device=device, router=router, port=key[0], zone_id=device.zone_id,
-                               remote_ip=key[2], state=Link.State.UP, up_at=now,
-                               initiators=sorted(want.initiators) if DRIVERS[router.platform].zones_initiators else [])
+                               remote_ip=key[2], state=Link.State.UP, up_at=now)
+    if DRIVERS[router.platform].zones_initiators:
+        record_pairs(link, want.pairs)
     return f"recorded as link {link.pk}: {holds_text(want)}"
 
 
@@ -372,10 +403,10 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
     if remote is None or zone is None:
         return None, unmatched
     devices = Device.objects.filter(zone=zone, owner_site__in=[router.site, remote]).order_by("description")
-    if zoning:  # an FCIP link names its device: the target its zones hold
-        if len(found.targets) != 1 or not found.initiators:
+    if zoning:  # an FCIP link names its devices: the targets its zones hold
+        if not found.pairs:
             return None, unmatched
-        devices = devices.filter(wwn=found.targets[0])
+        devices = devices.filter(wwn__in=found.targets)
     device = devices.first()
     if device is None:
         return None, unmatched
@@ -392,7 +423,8 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
         remote_ip=remote_ip,
         state=Link.State.UP,
         up_at=now,
-        initiators=list(found.initiators),
+        initiators=sorted(i for i, target in found.pairs if target == device.wwn),
+        pairs=[list(pair) for pair in found.pairs],
     ), ""
 
 

@@ -20,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from operations.converge import converge_link, link_pairs, record_pairs
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import (
     between,
@@ -179,8 +180,18 @@ def execute_add(run: Run) -> None:
         DeviceLock.objects.filter(operation=op).delete()  # nothing reached a router
         raise
     done: list[tuple[PlanStep, Link, bool]] = []
+    extended: list[tuple[PlanStep, Link]] = []  # shared FCIP links this add extended, to shrink on failure
     for index, (step, (link, ours)) in enumerate(zip(steps, links, strict=True)):
-        if ours:
+        if not ours and _lacks(link, step):
+            try:
+                record_pairs(link, converge_link(run, link.router, step.spec.key, joining=step.spec.all_pairs()))
+            except StepFailed as exc:
+                Link.objects.filter(pk__in=[lk.pk for lk, mine in links[index + 1 :] if mine]).update(
+                    state=Link.State.FAILED, down_at=timezone.now())
+                roll_back_add(run, done, exc, [*extended, (step, link)])
+            run.notes.append(f"{link}: shared, its zoning extended in place for {step.device}")
+            extended.append((step, link))
+        elif ours:
             try:
                 drive(run, link.router, step.spec, "add")
             except StepFailed as exc:
@@ -198,7 +209,7 @@ def execute_add(run: Run) -> None:
                 else:
                     done.append((step, link, True))
                 Link.objects.filter(pk__in=untouched).update(state=Link.State.FAILED, down_at=timezone.now())
-                roll_back_add(run, done, exc)
+                roll_back_add(run, done, exc, extended)
         done.append((step, link, ours))
     # Every step is verified on its router: the records say `up` in the commit that says `succeeded`.
     run.links_up = [link.pk for _, link, ours in done if ours]
@@ -241,7 +252,7 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
     def new_link(step: PlanStep, device_id: int, zone_id: int) -> Link:
         return Link(site_id=site_id, device_id=device_id, router=routers[step.router_id], port=step.port,
                     zone_id=zone_id, remote_ip=step.remote_ip, state=Link.State.CONFIGURING, operation=op,
-                    initiators=step.initiators)
+                    initiators=step.initiators, pairs=[list(pair) for pair in step.spec.all_pairs()])
 
     if not run.recovering:
         # Usually no endpoint has an active link yet: then inserting is all there is to do, and the
@@ -266,8 +277,7 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
         for step, (device_id, zone_id) in zip(steps, rows, strict=True):
             link = active.get((step.router_id, step.port, zone_id, step.remote_ip))
             if link is not None and link.state == Link.State.UP:
-                if refusal := _fcip_link_lacks(link, routers[step.router_id], step, device_id):
-                    raise OperationFailed(refusal)
+                pass  # another grant's: shared as it is, or (FCIP) extended in place (`_lacks`)
             elif link is not None:
                 if _busy_elsewhere(link, op):
                     raise InFlight(link)
@@ -282,27 +292,13 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
     return result
 
 
-def _fcip_link_lacks(link: Link, router: Router, step: PlanStep, device_id: int) -> str | None:
-    """Why an up FCIP link cannot serve this step as it is (None: it can, or the router is iFCP).
-
-    An iFCP link serves every device of its zone (the gateway zones them). An FCIP link grants
-    exactly the pair zones it was configured with, its device's target with the initiators recorded
-    on it; reusing it for another device or other initiators would report access that nobody has.
-    Extending a link in place is not done (its failure part-way would touch what serves others), so
-    such a request is refused before anything is sent, with what to do instead.
-    """
-    if not DRIVERS[router.platform].zones_initiators:
-        return None
-    if link.device_id != device_id:
-        return (f"link {link} was created for {link.device.description}, and an FCIP link zones that one device: "
-                f"{step.device} would not be reachable through it. flexzone does not share an FCIP link between "
-                f"devices; disconnect {link.device.description} first to connect {step.device}.")
-    missing = sorted(set(step.initiators) - set(link.initiators))
-    if missing:
-        return (f"link {link} zones {step.device} with initiators {', '.join(link.initiators) or 'none'}; this "
-                f"request also needs {', '.join(missing)}, and flexzone does not extend an FCIP link's zoning in "
-                "place: disconnect the link and connect again naming every host it should serve.")
-    return None
+def _lacks(link: Link, step: PlanStep) -> bool:
+    """Whether an up FCIP link another grant made lacks pairs this step's grant needs (a second device
+    of the zone, more hosts): then its zoning is extended in place. An iFCP link serves every device
+    of its zone as it is (the gateway zones them)."""
+    if not DRIVERS[link.router.platform].zones_initiators:
+        return False
+    return not set(step.spec.all_pairs()) <= link_pairs(link)
 
 
 def execute_remove(run: Run) -> None:
@@ -317,17 +313,26 @@ def execute_remove(run: Run) -> None:
     links, previous, kept = _after_operations_in_flight(run, lambda: _links_for_remove(run, steps))
     removed: list[int] = []
     taken_down: list[tuple[PlanStep, Link]] = []  # what this remove took off its routers, to put back on failure
+    leaving = (plan_ids(plan)["site"], [pk for pk, _zone_id in plan_ids(plan)["devices"].values()])
     for index, (step, link) in enumerate(zip(steps, links, strict=True)):
+        router = run.row(Router, pk=step.router_id)
+        # A shared FCIP link another grant keeps shrinks to what the grants left need.
+        shrink = index in kept and DRIVERS[router.platform].zones_initiators
         if index in kept:
             holder_site, holder_device = kept[index]
             run.notes.append(f"{link}: kept, still needed by {Site.objects.get(pk=holder_site).name}'s hold of "
-                             f"{Device.objects.get(pk=holder_device).description}")
-            continue
-        router = run.row(Router, pk=step.router_id)
+                             f"{Device.objects.get(pk=holder_device).description}"
+                             + ("; its zoning shrinks to what the grants left need" if shrink else ""))
+            if not shrink:
+                continue
         try:
+            if shrink:
+                pairs = converge_link(run, router, step.spec.key, leaving=leaving)
+                record_pairs(Link.objects.select_related("device").get(pk=link.pk), pairs)
+                continue
             drive(run, router, step.spec, "remove")
         except StepFailed as exc:
-            found = None if exc.untouched or exc.timed_out else look(run, router, step.spec)
+            found = None if exc.untouched or exc.timed_out or shrink else look(run, router, step.spec)
             if found == "absent":  # gone after all (a lost reply, then faults): the step is done
                 run.notes.append(f"{link}: the router no longer lists it ({exc}); carrying on")
                 removed.append(link.pk)
@@ -339,7 +344,7 @@ def execute_remove(run: Run) -> None:
             # `removing`, and the settle chore puts the link back for the hold that keeps it.
             untouched = [lk for later, lk in enumerate(links[index + 1 :], index + 1)
                          if lk is not None and later not in kept]
-            if exc.untouched or found == "holds":
+            if (exc.untouched or found == "holds") and not shrink:
                 untouched.append(link)
             for lk in untouched:
                 if previous[lk.pk] is None:  # a record this remove wrote: there was none, and is none
@@ -428,15 +433,18 @@ def _links_for_remove(
                 continue
             if _busy_elsewhere(link, op):
                 raise InFlight(link)
-            # V1 is literal; only an up iFCP link is handed to another holder (an FCIP one serves one device).
-            ifcp = not DRIVERS[link.router.platform].zones_initiators
+            # V1 is literal; an up link another hold needs is handed to it (an FCIP one then shrinks).
             up = link.state == Link.State.UP and not op.plan.get("raw")
-            holder = other_holder(link, ids["site"], leaving) if up and ifcp else None
+            holder = other_holder(link, ids["site"], leaving) if up else None
             if holder is not None:
                 lease = link_lease(holders_expiries(link, ids["site"], leaving))
                 holder_site, holder_device = holder
+                snapshot = {}
+                if DRIVERS[link.router.platform].zones_initiators:  # the holder's initiators on it, so far
+                    wwn = Device.objects.get(pk=holder_device).wwn
+                    snapshot = {"initiators": sorted(i for i, target in link_pairs(link) if target == wwn)}
                 Link.objects.filter(pk=link.pk).update(site_id=holder_site, device_id=holder_device,
-                                                       lease_expires_at=lease, updated_at=timezone.now())
+                                                       lease_expires_at=lease, updated_at=timezone.now(), **snapshot)
                 kept[index] = holder
                 continue
             previous[link.pk] = link.state

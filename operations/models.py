@@ -165,6 +165,12 @@ class Link(models.Model):
         help_text="FCIP: the initiator WWNs this link zones with the device (a snapshot taken at connect); "
         "empty for iFCP",
     )
+    pairs = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="FCIP: the [initiator, target] pairs flexzone last applied for every grant this link serves "
+        "(empty for iFCP, and on records older than shared FCIP links: the device with `initiators`)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     up_at = models.DateTimeField(null=True, blank=True)

@@ -57,11 +57,15 @@ class PlanStep:
     initiators: list[str] = field(default_factory=list)
     vsan: int | None = None
     notes: list[str] = field(default_factory=list)
+    # FCIP steps of a zone connect: the [initiator, target] pairs of the zone's other devices behind
+    # the same link (one link serves them all; its zones pair each initiator with each device).
+    pairs: list[list[str]] = field(default_factory=list)
 
     @property
     def spec(self) -> LinkSpec:
         return LinkSpec(port=self.port, zone=self.zone, remote_ip=self.remote_ip, local_ip=self.local_ip, wwn=self.wwn,
-                        initiators=tuple(self.initiators), vsan=self.vsan or 1)
+                        initiators=tuple(self.initiators), vsan=self.vsan or 1,
+                        pairs=tuple((initiator, target) for initiator, target in self.pairs))
 
 
 @dataclass(frozen=True)
@@ -288,15 +292,18 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
             f"the site's hosts and their initiator WWNs (/api/hosts/) first.",
         )
     if zoning and action == "add":
-        _refuse_shared_fcip_link(devices, routers, requester, zone)
         _refuse_fcip_port_peering_elsewhere(steps)
     configured = _configured_initiators(steps, zone) if zoning and action == "remove" else {}
     plan_steps = []
     for order, (router, local, remote, device) in enumerate(steps, start=1):
-        members = []
+        members, pairs = [], []
         if _zones_initiators(router.platform):
             members = configured.get((router.pk, local.router_port, remote.data_ip), initiators)
-        plan_steps.append(_step(order, action, router, local, remote, zone.zone_id, device, members))
+            # One FCIP link serves every device of the zone its owner has: each is zoned with the initiators.
+            pairs = [[initiator, other.wwn] for other in devices
+                     if other.owner_site_id == device.owner_site_id and other.pk != device.pk
+                     for initiator in members]
+        plan_steps.append(_step(order, action, router, local, remote, zone.zone_id, device, members, pairs))
     return Plan(
         action=action,
         site=requester.name,
@@ -305,26 +312,6 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
         steps=plan_steps,
         ids={"site": requester.pk, "devices": {d.description: [d.pk, d.zone_id] for d in devices}},
     )
-
-
-def _refuse_shared_fcip_link(devices: list[Device], routers: dict[int, Router], requester: Site, zone: Zone) -> None:
-    """An FCIP link zones one device: a zone connect that would share one between devices is refused.
-
-    (An iFCP link serves every device of its zone, because the gateway zones them; the plan then
-    has one link per owner and lists all the devices.)
-    """
-    by_owner: dict[int, list[str]] = {}
-    for device in devices:
-        by_owner.setdefault(device.owner_site_id, []).append(device.description)
-    for owner_id, names in by_owner.items():
-        fcip = [r for r in (routers[owner_id], routers[requester.pk]) if _zones_initiators(r.platform)]
-        if len(names) > 1 and fcip:
-            raise PlanError(
-                "zone",
-                f"zone {zone.zone_id} has {len(names)} devices of one site ({', '.join(names)}), and router "
-                f"{fcip[0].name} ({fcip[0].platform}) is FCIP: an FCIP link zones one device, and flexzone does "
-                "not share one between devices. Connect one device by its description.",
-            )
 
 
 def _refuse_fcip_port_peering_elsewhere(steps: list[tuple]) -> None:
@@ -385,13 +372,13 @@ def _dedupe(steps: list[tuple]) -> list[tuple]:
 
 
 def _step(order: int, action: str, router: Router, local: Site, remote: Site, zone_id: int, device: Device,
-          initiators: list[str]) -> PlanStep:
+          initiators: list[str], pairs: list[list[str]]) -> PlanStep:
     return link_step(order, action, router, site=local, port=local.router_port, zone_id=zone_id,
-                     remote_ip=remote.data_ip, device=device, initiators=initiators)
+                     remote_ip=remote.data_ip, device=device, initiators=initiators, pairs=pairs)
 
 
 def link_step(order: int, action: str, router: Router, *, site: Site, port: int, zone_id: int, remote_ip: str,
-              device: Device, initiators: list[str]) -> PlanStep:
+              device: Device, initiators: list[str], pairs: list[list[str]] | None = None) -> PlanStep:
     """One router's step of a link (`site` is the router's site), with the exact commands and notes;
     PlanError naming the router if its platform cannot take the link (a VE port range, say)."""
     step = PlanStep(
@@ -409,6 +396,7 @@ def link_step(order: int, action: str, router: Router, *, site: Site, port: int,
         device=device.description,
         initiators=initiators,
         vsan=router_vsan(router),
+        pairs=pairs or [],
     )
     try:
         commands = render_commands(router.platform, action, step.spec)

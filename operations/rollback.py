@@ -17,6 +17,7 @@ import time
 from django.utils import timezone
 
 from operations.conf import ops_settings
+from operations.converge import converge_link
 from operations.desired import desired_for
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import plan_ids
@@ -32,9 +33,13 @@ def _undo_budget(run: Run) -> None:
     run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
 
 
-def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed) -> None:
-    """Undo this add's router steps in reverse; raise OperationFailed with the original reason."""
-    leftovers, kept_up = [], []
+def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed,
+                  extended: list[tuple[PlanStep, Link]] = ()) -> None:
+    """Undo this add's router steps in reverse; raise OperationFailed with the original reason.
+
+    Shared FCIP links it extended (`extended`, as read before) get their records back and shrink to
+    what the grants need without the ones this add took."""
+    leftovers, kept_up = [], _shrink_back(run, extended)
     for step, link, ours in reversed(done):
         if not ours:
             continue
@@ -64,9 +69,30 @@ def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: Step
         parts += [f"left up: {'; '.join(kept_up)}"] if kept_up else []
         raise OperationFailed(f"{cause}; {'; '.join(parts)}", state=State.FAILED)
     DeviceLock.objects.filter(operation=run.op).delete()
-    if not any(ours for _step, _link, ours in done):
+    if not extended and not any(ours for _step, _link, ours in done):
         raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
     raise OperationFailed(f"{cause} (rolled back)", state=State.ROLLED_BACK)
+
+
+def _shrink_back(run: Run, extended: list[tuple[PlanStep, Link]]) -> list[str]:
+    if not extended:
+        return []
+    taken = list(DeviceLock.objects.filter(operation=run.op).values_list("device_id", flat=True))
+    leaving = (plan_ids(run.op.plan)["site"], taken)
+    failures = []
+    for step, link in reversed(extended):
+        Link.objects.filter(pk=link.pk).update(pairs=link.pairs, initiators=link.initiators)
+        _undo_budget(run)
+        try:
+            converge_link(run, link.router, step.spec.key, leaving=leaving)
+        except StepFailed as exc:
+            # Up for the grants it serves; the pairs this add may have put there are recorded, for the
+            # settle chore to take off what no grant needs.
+            pairs = {tuple(pair) for pair in link.pairs} | set(step.spec.all_pairs())
+            Link.objects.filter(pk=link.pk).update(pairs=[list(pair) for pair in sorted(pairs)])
+            failures.append(f"{link} (shared; its zoning could not be shrunk back: {exc}; the settle chore "
+                            "takes off what no grant needs)")
+    return failures
 
 
 def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous: dict[int, str | None],

@@ -178,20 +178,33 @@ def _holds(driver: RouterDriver, spec: LinkSpec) -> bool:
 
     On FCIP switches a listed link may be only part-way there (zones defined but not in force, a
     tunnel down) or zone other members: it holds only when it is up and zones exactly the spec's
-    initiators with its target, so a retry after a lost reply finishes the link instead of taking
+    (initiator, target) pairs, so a retry after a lost reply finishes the link instead of taking
     the key for it. (The iFCP gateways' listing has no members; there the key is the link.)
     """
     for link in driver.list_links():
         if link.key == spec.key:
             if not driver.zones_initiators:
                 return True
-            return link.state == "up" and (link.initiators, link.targets) == (tuple(sorted(spec.initiators)),
-                                                                               (spec.wwn,))
+            return link.state == "up" and set(link.pairs) == set(spec.all_pairs())
     return False
 
 
 def drive(run: Run, router: Router, spec: LinkSpec, action: str) -> None:
     with_router(run, router, lambda lease, read_first: _apply(run, lease, spec, action, read_first))
+
+
+def drive_to(run: Run, router: Router, want: Callable[[list[RouterLink]], LinkSpec | None]) -> LinkSpec | None:
+    """Holding the router, read it and make it hold the link `want` works out from that listing (None:
+    nothing to do), verified like any step; returns the spec applied. What a shared link must carry
+    depends on what the router has, so it is decided while no other operation can change it."""
+
+    def work(lease: Lease, _read_first: bool) -> LinkSpec | None:
+        spec = want(lease.driver.list_links())
+        if spec is not None:
+            _apply(run, lease, spec, "add", read_first=True)
+        return spec
+
+    return with_router(run, router, work)
 
 
 def look(run: Run, router: Router, spec: LinkSpec) -> str | None:

@@ -45,7 +45,8 @@ class LinkSpec:
     at the other end. The FCIP platforms also need `local_ip` (this router's data-path address),
     `wwn` (the device's target port), `initiators` (the requesting site's initiator ports, zoned
     with the target) and, on Cisco MDS, `vsan`; the iFCP platforms zone at the gateway and ignore
-    them.
+    them. An FCIP link several grants share (more devices of the zone, or hosts of the other site)
+    zones further (initiator, target) `pairs` besides `wwn` with each of `initiators`.
     """
 
     port: int
@@ -55,6 +56,7 @@ class LinkSpec:
     wwn: str | None = None
     initiators: tuple[str, ...] = ()
     vsan: int = 1
+    pairs: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         validate_link_spec(self)
@@ -63,17 +65,34 @@ class LinkSpec:
     def key(self) -> tuple[int, int, str]:
         return (self.port, self.zone, self.remote_ip)
 
+    def all_pairs(self) -> list[tuple[str, str]]:
+        """Every (initiator, target) pair the link zones: `wwn` with each of `initiators` in their
+        order, then the further `pairs` in theirs, each once."""
+        pairs = [(initiator, self.wwn) for initiator in self.initiators] if self.wwn else []
+        return list(dict.fromkeys([*pairs, *self.pairs]))
+
+
+def pairs_spec(port: int, zone: int, remote_ip: str, *, local_ip: str | None, pairs: set[tuple[str, str]],
+               vsan: int = 1) -> LinkSpec:
+    """The LinkSpec of an FCIP link zoning exactly `pairs` (initiator, target): the lowest target is
+    its `wwn`, with the initiators paired with it; the other pairs are its further `pairs`."""
+    first = min(target for _initiator, target in pairs)
+    initiators = tuple(sorted(initiator for initiator, target in pairs if target == first))
+    rest = tuple(sorted(pair for pair in pairs if pair[1] != first))
+    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=local_ip, wwn=first, initiators=initiators,
+                    vsan=vsan, pairs=rest)
+
 
 @dataclass(frozen=True)
 class RouterLink:
     """A link as read back from a router's running configuration.
 
-    On FCIP platforms `initiators` and `targets` are the zone members found on the switch (sorted);
-    they are left out of equality, which is about the link and its state. `state` says whether the
-    router is configured to carry the link ("up": in force, "down": part of it missing or disabled);
-    `oper` is what the router reports of its carrier right now where it says (a Brocade tunnel's
-    OpStatus: ``Up``, ``InProg``, ``Degrade``...), "" otherwise: a carrier waiting for the far end is
-    still configured.
+    On FCIP platforms `initiators` and `targets` are the zone members found on the switch (sorted),
+    and `pairs` the (initiator, target) pairs its pair zones name (sorted); they are left out of
+    equality, which is about the link and its state. `state` says whether the router is configured
+    to carry the link ("up": in force, "down": part of it missing or disabled); `oper` is what the
+    router reports of its carrier right now where it says (a Brocade tunnel's OpStatus: ``Up``,
+    ``InProg``, ``Degrade``...), "" otherwise: a carrier waiting for the far end is still configured.
     """
 
     port: int
@@ -83,6 +102,7 @@ class RouterLink:
     initiators: tuple[str, ...] = field(default=(), compare=False)
     targets: tuple[str, ...] = field(default=(), compare=False)
     oper: str = field(default="", compare=False)
+    pairs: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def key(self) -> tuple[int, int, str]:
@@ -211,6 +231,16 @@ def validate_link_spec(spec: LinkSpec) -> None:
         raise ValueError("initiators: each initiator may appear once")
     if spec.wwn is not None and spec.wwn in spec.initiators:
         raise ValueError(f"initiators: {spec.wwn} is the target itself")
+    if not isinstance(spec.pairs, tuple):
+        raise ValueError(f"pairs: must be a tuple of (initiator, target) pairs, got {type(spec.pairs).__name__}")
+    for index, pair in enumerate(spec.pairs):
+        if (not isinstance(pair, tuple) or len(pair) != 2
+                or not all(isinstance(wwn, str) and WWN_RE.match(wwn) for wwn in pair)):
+            raise ValueError(f"pairs[{index}]: must be an (initiator, target) pair of WWNs, got {pair!r}")
+        if pair[0] == pair[1]:
+            raise ValueError(f"pairs[{index}]: {pair[0]} cannot be zoned with itself")
+    if spec.pairs and spec.wwn is None:
+        raise ValueError("pairs: further pairs need the link's own target (wwn)")
     if (not isinstance(spec.vsan, int) or isinstance(spec.vsan, bool) or spec.vsan not in VSAN_IDS
             or spec.vsan in RESERVED_VSANS):
         raise ValueError(f"vsan: must be an integer 1-4093 other than 4079, got {spec.vsan!r}")

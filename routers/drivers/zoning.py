@@ -60,9 +60,11 @@ def wwn_of(hex_digits: str) -> str:
 
 
 def pair_zones(prefix: str, spec: LinkSpec) -> dict[str, list[str]]:
-    """Zone name -> [initiator, target] for every initiator of the link, in the spec's order."""
+    """Zone name -> [initiator, target] for every pair the link zones (LinkSpec.all_pairs), in the
+    spec's order."""
     assert spec.wwn is not None
-    return {f"{prefix}_{hex16(initiator)}_{hex16(spec.wwn)}": [initiator, spec.wwn] for initiator in spec.initiators}
+    return {f"{prefix}_{hex16(initiator)}_{hex16(target)}": [initiator, target]
+            for initiator, target in spec.all_pairs()}
 
 
 @dataclass
@@ -210,6 +212,7 @@ def fabric_links(fabric: FabricZoning, pattern: re.Pattern[str], remote_of: dict
             continue
         initiators: set[str] = set()
         targets: set[str] = set()
+        pairs: set[tuple[str, str]] = set()
         enforced = True
         for name in names:
             match = pattern.fullmatch(name)
@@ -218,6 +221,7 @@ def fabric_links(fabric: FabricZoning, pattern: re.Pattern[str], remote_of: dict
                 expected = [wwn_of(match.group(3)), wwn_of(match.group(4))]
                 initiators.add(expected[0])
                 targets.add(expected[1])
+                pairs.add((expected[0], expected[1]))
             else:
                 expected = fabric.zones.get(name) or fabric.active.get(name) or []
                 targets.update(expected)
@@ -225,5 +229,5 @@ def fabric_links(fabric: FabricZoning, pattern: re.Pattern[str], remote_of: dict
             enforced &= name in fabric.active and sorted(fabric.active[name]) == sorted(expected) and defined_right
         state = "up" if enforced and carrying.get(port, False) else "down"
         links.append(RouterLink(port, zone, remote, state, tuple(sorted(initiators)), tuple(sorted(targets)),
-                                (oper or {}).get(port, "")))
+                                (oper or {}).get(port, ""), tuple(sorted(pairs))))
     return sorted(links, key=lambda link: link.key)

@@ -192,37 +192,124 @@ def second_host(wwn: str = "21:00:00:e0:8b:10:3a:77") -> None:
     Initiator.objects.create(host=host, wwn=wwn)
 
 
+def pairs_in_force(lab: FcipLab, name: str) -> set[tuple[str, ...]]:
+    """flexzone's zones in force on a switch, each as its sorted members."""
+    return {tuple(sorted(members)) for members in lab.flexzone_zones(name).values()}
+
+
+def pairs_of(*pairs: tuple[str, str]) -> set[tuple[str, ...]]:
+    return {tuple(sorted(pair)) for pair in pairs}
+
+
+BACKUP = "21:00:00:e0:8b:10:3a:77"
+XRAID4 = "20:00:00:04:53:00:01:a4"
+
+
+def xraid4() -> Device:
+    xraid1 = Device.objects.get(description="XRAID1")
+    return Device.objects.create(device_id="xraid4", description="XRAID4", wwn=XRAID4, zone=xraid1.zone,
+                                 owner_site=xraid1.owner_site)
+
+
 @pytest.mark.django_db
-def test_a_request_for_hosts_the_up_link_does_not_zone_is_refused_not_reported_done(fcip_lab):
-    second_host()
+def test_more_hosts_on_an_up_fcip_link_extend_its_zoning_in_place(fcip_lab):
+    # Failed before: the second connect was refused ("flexzone does not extend an FCIP link's zoning").
+    second_host(BACKUP)
     first = execute(submit("add", {**CONNECT, "hosts": ["management-server"]}).pk)
     assert first.state == "succeeded", first.error
-    before = {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS}
+    management = Initiator.objects.get(host__name="management-server").wwn
     again = execute(submit("add", {**CONNECT, "hosts": ["backup-server"]}).pk)
-    assert again.state == "failed", (again.state, again.error)
-    assert "21:00:00:e0:8b:10:3a:77" in again.error and "disconnect" in again.error
-    assert {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS} == before  # nothing sent
-    assert set(Link.objects.values_list("state", "operation_id")) == {("up", first.pk)}
-    assert DeviceLock.objects.get().operation_id == first.pk  # the first link keeps its holder
+    assert again.state == "succeeded", again.error
+    assert "extended in place" in again.transcript
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == pairs_of((management, XRAID1), (BACKUP, XRAID1)), name
+    assert {tuple(link.initiators) for link in Link.objects.filter(state="up")} == {tuple(sorted([management, BACKUP]))}
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
-    # Asking again for hosts the link already zones is the idempotent re-add.
-    assert execute(submit("add", {**CONNECT, "hosts": ["management-server"]}).pk).state == "succeeded"
+    assert reconcile_clean()
+    # Asking again for hosts the link already zones touches no router.
+    sent = {name: len(fcip_lab.sims[name].transcript()) for name in PLATFORMS}
+    assert execute(submit("add", {**CONNECT, "hosts": ["backup-server"]}).pk).state == "succeeded"
+    assert {name: len(fcip_lab.sims[name].transcript()) for name in PLATFORMS} == sent
+    assert execute(submit("remove", CONNECT).pk).state == "succeeded"
+    assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
+    assert fcip_lab.production_everywhere()
 
 
 @pytest.mark.django_db
-def test_a_second_device_on_an_up_fcip_link_is_refused_not_reported_done(fcip_lab):
-    xraid1 = Device.objects.get(description="XRAID1")
-    Device.objects.create(device_id="xraid4", description="XRAID4", wwn="20:00:00:04:53:00:01:a4",
-                          zone=xraid1.zone, owner_site=xraid1.owner_site)
+def test_a_second_device_shares_the_up_fcip_link_and_each_disconnect_shrinks_it(fcip_lab):
+    # Failed before: the second device was refused ("flexzone does not share an FCIP link between devices").
+    xraid4()
+    initiator = fcip_lab_initiator()
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    second = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk)
+    assert second.state == "succeeded", second.error
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == pairs_of((initiator, XRAID1), (initiator, XRAID4)), name
+    assert set(DeviceLock.objects.values_list("device__description", flat=True)) == {"XRAID1", "XRAID4"}
+    assert_agreement(fcip_lab)
+    assert reconcile_clean()
+    # Ending the first grant shrinks the links to the second's pairs; the tunnels stay.
+    assert execute(submit("remove", CONNECT).pk).state == "succeeded"
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == pairs_of((initiator, XRAID4)), name
+    assert fcip_lab.sims["primary-rtr"].state().running["tunnels"] != {}
+    assert set(Link.objects.filter(state="up").values_list("device__description", flat=True)) == {"XRAID4"}
+    assert set(DeviceLock.objects.values_list("device__description", flat=True)) == {"XRAID4"}
+    assert_agreement(fcip_lab)
+    assert reconcile_clean()
+    # The tunnel goes with the last grant.
+    assert execute(submit("remove", {"site": "remote-site", "device_description": "XRAID4"}).pk).state == "succeeded"
+    assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
+    assert fcip_lab.sims["primary-rtr"].state().running["tunnels"] == {}
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+    assert not DeviceLock.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_zone_connect_zones_every_device_of_the_zone_on_one_fcip_link(fcip_lab):
+    # Failed before: refused at plan ("an FCIP link zones one device").
+    xraid4()
+    zone = Device.objects.get(description="XRAID1").zone.zone_id
+    op = execute(submit("add", {"site": "remote-site", "zone": zone}).pk)
+    assert op.state == "succeeded", op.error
+    initiator = fcip_lab_initiator()
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == pairs_of((initiator, XRAID1), (initiator, XRAID4)), name
+    assert_agreement(fcip_lab)
+    assert reconcile_clean()
+    assert execute(submit("remove", {"site": "remote-site", "zone": zone}).pk).state == "succeeded"
+    assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
+    assert not DeviceLock.objects.exists()
+    assert fcip_lab.production_everywhere()
+
+
+@pytest.mark.django_db
+def test_an_extension_that_fails_on_the_far_router_shrinks_back_and_the_first_grant_keeps_its_path(fcip_lab):
+    xraid4()
+    initiator = fcip_lab_initiator()
     assert execute(submit("add", CONNECT).pk).state == "succeeded"
     before = {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS}
+    # Someone's staged change on the MDS refuses its step: the FOS side is extended first, then shrunk back.
+    fcip_lab.admins["remote-rtr"].stage_change()
     second = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk)
-    assert second.state == "failed", (second.state, second.error)
-    assert "XRAID1" in second.error and "XRAID4" in second.error
+    assert second.state == "rolled_back", (second.state, second.error)
+    assert "staged" in second.error and "extended in place" in second.transcript
     assert {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS} == before
-    assert not DeviceLock.objects.filter(device__description="XRAID4").exists()  # its lock is given back
+    assert pairs_in_force(fcip_lab, "primary-rtr") == pairs_of((initiator, XRAID1))
+    assert set(DeviceLock.objects.values_list("device__description", flat=True)) == {"XRAID1"}
+    assert set(Link.objects.filter(state="up").values_list("device__description", flat=True)) == {"XRAID1"}
+    assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
+    assert reconcile_clean()
+
+
+def reconcile_clean() -> bool:
+    op = reconcile()
+    routers = op.result["routers"]
+    return op.state == "succeeded" and all(
+        not report.get(kind) for report in routers.values() for kind in ("missing", "extra", "mismatched"))
 
 
 @pytest.mark.django_db

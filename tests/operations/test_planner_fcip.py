@@ -102,15 +102,21 @@ def test_the_plan_command_prints_the_fcip_members(fcip, capsys):
     assert "zone members: initiators" in out and "cfgenable" in out
 
 
-def test_a_zone_connect_with_several_devices_of_one_owner_over_fcip_is_refused_by_name(fcip):
+def test_a_zone_connect_with_several_devices_of_one_owner_over_fcip_zones_them_all_on_one_link(fcip):
+    # Failed before: refused by name ("an FCIP link zones one device").
     xraid1 = Device.objects.get(description="XRAID1")
     Device.objects.create(device_id="xraid4", description="XRAID4", wwn="20:00:00:04:53:00:01:a4",
                           zone=xraid1.zone, owner_site=xraid1.owner_site)
-    with pytest.raises(PlanError) as refused:
-        plan_connect(site="remote-site", zone=xraid1.zone.zone_id)
-    assert refused.value.field == "zone"
-    assert "XRAID1" in refused.value.message and "XRAID4" in refused.value.message
-    # One device of the zone at a time, and taking the zone's links down, still work.
+    plan = plan_connect(site="remote-site", zone=xraid1.zone.zone_id)
+    assert plan.devices == ["XRAID1", "XRAID4"] and len(plan.steps) == 2
+    initiators = plan.steps[0].initiators
+    for step in plan.steps:
+        assert step.device == "XRAID1" and step.pairs == [[i, "20:00:00:04:53:00:01:a4"] for i in initiators]
+        assert sorted(step.spec.all_pairs()) == sorted((i, t) for i in initiators
+                                                       for t in (xraid1.wwn, "20:00:00:04:53:00:01:a4"))
+        # Every pair's zone is in the exact commands.
+        made = " ".join(step.commands)
+        assert all(f"{i.replace(':', '')}_{t.replace(':', '')}" in made for i, t in step.spec.all_pairs())
     assert plan_connect(site="remote-site", device_description="XRAID4").devices == ["XRAID4"]
     assert len(plan_disconnect(site="remote-site", zone=xraid1.zone.zone_id).steps) == 2
 

@@ -1,0 +1,75 @@
+"""A shared FCIP link converged to what its grants need: extended in place, shrunk, never widened.
+
+An FCIP link (a tunnel and its pair zones, on one router, for one zone towards one gateway) serves
+every grant of its zone between its two sites (operations.desired). Its zones are the union of those
+grants' (initiator, target) pairs. A connect whose grant joins an up link (a second device of the
+zone, or more hosts) extends that union on the switch; a disconnect that ends one grant while others
+still need the link shrinks it; the tunnel goes with the last grant (an ordinary remove).
+
+What the link must carry is worked out on the router's hold, from the router's own listing and the
+grants as they are then (`target_pairs`), with the rule the reconcile uses: settled grants decide
+what is put on the router; the grant of an operation still under way only keeps pairs that are
+already there (that operation adds its own). Pairs no grant needs come off, and only flexzone's own
+pair zones of that link are ever touched (the drivers' rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from operations.desired import Key, desired_for
+from operations.journal import Run
+from operations.models import Link
+from operations.planner import router_vsan
+from operations.steps import drive_to
+from registry.models import Router
+from routers.drivers.base import LinkSpec, RouterLink, pairs_spec
+
+Pair = tuple[str, str]
+
+
+def link_pairs(link: Link) -> set[Pair]:
+    """The pairs flexzone last applied for an FCIP link (a record older than shared links: its device
+    with its initiators)."""
+    if link.pairs:
+        return {(initiator, target) for initiator, target in link.pairs}
+    return {(initiator, link.device.wwn) for initiator in link.initiators}
+
+
+def target_pairs(router: Router, key: Key, found: Iterable[Pair], *, joining: Iterable[Pair] = (),
+                 leaving: tuple[int, list[int]] | None = None) -> set[Pair]:
+    """What the link at `key` must zone: the settled grants' pairs, the pending grants' pairs that are
+    already on the router (`found`), and `joining` (the pairs of the operation asking); `leaving`
+    (site, devices): grants ending now, left out."""
+    settled = desired_for([router.pk], settled=True, without=leaving).get(router.pk, {}).get(key)
+    pending = desired_for([router.pk], without=leaving).get(router.pk, {}).get(key)
+    pairs = set(settled.pairs) if settled else set()
+    if pending:
+        pairs |= set(found) & pending.pairs
+    return pairs | set(joining)
+
+
+def converge_link(run: Run, router: Router, key: Key, *, joining: Iterable[Pair] = (),
+                  leaving: tuple[int, list[int]] | None = None) -> set[Pair]:
+    """Holding the router: make the FCIP link at `key` zone exactly `target_pairs` (the router read
+    first), verified by reading back. Returns the pairs it zones now (empty: no grant needs any, and
+    nothing was sent: the link is the remove's to take down)."""
+    applied: set[Pair] = set()
+
+    def want(listing: list[RouterLink]) -> LinkSpec | None:
+        found = next((link.pairs for link in listing if link.key == key), ())
+        pairs = target_pairs(router, key, found, joining=joining, leaving=leaving)
+        applied.update(pairs)
+        if not pairs:
+            return None
+        return pairs_spec(*key, local_ip=router.site.data_ip, pairs=pairs, vsan=router_vsan(router) or 1)
+
+    drive_to(run, router, want)
+    return applied
+
+
+def record_pairs(link: Link, pairs: set[Pair]) -> None:
+    """Write what the link zones now on its record; its initiators are those paired with its own
+    device (the snapshot its grant is read from)."""
+    initiators = sorted(initiator for initiator, target in pairs if target == link.device.wwn)
+    Link.objects.filter(pk=link.pk).update(pairs=[list(pair) for pair in sorted(pairs)], initiators=initiators)
