@@ -20,6 +20,7 @@ class ZoneGroup:
     names: list[str] = field(default_factory=list)
     initiators: set[str] = field(default_factory=set)
     targets: set[str] = field(default_factory=set)
+    pairs: set[tuple[str, str]] = field(default_factory=set)
 
 
 def colon_wwn(hex_digits: str) -> str:
@@ -44,6 +45,7 @@ def flexzone_groups(names: Iterable[str], kind: str,
         if match.group(3):
             group.initiators.add(colon_wwn(match.group(3)))
             group.targets.add(colon_wwn(match.group(4)))
+            group.pairs.add((colon_wwn(match.group(3)), colon_wwn(match.group(4))))
         else:
             group.targets.update(members_of(name))
     return groups

@@ -4,8 +4,9 @@ breaks what the locks (today's grants) promise.
 The cast: the demo registry with its FCIP pair, four sites on all four platforms (primary-site on an
 McData Eclipse and remote-site on a Nishan IPS 3000 over telnet, east-site on Brocade FOS and
 west-site on Cisco MDS over SSH, each FCIP switch carrying another admin's production zoning), plus
-RAID-R1 (remote-site's, zone 1, so two sites hold each other's devices through the same links) and
-WEST-ARRAY1 (west-site's, zone 4). The moves: connect (with or without a lease; again, it renews),
+RAID-R1 (remote-site's, zone 1, so two sites hold each other's devices through the same links),
+WEST-ARRAY1 and WEST-ARRAY2 (west-site's, zone 4: east-site and west-site share one FCIP link both
+ways, and two devices on it). The moves: connect (with or without a lease; again, it renews),
 disconnect, a lease run out and expired by the lease chore, a registry edit of a site's router port,
 a router outage (logins refused) and its recovery, another admin's zoning change on an FCIP switch,
 the MDS switched to enhanced zoning, and a connect while another admin holds a switch's zoning open
@@ -13,6 +14,7 @@ the MDS switched to enhanced zoning, and a connect while another admin holds a s
 
 * each router carries exactly the links the locks need: the union of the plans of every lock,
   computed from the registry, equals what the simulator has up, and the registry's `up` links agree;
+  each FCIP link zones exactly the union of its grants' (initiator, target) pairs;
 * nothing flexzone did not create changed on the FCIP switches (zones, aliases, configurations,
   what is in force), beyond the admin's own changes;
 * a device that is not shareable is held by one site at most; no link is left `configuring` on a router
@@ -56,7 +58,7 @@ WIRING = {"primary-rtr": ("mcdata_eclipse", "telnet"), "remote-rtr": ("nishan_ip
           "east-rtr": ("brocade_fos", "ssh"), "west-rtr": ("cisco_mds", "ssh")}
 FCIP = ("east-rtr", "west-rtr")
 SITES = ("primary-site", "remote-site", "east-site", "west-site")
-DEVICES = ("XRAID1", "XRAID2", "XRAID3", "RAID-R1", "EAST-ARRAY1", "WEST-ARRAY1")
+DEVICES = ("XRAID1", "XRAID2", "XRAID3", "RAID-R1", "EAST-ARRAY1", "WEST-ARRAY1", "WEST-ARRAY2")
 LEASES = (None, None, 3600)
 EXAMPLES = int(os.environ.get("FLEXZONE_MODEL_EXAMPLES", "3"))
 STEPS = int(os.environ.get("FLEXZONE_MODEL_STEPS", "8"))
@@ -89,6 +91,8 @@ def model_lab(db, ops_settings, sim_factory, secrets_dir):
     Device.objects.create(device_id="raid-r1", description="RAID-R1", wwn="21:00:00:e0:8b:0e:95:99", zone=zone1,
                           owner_site=Site.objects.get(name="remote-site"))
     Device.objects.create(device_id="west-array1", description="WEST-ARRAY1", wwn="50:00:09:72:08:1a:f1:44",
+                          zone=zone4, owner_site=Site.objects.get(name="west-site"))
+    Device.objects.create(device_id="west-array2", description="WEST-ARRAY2", wwn="50:00:09:72:08:1a:f1:45",
                           zone=zone4, owner_site=Site.objects.get(name="west-site"))
     sims, admins = {}, {}
     for name, (platform, transport) in WIRING.items():
@@ -237,6 +241,12 @@ class EngineModel(RuleBasedStateMachine):
             recorded = {(link.port, link.zone.zone_id, link.remote_ip)
                         for link in Link.objects.filter(router=router, state="up").select_related("zone")}
             assert recorded == actual, f"{router.name}: registry up {recorded}, router {actual}"
+        # An FCIP link zones exactly the union of its grants' (initiator, target) pairs.
+        for name in FCIP:
+            router = Router.objects.get(name=name)
+            zoned = {link.key: set(link.pairs) for link in self.sims[name].links() if link.state == "up"}
+            needed = {key: want.pairs for key, want in desired_for([router.pk]).get(router.pk, {}).items()}
+            assert zoned == needed, f"{name}: zones {zoned}, grants need {needed}"
 
     @invariant()
     def nothing_flexzone_did_not_create_changed(self):

@@ -112,7 +112,8 @@ class FosPersonality(Personality):
             if circuit and circuit.get("remote_ip"):
                 state = "up" if in_effect and circuit.get("admin") == "enable" else "down"
                 result.append(RouterLink(port, zone, circuit["remote_ip"], state,
-                                         tuple(sorted(group.initiators)), tuple(sorted(group.targets))))
+                                         tuple(sorted(group.initiators)), tuple(sorted(group.targets)),
+                                         pairs=tuple(sorted(group.pairs))))
         return sorted(result, key=lambda link: link.key)
 
     # --- dispatch ----------------------------------------------------------------------------

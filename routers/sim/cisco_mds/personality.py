@@ -99,7 +99,8 @@ class MdsPersonality(Personality):
             if interface and interface.get("peer"):
                 state = "up" if active and not interface["shutdown"] else "down"
                 result.append(RouterLink(port, zone, interface["peer"], state,
-                                         tuple(sorted(group.initiators)), tuple(sorted(group.targets))))
+                                         tuple(sorted(group.initiators)), tuple(sorted(group.targets)),
+                                         pairs=tuple(sorted(group.pairs))))
         return sorted(result, key=lambda link: link.key)
 
     def save(self) -> None:
