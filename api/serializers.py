@@ -280,10 +280,13 @@ class LinkSerializer(RegistrySerializer):
     zone = serializers.SlugRelatedField(slug_field="zone_id", read_only=True)
     initiators = serializers.ListField(child=serializers.CharField(), read_only=True,
                                        help_text=Link._meta.get_field("initiators").help_text)
+    pairs = serializers.ListField(child=serializers.ListField(child=serializers.CharField(), min_length=2,
+                                                              max_length=2),
+                                  read_only=True, help_text=Link._meta.get_field("pairs").help_text)
 
     class Meta:
         model = Link
-        fields = ["id", "site", "device", "router", "port", "zone", "remote_ip", "state", "initiators",
+        fields = ["id", "site", "device", "router", "port", "zone", "remote_ip", "state", "initiators", "pairs",
                   "lease_expires_at", "created_at", "updated_at", "up_at", "down_at"]
         read_only_fields = fields
 
