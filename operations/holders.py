@@ -16,10 +16,11 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from operations.desired import desired_links, registry_facts
 from operations.errors import DeviceBusy
 from operations.models import DeviceLock, Link, Operation
 from registry import in_use
-from registry.models import Device, Site
+from registry.models import Device, Host, Initiator, Site
 
 # Plain SQL names its tables from the models: each app owns its tables.
 OPERATION, LOCK, DEVICE, SITE = (model._meta.db_table for model in (Operation, DeviceLock, Device, Site))
@@ -202,6 +203,18 @@ def renewed_since(op: Operation) -> str | None:
     return f"renewed until {until.isoformat()}" if until else None
 
 
+def _locks_zoning(hosts: list[int]) -> list[int]:
+    """The locks of the hosts' sites whose FCIP links zone one of the hosts' initiators."""
+    wwns = set(Initiator.objects.filter(host__in=hosts).values_list("wwn", flat=True))
+    site_ids = set(Host.objects.filter(pk__in=hosts).values_list("site_id", flat=True))
+    if not wwns:
+        return []
+    zoning = {(site, device) for wants in desired_links(*registry_facts(site_ids)).values() for want in wants.values()
+              if any(initiator in wwns for initiator, _target in want.pairs) for site, device in want.grants}
+    held = DeviceLock.objects.filter(site__in=site_ids).values_list("pk", "site_id", "device_id")
+    return [pk for pk, site, device in held if (site, device) in zoning]
+
+
 def holding_through(subject: in_use.Subject, *, sites: list[int] = (), hosts: list[int] = (),
                     routers: list[int] = (), devices: list[int] = ()) -> list[str]:
     """"<site> holds <device>" for each lock and each active link made with a registry value of the
@@ -212,8 +225,9 @@ def holding_through(subject: in_use.Subject, *, sites: list[int] = (), hosts: li
         links = Link.active().filter(Q(site__in=sites) | Q(device__owner_site__in=sites) | Q(router__site__in=sites))
     elif subject == Subject.HOST:
         # The active FCIP links of the host's site zone its initiators (an iFCP gateway zones by
-        # itself, and a queued connect zones the initiators its plan took).
-        locks = DeviceLock.objects.none()
+        # itself, and a queued connect zones the initiators its plan took), and so do the links its
+        # site's grants share with other grants (recorded under another site's hold).
+        locks = DeviceLock.objects.filter(pk__in=_locks_zoning(hosts))
         links = Link.active().filter(site__hosts__in=hosts).exclude(initiators=[])
     elif subject == Subject.ROUTER:
         locks = DeviceLock.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))

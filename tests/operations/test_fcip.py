@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from operations import execute, reconcile, submit
 from operations.models import DeviceLock, Link
@@ -303,6 +304,43 @@ def test_an_extension_that_fails_on_the_far_router_shrinks_back_and_the_first_gr
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
     assert reconcile_clean()
+
+
+@pytest.mark.django_db
+def test_two_sites_holding_each_others_devices_share_the_fcip_links_and_each_keeps_its_path(fcip_lab):
+    # remote-site holds XRAID1 (primary-site's, zone 1); primary-site holds RAID-R1 (remote-site's,
+    # zone 1): one link on each switch serves both grants, its zones the union of their pairs.
+    # Failed before: primary-site's connect was refused (the link was made for XRAID1).
+    raid_r1 = Device.objects.create(device_id="raid-r1", description="RAID-R1", wwn="21:00:00:e0:8b:0e:95:99",
+                                    zone=Device.objects.get(description="XRAID1").zone,
+                                    owner_site=Site.objects.get(name="remote-site"))
+    segment = sorted(Initiator.objects.filter(host__name="segment-server").values_list("wwn", flat=True))
+    management = fcip_lab_initiator()
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    other = {"site": "primary-site", "device_description": "RAID-R1"}
+    op = execute(submit("add", other).pk)
+    assert op.state == "succeeded", op.error
+    both = pairs_of((management, XRAID1), *((i, raid_r1.wwn) for i in segment))
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == both, name
+    assert reconcile_clean()
+    # primary-site's initiators are zoned through a link recorded under remote-site's hold: an edit of
+    # them would leave the switch zoning the old ones, so it is refused while the grant lasts.
+    host = Host.objects.get(name="segment-server")
+    with pytest.raises(ValidationError) as refused:
+        Initiator(host=host, wwn="21:00:00:e0:8b:77:77:77").full_clean()
+    assert "in use by live links" in str(refused.value) and "primary-site holds RAID-R1" in str(refused.value)
+    # remote-site lets XRAID1 go: primary-site keeps its path, the links shrink to its pairs.
+    assert execute(submit("remove", CONNECT).pk).state == "succeeded"
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == pairs_of(*((i, raid_r1.wwn) for i in segment)), name
+    assert set(Link.objects.filter(state="up").values_list("site__name", flat=True)) == {"primary-site"}
+    assert reconcile_clean()
+    assert execute(submit("remove", other).pk).state == "succeeded"
+    assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+    assert not DeviceLock.objects.exists()
 
 
 def reconcile_clean() -> bool:
