@@ -93,8 +93,9 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     the owners of their devices only, when given); with `settled`, not those an operation still
     queued or running took (they are that operation's to settle, and may yet be withdrawn).
 
-    An FCIP grant zones the initiators its connect took: the snapshot on its links, else its plan's
-    (so that hosts named at connect are kept), and only without either the requesting site's.
+    An FCIP grant zones the initiators it records (those its connect took, and those a renewal added);
+    a grant recorded without them (taken from a router by reconcile) the snapshot on its links, else
+    its plan's, and only without any of those the requesting site's.
     """
     locks = DeviceLock.objects.select_related("device__zone", "operation")
     if settled:
@@ -121,8 +122,8 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
         if wwn:
             own.setdefault(site_id, set()).add(wwn)
     grants = [Grant(lock.site_id, lock.device_id,
-                    tuple(sorted(snapshots.get((lock.site_id, lock.device_id)) or _planned_initiators(lock)
-                                 or own.get(lock.site_id, set()))),
+                    tuple(sorted(lock.initiators or snapshots.get((lock.site_id, lock.device_id))
+                                 or _planned_initiators(lock) or own.get(lock.site_id, set()))),
                     literal=bool(lock.operation is not None and lock.operation.plan.get("raw")))
               for lock in locks]
     return grants, sites, devices, zoning

@@ -86,6 +86,11 @@ def plan_ids(plan: dict[str, Any]) -> dict[str, Any]:
     return plan["ids"]
 
 
+def plan_initiators(plan: dict[str, Any]) -> list[str]:
+    """The FCIP initiators a connect's plan zones (those of the hosts it named, or all of its site's)."""
+    return sorted({wwn for step in plan.get("steps", []) for wwn in step.get("initiators", [])})
+
+
 def lock_devices(op: Operation, plan: dict[str, Any], devices: list[LockableDevice], expires_at=None) -> None:
     """Write the requesting site's locks on `devices` (already row-locked by `lockable_devices`)."""
     if not devices:
@@ -99,6 +104,7 @@ def lock_devices(op: Operation, plan: dict[str, Any], devices: list[LockableDevi
             expires_at=expires_at,
             operation=op,
             reason=f"operation {op.pk}",
+            initiators=plan_initiators(plan),
         )
         for device in devices
     ]

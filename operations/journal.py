@@ -65,6 +65,7 @@ class Run:
     # links it reused (each lasts as long as the longest of its holders).
     renew: tuple[int, list[int], list[tuple[int, datetime | None]]] | None = None
     renew_expiry: bool = True  # False for a V1 addifcp: it re-takes the site's locks but sets no lease
+    renew_initiators: list[str] = field(default_factory=list)  # FCIP: the hosts' initiators the add zoned
     # Operations this one waited for: the same request under way (joined: its result is ours) or an
     # earlier conflicting one (after: this one ran once it was done).
     joined: list[int] = field(default_factory=list)
@@ -208,6 +209,10 @@ def finish(run: Run, started: float) -> bool:
             if run.renew_expiry:
                 DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).update(
                     expires_at=run.lease_expires_at)
+            if run.renew_initiators:  # a renewal naming more hosts: the grant zones theirs too
+                for lock in DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids):
+                    lock.initiators = sorted(set(lock.initiators) | set(run.renew_initiators))
+                    lock.save(update_fields=["initiators"])
             held = set(DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).values_list("device_id",
                                                                                                        flat=True))
             for device in Device.objects.filter(pk__in=set(device_ids) - held):
@@ -215,7 +220,8 @@ def finish(run: Run, started: float) -> bool:
                     try:
                         DeviceLock.objects.create(device=device, site_id=site_id, exclusive=not device.shareable,
                                                   expires_at=run.lease_expires_at, operation=op,
-                                                  reason=f"operation {op.pk}", acquired_at=now)
+                                                  reason=f"operation {op.pk}", acquired_at=now,
+                                                  initiators=run.renew_initiators)
                     except IntegrityError:
                         pass
         if run.release_locks:
@@ -258,14 +264,22 @@ _FINISH_SQL = f"""
           FROM unnest(%(links_renewed)s::bigint[], %(renewed_leases)s::timestamptz[]) AS given (id, lease)
          WHERE link.id = given.id AND EXISTS (SELECT 1 FROM claim)
     ), renewed_locks AS (
-        UPDATE {LOCK} SET expires_at = %(lease)s
-         WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s) AND %(renew_expiry)s
+        -- The lease moves to the add's expiry (not for a V1 addifcp); the grant zones the hosts this
+        -- add named too (a renewal naming more hosts).
+        UPDATE {LOCK} SET expires_at = CASE WHEN %(renew_expiry)s THEN %(lease)s ELSE expires_at END,
+                          initiators = (SELECT coalesce(jsonb_agg(wwn ORDER BY wwn), '[]'::jsonb)
+                                          FROM (SELECT jsonb_array_elements_text(initiators)
+                                                UNION SELECT jsonb_array_elements_text(%(initiators)s::jsonb))
+                                               AS given (wwn))
+         WHERE site_id = %(renew_site)s AND device_id = ANY(%(renew_devices)s)
+           AND (%(renew_expiry)s OR %(initiators)s::jsonb <> '[]'::jsonb)
            AND EXISTS (SELECT 1 FROM claim)
     ), relocked AS (
         -- A remove that ran while this add was under way (it saw no links yet) released the lock:
         -- the add's links are up, so its site holds the devices again.
-        INSERT INTO {LOCK} (device_id, site_id, exclusive, acquired_at, expires_at, reason, operation_id)
-        SELECT device.id, %(renew_site)s, NOT device.shareable, %(now)s, %(lease)s, %(reason)s, %(id)s
+        INSERT INTO {LOCK} (device_id, site_id, exclusive, acquired_at, expires_at, reason, operation_id, initiators)
+        SELECT device.id, %(renew_site)s, NOT device.shareable, %(now)s, %(lease)s, %(reason)s, %(id)s,
+               %(initiators)s::jsonb
           FROM {DEVICE} AS device
          WHERE device.id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
         ON CONFLICT DO NOTHING
@@ -286,6 +300,7 @@ def _finish_in_one_statement(run: Run) -> bool:
     params = {
         "renew_site": renew_site, "renew_devices": renew_devices, "links_renewed": [pk for pk, _ in renewed],
         "renewed_leases": [lease for _, lease in renewed], "renew_expiry": run.renew_expiry,
+        "initiators": json.dumps(run.renew_initiators),
         "reason": f"operation {op.pk}", "claimed_by": op.claimed_by,
         "up": Link.State.UP, "down": Link.State.DOWN, "now": op.finished_at, "lease": run.lease_expires_at,
         "links_up": run.links_up, "links_down": run.links_down, "site": site_id, "devices": device_ids,

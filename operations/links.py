@@ -29,6 +29,7 @@ from operations.holders import (
     mark_down,
     other_holder,
     plan_ids,
+    plan_initiators,
     renewed_since,
     take_locks,
 )
@@ -227,6 +228,7 @@ def execute_add(run: Run) -> None:
         renewed = [(link.pk, link_lease([expires_at, *holders_expiries(link, ids["site"], devices)]))
                    for _, link, ours in done if not ours]
         run.renew = (ids["site"], devices, renewed)
+        run.renew_initiators = plan_initiators(plan)
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat(),
                  **run.waited()}
 

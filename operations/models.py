@@ -94,7 +94,8 @@ class Operation(models.Model):
 
 
 class DeviceLock(models.Model):
-    """A site's hold on a device while it is connected: exclusive unless the device is shareable.
+    """A site's hold on a device while it is connected (its grant): exclusive unless the device is
+    shareable, until `expires_at` or indefinitely, and on FCIP for the `initiators` it was given.
 
     At most one exclusive lock per device, and a site holds a device at most once (database rules);
     the engine takes locks under a row lock on the device so shared and exclusive never mix.
@@ -113,6 +114,12 @@ class DeviceLock(models.Model):
         on_delete=models.SET_NULL,
         related_name="device_locks",
         help_text="the add that took the lock",
+    )
+    initiators = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="FCIP: the initiator WWNs this grant zones with the device (the hosts chosen at connect; a "
+        "renewal naming more hosts adds theirs); empty when none of its links is FCIP",
     )
 
     class Meta:

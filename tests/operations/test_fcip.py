@@ -15,6 +15,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from operations import execute, reconcile, submit
+from operations.chores import settle_stranded_links
 from operations.models import DeviceLock, Link
 from registry.models import Device, Host, Initiator, Site
 from routers.sim.faults import Fault
@@ -341,6 +342,27 @@ def test_two_sites_holding_each_others_devices_share_the_fcip_links_and_each_kee
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
     assert not DeviceLock.objects.exists()
+
+
+@pytest.mark.django_db
+def test_more_hosts_for_a_grant_sharing_another_grants_link_stay_zoned_after_a_settle(fcip_lab):
+    # XRAID4's grant shares the link recorded under XRAID1's; a renewal naming another host extends it.
+    # Failed before: the grant's hosts were read from its first connect's plan, so reconcile saw the
+    # new host's pairs as needed by no grant, and a settle took them off again.
+    xraid4()
+    second_host(BACKUP)
+    management = Initiator.objects.get(host__name="management-server").wwn
+    xraid4_connect = {"site": "remote-site", "device_description": "XRAID4"}
+    for request in (CONNECT, xraid4_connect, {**xraid4_connect, "hosts": ["backup-server"]}):
+        op = execute(submit("add", {"hosts": ["management-server"], **request}).pk)
+        assert op.state == "succeeded", op.error
+    wanted = pairs_of((management, XRAID1), (management, XRAID4), (BACKUP, XRAID4))
+    assert all(pairs_in_force(fcip_lab, name) == wanted for name in PLATFORMS)
+    assert reconcile_clean()
+    for pk in settle_stranded_links():
+        execute(pk)
+    assert all(pairs_in_force(fcip_lab, name) == wanted for name in PLATFORMS)
+    assert sorted(DeviceLock.objects.get(device__description="XRAID4").initiators) == sorted([management, BACKUP])
 
 
 def reconcile_clean() -> bool:

@@ -49,9 +49,16 @@ def test_an_upgrade_keeps_up_links_and_locks_and_their_rules(previous_schema):
     operation = old.get_model("operations", "Operation").objects.create(kind="add", state="succeeded")
     link = old.get_model("registry", "Link").objects.create(
         site=site, device=device, router=router, port=5, zone=zone, remote_ip="127.0.9.2", state="up",
-        operation=operation)
+        operation=operation, initiators=["21:00:00:09:01:00:00:aa"])
     lock = old.get_model("registry", "DeviceLock").objects.create(device=device, site=site, exclusive=True,
                                                                   operation=operation, reason="held before")
+    # A grant with no link record of its own (it shared another's): its hosts are its connect's plan's.
+    second = old.get_model("registry", "Device").objects.create(
+        device_id="old-raid2", description="OLD-RAID2", wwn="20:00:00:09:01:00:00:02", zone=zone, owner_site=other)
+    planned = old.get_model("operations", "Operation").objects.create(
+        kind="add", state="succeeded", plan={"steps": [{"initiators": ["21:00:00:09:01:00:00:bb"]}]})
+    shared = old.get_model("registry", "DeviceLock").objects.create(device=second, site=site, exclusive=False,
+                                                                    operation=planned, reason="shared")
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM registry_link")
         assert cursor.fetchone()[0] == 1
@@ -66,6 +73,9 @@ def test_an_upgrade_keeps_up_links_and_locks_and_their_rules(previous_schema):
     held = DeviceLock.objects.get(pk=lock.pk)
     assert (held.site.name, held.device.description, held.exclusive, held.reason) == (
         "old-site", "OLD-RAID", True, "held before")
+    # Each grant records the initiators it zones (operations 0006).
+    assert held.initiators == ["21:00:00:09:01:00:00:aa"]
+    assert DeviceLock.objects.get(pk=shared.pk).initiators == ["21:00:00:09:01:00:00:bb"]
     assert Link._meta.db_table == "operations_link" and DeviceLock._meta.db_table == "operations_devicelock"
     assert ContentType.objects.filter(app_label="operations", model="link").exists()
     assert not ContentType.objects.filter(app_label="registry", model="link").exists()
