@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from operations.desired import Key, desired_for
+from operations.desired import Key, desired_settled_and_pending
 from operations.journal import Run
 from operations.models import Link
 from operations.planner import router_vsan
@@ -41,8 +41,8 @@ def target_pairs(router: Router, key: Key, found: Iterable[Pair], *, joining: It
     """What the link at `key` must zone: the settled grants' pairs, the pending grants' pairs that are
     already on the router (`found`), and `joining` (the pairs of the operation asking); `leaving`
     (site, devices): grants ending now, left out."""
-    settled = desired_for([router.pk], settled=True, without=leaving).get(router.pk, {}).get(key)
-    pending = desired_for([router.pk], without=leaving).get(router.pk, {}).get(key)
+    settled_wants, pending_wants = desired_settled_and_pending([router.pk], without=leaving)
+    settled, pending = settled_wants.get(router.pk, {}).get(key), pending_wants.get(router.pk, {}).get(key)
     pairs = set(settled.pairs) if settled else set()
     if pending:
         pairs |= set(found) & pending.pairs

@@ -51,6 +51,7 @@ class Grant:
     device: int
     initiators: tuple[str, ...] = ()  # FCIP: the requesting site's initiator WWNs this grant zones
     literal: bool = False  # taken by a V1 addifcp: it needs only the links V1 commands made
+    settled: bool = True  # False: taken by an operation still queued or running
 
 
 @dataclass
@@ -98,12 +99,11 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     its plan's, and only without any of those the requesting site's.
     """
     locks = DeviceLock.objects.select_related("device__zone", "operation")
-    if settled:
-        locks = locks.exclude(operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
     if site_ids is not None:
         ids = list(site_ids)
         locks = locks.filter(Q(site__in=ids) | Q(device__owner_site__in=ids))
-    locks = list(locks)
+    live = (Operation.State.QUEUED, Operation.State.RUNNING)
+    locks = [lock for lock in locks if not settled or lock.operation is None or lock.operation.state not in live]
     site_pks = {lock.site_id for lock in locks} | {lock.device.owner_site_id for lock in locks}
     routers: dict[int, Router] = {}
     for router in Router.objects.filter(site__in=site_pks).order_by("-name"):
@@ -124,7 +124,8 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     grants = [Grant(lock.site_id, lock.device_id,
                     tuple(sorted(lock.initiators or snapshots.get((lock.site_id, lock.device_id))
                                  or _planned_initiators(lock) or own.get(lock.site_id, set()))),
-                    literal=bool(lock.operation is not None and lock.operation.plan.get("raw")))
+                    literal=bool(lock.operation is not None and lock.operation.plan.get("raw")),
+                    settled=lock.operation is None or lock.operation.state not in live)
               for lock in locks]
     return grants, sites, devices, zoning
 
@@ -140,6 +141,19 @@ def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = Fals
                 without: tuple[int, Iterable[int]] | None = None) -> dict[int, dict[Key, Want]]:
     """`desired_links` from the database as it is now, for the given routers (all when None);
     `without` (site, devices): as if that site's grants of those devices had ended."""
+    grants, sites, devices, zoning = _facts_for(router_ids, settled, without)
+    return desired_links(grants, sites, devices, zoning)
+
+
+def desired_settled_and_pending(router_ids: Iterable[int], *, without: tuple[int, Iterable[int]] | None = None
+                                ) -> tuple[dict[int, dict[Key, Want]], dict[int, dict[Key, Want]]]:
+    """`desired_for(router_ids, settled=True)` and `desired_for(router_ids)`, from one read."""
+    grants, sites, devices, zoning = _facts_for(router_ids, False, without)
+    return (desired_links([grant for grant in grants if grant.settled], sites, devices, zoning),
+            desired_links(grants, sites, devices, zoning))
+
+
+def _facts_for(router_ids: Iterable[int] | None, settled: bool, without: tuple[int, Iterable[int]] | None):
     site_ids = None
     if router_ids is not None:
         site_ids = set(Router.objects.filter(pk__in=list(router_ids)).values_list("site_id", flat=True))
@@ -147,7 +161,7 @@ def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = Fals
     if without is not None:
         site, leaving = without[0], set(without[1])
         grants = [grant for grant in grants if not (grant.site == site and grant.device in leaving)]
-    return desired_links(grants, sites, devices, zoning)
+    return grants, sites, devices, zoning
 
 
 def holds_text(want: Want) -> str:

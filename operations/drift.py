@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.converge import link_pairs, record_pairs
-from operations.desired import Want, desired_for, holds_text
+from operations.desired import Want, desired_settled_and_pending, holds_text
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import between
 from operations.journal import Run
@@ -103,9 +103,9 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     zoning = DRIVERS[router.platform].zones_initiators
     # What the grants need here (operations.desired), beside what the records say was applied.
     # Settled grants decide what goes up; every grant, a pending one too, keeps what is there.
-    wanted = {key: want for key, want in desired_for([router.pk], settled=True).get(router.pk, {}).items()
-              if key not in in_flight}
-    pending = desired_for([router.pk]).get(router.pk, {})
+    settled_wants, pending_wants = desired_settled_and_pending([router.pk])
+    wanted = {key: want for key, want in settled_wants.get(router.pk, {}).items() if key not in in_flight}
+    pending = pending_wants.get(router.pk, {})
 
     def granted(key, row: Link, among=wanted) -> bool:
         return key in among and (not zoning or row.device.wwn in among[key].targets)

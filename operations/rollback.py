@@ -17,7 +17,7 @@ import time
 from django.utils import timezone
 
 from operations.conf import ops_settings
-from operations.converge import converge_link
+from operations.converge import converge_link, record_pairs
 from operations.desired import desired_for
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import plan_ids
@@ -25,6 +25,7 @@ from operations.journal import Run
 from operations.models import DeviceLock, Link, Operation
 from operations.planner import PlanStep
 from operations.steps import drive, look
+from routers.drivers.base import pairs_spec
 
 State = Operation.State
 
@@ -111,7 +112,10 @@ def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous
         if previous.get(link.pk) is None or want is None or (want.targets and link.device.wwn not in want.targets):
             continue
         _undo_budget(run)
-        spec = dataclasses.replace(step.spec, initiators=tuple(link.initiators) or step.spec.initiators)
+        # What the grants need there (FCIP: their pairs), as when it was taken down.
+        spec = (pairs_spec(*step.spec.key, local_ip=step.local_ip, pairs=want.pairs, vsan=step.spec.vsan)
+                if want.pairs else dataclasses.replace(step.spec, initiators=tuple(link.initiators)
+                                                       or step.spec.initiators))
         try:
             drive(run, link.router, spec, "add")
         except (StepFailed, ValueError) as exc:
@@ -125,6 +129,8 @@ def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous
                 lost.append(link.pk)
                 continue
         Link.objects.filter(pk=link.pk).update(state=Link.State.UP, updated_at=timezone.now())
+        if want.pairs:
+            record_pairs(link, want.pairs)
         run.notes.append(f"{link}: put back, the removal failed on another router ({cause})")
         restored.append(link.pk)
     return restored, lost
