@@ -21,7 +21,7 @@ from django.utils import timezone
 from operations import queue
 from operations.conf import ops_settings
 from operations.converge import link_pairs
-from operations.desired import desired_for
+from operations.desired import desired_settled_and_pending
 from operations.intake import submit
 from operations.metrics import lease_expiries_total
 from operations.models import DeviceLock, Link, Operation
@@ -123,13 +123,19 @@ def _ungranted(routers: list[str] | None) -> set[str]:
     rows = list(up)
     if not rows:
         return set()
-    wanted = desired_for({row.router_id for row in rows})  # every grant, a pending one too
+    settled, wanted = desired_settled_and_pending({row.router_id for row in rows})  # `wanted`: pending ones too
     names = set()
     for row in rows:
-        want = wanted.get(row.router_id, {}).get((row.port, row.zone.zone_id, row.remote_ip))
-        if want is None or (want.targets and row.device.wwn not in want.targets) or (
-                want.pairs and not link_pairs(row) <= want.pairs):  # FCIP: pairs recorded that no grant needs
+        key = (row.port, row.zone.zone_id, row.remote_ip)
+        want = wanted.get(row.router_id, {}).get(key)
+        if want is None or (want.targets and row.device.wwn not in want.targets):
             names.add(row.router.name)  # the settle itself decides, under the router, what comes off
+        elif want.targets:
+            # FCIP: the pairs recorded are those the settled grants need, and at most those a pending
+            # one adds (else a failed connect's extension, or a failed remove's shrink, is left).
+            floor = settled.get(row.router_id, {}).get(key)
+            if not (floor.pairs if floor else set()) <= link_pairs(row) <= want.pairs:
+                names.add(row.router.name)
     return names
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from operations.desired import Key, desired_settled_and_pending
+from operations.errors import StepFailed
 from operations.journal import Run
 from operations.models import Link
 from operations.planner import router_vsan
@@ -59,12 +60,21 @@ def converge_link(run: Run, router: Router, key: Key, *, joining: Iterable[Pair]
     def want(listing: list[RouterLink]) -> LinkSpec | None:
         found = next((link.pairs for link in listing if link.key == key), ())
         pairs = target_pairs(router, key, found, joining=joining, leaving=leaving)
+        applied.clear()  # each attempt decides afresh: only what the last one applied is returned
         applied.update(pairs)
         if not pairs:
             return None
-        return pairs_spec(*key, local_ip=router.site.data_ip, pairs=pairs, vsan=router_vsan(router) or 1)
+        try:
+            return pairs_spec(*key, local_ip=router.site.data_ip, pairs=pairs, vsan=router_vsan(router) or 1)
+        except ValueError as exc:  # a registry value the platform refuses: nothing was sent
+            raise StepFailed(router.name, f"cannot be configured from the registry: {exc}", permanent=True,
+                             untouched=True) from None
 
-    drive_to(run, router, want)
+    try:
+        drive_to(run, router, want)
+    except ValueError as exc:  # the driver's own checks (a VE port range, a VSAN), before anything is sent
+        raise StepFailed(router.name, f"cannot be configured from the registry: {exc}", permanent=True,
+                         untouched=True) from None
     return applied
 
 

@@ -157,32 +157,33 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     now = timezone.now()
 
     def router_add(key, link, action) -> bool:
+        """Put the link `key` on the router as the grants need it (FCIP: its target pairs) and record
+        what was applied; False (reported unresolved) when it cannot be configured."""
+        pairs = target(key, actual.get(key)) if zoning else set()
+        if zoning and not pairs:
+            report["unresolved"].append(_describe(key, reason="no grant's initiators to zone on it"))
+            return False
         try:
-            driver.add_link(_spec(router, key, link))
+            driver.add_link(_spec(router, key, link, pairs))
         except LinkExists:
             pass
-        except ValueError as exc:  # the record lacks what the platform needs (an FCIP link without initiators)
+        except ValueError as exc:  # a registry value the platform refuses (a VE port range, say)
             report["unresolved"].append(_describe(key, reason=f"cannot be configured from the registry: {exc}"))
             return False
         lease.changed = True
+        if pairs:
+            record_pairs(link, pairs)
         report["repaired"].append(_describe(key, action=action))
         return True
 
-    def converge_to(key, action: str) -> None:
-        """Put the up link `key` on the router as the grants need it (FCIP: its target pairs), and
-        record what was applied."""
-        pairs = target(key, actual.get(key)) if zoning else set()
-        try:
-            driver.add_link(_spec(router, key, up[key], pairs))
-        except LinkExists:
-            pass
-        except ValueError as exc:
-            report["unresolved"].append(_describe(key, reason=f"cannot be configured from the registry: {exc}"))
-            return
-        lease.changed = True
-        if pairs:
-            record_pairs(up[key], pairs)
-        report["repaired"].append(_describe(key, action=action))
+    def converge_pairs(key) -> None:
+        """FCIP: the up link `key` zones its target pairs, and its record says so."""
+        found, row, pairs = actual[key], up[key], target(key, actual[key])
+        if set(found.pairs) != pairs:
+            router_add(key, row, "converged on router: the pairs its grants need")
+        elif link_pairs(row) != pairs:
+            record_pairs(row, pairs)
+            report["repaired"].append(_describe(key, action="registry: the pairs the router zones recorded"))
 
     def router_remove(key, link=None):
         try:
@@ -199,8 +200,11 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         want = wanted.get(key)
         if want is not None and (not zoning or row.device.wwn in want.targets):
             found = actual.get(key)
-            if found is not None and found.state == "up" and not (zoning and _members_differ(row, found)):
+            if found is not None and found.state == "up" and not (
+                    zoning and set(found.pairs) != target(key, found)):
                 report["repaired"].append(_describe(key, action=f"{row.state} -> up: still held, on the router"))
+                if zoning:
+                    record_pairs(row, set(found.pairs))
                 put = True
             else:
                 put = router_add(key, row, f"{row.state} -> up: still held, put on the router")
@@ -228,9 +232,10 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         # session) is reported, never removed, without a person asking.
         take_down_ungranted()
         for key in differ:
-            # FCIP pairs no grant needs (a failed connect's extension of a shared link) come off.
-            if zoning and actual[key].state == "up" and not set(actual[key].pairs) <= target(key, actual[key]):
-                converge_to(key, "converged on router: pairs no grant needs taken off")
+            # An FCIP link shared by several grants zones what they need: pairs no grant needs (a failed
+            # connect's extension) come off, a failed remove's shrink is undone, the record follows.
+            if zoning and actual[key].state == "up":
+                converge_pairs(key)
         for row in stuck:
             settle_stuck(row)
     elif policy == "registry":
@@ -240,7 +245,10 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         for key in missing:
             router_add(key, up[key], "added to router")
         for key in differ:
-            converge_to(key, "converged on router")
+            if zoning and actual[key].state == "up":
+                converge_pairs(key)
+            else:
+                router_add(key, up[key], "converged on router")
         for key in extra:
             if key not in wanted:
                 router_remove(key)

@@ -36,7 +36,7 @@ from operations.holders import (
 from operations.journal import Run
 from operations.models import DeviceLock, Link, Operation
 from operations.planner import PlanStep, find_router
-from operations.rollback import lease_due_again, put_back_removed, roll_back_add
+from operations.rollback import grow_back, lease_due_again, put_back_removed, roll_back_add
 from operations.steps import drive, look, read_router
 from registry.models import Device, Router, Site
 from routers.drivers import DRIVERS
@@ -184,6 +184,9 @@ def execute_add(run: Run) -> None:
     extended: list[tuple[PlanStep, Link]] = []  # shared FCIP links this add extended, to shrink on failure
     for index, (step, (link, ours)) in enumerate(zip(steps, links, strict=True)):
         if not ours and _lacks(link, step):
+            # The link is this add's while it changes (reconcile and the settle leave it alone), and
+            # stays marked as last changed by it.
+            Link.objects.filter(pk=link.pk).update(operation=op, updated_at=timezone.now())
             try:
                 record_pairs(link, converge_link(run, link.router, step.spec.key, joining=step.spec.all_pairs()))
             except StepFailed as exc:
@@ -283,6 +286,8 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
             elif link is not None:
                 if _busy_elsewhere(link, op):
                     raise InFlight(link)
+                if refusal := _claims_more(link, routers[step.router_id], step):
+                    raise OperationFailed(refusal)
                 link.state, link.operation = Link.State.CONFIGURING, op
                 link.save(update_fields=["state", "operation", "updated_at"])
             elif link is None:
@@ -300,7 +305,20 @@ def _lacks(link: Link, step: PlanStep) -> bool:
     of its zone as it is (the gateway zones them)."""
     if not DRIVERS[link.router.platform].zones_initiators:
         return False
+    if link.operation is not None and link.operation.state in (State.FAILED, State.ROLLED_BACK):
+        return True  # its last change failed part-way: what the router zones is read, not trusted
     return not set(step.spec.all_pairs()) <= link_pairs(link)
+
+
+def _claims_more(link: Link, router: Router, step: PlanStep) -> str | None:
+    """Why a record an ended operation left mid-change cannot be taken over by this step (None: it
+    can): on FCIP, it stands for pairs this step would not put back (another grant's), and adding the
+    step's own link there would drop them. The settle chore finishes such a record first."""
+    if not DRIVERS[router.platform].zones_initiators or link_pairs(link) <= set(step.spec.all_pairs()):
+        return None
+    return (f"link {link} was left {link.state} by operation {link.operation_id}, and it zones pairs of other "
+            "grants as well; the settle chore finishes it within FLEXZONE_OPS_SETTLE_EVERY seconds. Nothing was "
+            "sent: connect again then.")
 
 
 def execute_remove(run: Run) -> None:
@@ -316,6 +334,7 @@ def execute_remove(run: Run) -> None:
     removed: list[int] = []
     taken_down: list[tuple[PlanStep, Link]] = []  # what this remove took off its routers, to put back on failure
     leaving = (plan_ids(plan)["site"], [pk for pk, _zone_id in plan_ids(plan)["devices"].values()])
+    shrunk: list[tuple[PlanStep, Link]] = []  # shared FCIP links shrunk, to grow back on failure
     for index, (step, link) in enumerate(zip(steps, links, strict=True)):
         router = run.row(Router, pk=step.router_id)
         # A shared FCIP link another grant keeps shrinks to what the grants left need.
@@ -330,8 +349,12 @@ def execute_remove(run: Run) -> None:
         try:
             if shrink:
                 pairs = converge_link(run, router, step.spec.key, leaving=leaving)
-                record_pairs(Link.objects.select_related("device").get(pk=link.pk), pairs)
-                continue
+                if pairs:
+                    record_pairs(Link.objects.select_related("device").get(pk=link.pk), pairs)
+                    shrunk.append((step, link))
+                    continue
+                # The grant that keeps it zones nothing (no initiators): the link comes off after all.
+                previous[link.pk] = Link.State.UP
             drive(run, router, step.spec, "remove")
         except StepFailed as exc:
             found = None if exc.untouched or exc.timed_out or shrink else look(run, router, step.spec)
@@ -353,6 +376,7 @@ def execute_remove(run: Run) -> None:
                     Link.objects.filter(pk=lk.pk).delete()
                 else:
                     Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
+            grow_back(run, shrunk, exc)
             restored, lost = put_back_removed(run, taken_down, previous, exc)
             _settle_removed([pk for pk in removed if pk not in restored and pk not in lost], previous)
             if op.kind == Kind.EXPIRE:
@@ -445,6 +469,8 @@ def _links_for_remove(
                 if DRIVERS[link.router.platform].zones_initiators:  # the holder's initiators on it, so far
                     wwn = Device.objects.get(pk=holder_device).wwn
                     snapshot = {"initiators": sorted(i for i, target in link_pairs(link) if target == wwn)}
+                if snapshot:  # it shrinks under this remove: reconcile and the settle leave it alone meanwhile
+                    snapshot["operation"] = op
                 Link.objects.filter(pk=link.pk).update(site_id=holder_site, device_id=holder_device,
                                                        lease_expires_at=lease, updated_at=timezone.now(), **snapshot)
                 kept[index] = holder

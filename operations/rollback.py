@@ -17,7 +17,7 @@ import time
 from django.utils import timezone
 
 from operations.conf import ops_settings
-from operations.converge import converge_link, record_pairs
+from operations.converge import converge_link, link_pairs, record_pairs
 from operations.desired import desired_for
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import plan_ids
@@ -76,24 +76,38 @@ def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: Step
 
 
 def _shrink_back(run: Run, extended: list[tuple[PlanStep, Link]]) -> list[str]:
+    """Shrink the shared FCIP links this add extended to what the grants need without the ones it
+    took, recording what each zones now. One that cannot be shrunk records the pairs it may zone (as
+    before, and this add's), marked as last changed by this failed add: a later connect reads the
+    router instead of trusting the record, and the settle chore takes off what no grant needs."""
     if not extended:
         return []
     taken = list(DeviceLock.objects.filter(operation=run.op).values_list("device_id", flat=True))
     leaving = (plan_ids(run.op.plan)["site"], taken)
     failures = []
     for step, link in reversed(extended):
-        Link.objects.filter(pk=link.pk).update(pairs=link.pairs, initiators=link.initiators)
         _undo_budget(run)
         try:
-            converge_link(run, link.router, step.spec.key, leaving=leaving)
+            record_pairs(link, converge_link(run, link.router, step.spec.key, leaving=leaving))
         except StepFailed as exc:
-            # Up for the grants it serves; the pairs this add may have put there are recorded, for the
-            # settle chore to take off what no grant needs.
-            pairs = {tuple(pair) for pair in link.pairs} | set(step.spec.all_pairs())
-            Link.objects.filter(pk=link.pk).update(pairs=[list(pair) for pair in sorted(pairs)])
+            record_pairs(link, link_pairs(link) | set(step.spec.all_pairs()))
             failures.append(f"{link} (shared; its zoning could not be shrunk back: {exc}; the settle chore "
                             "takes off what no grant needs)")
     return failures
+
+
+def grow_back(run: Run, shrunk: list[tuple[PlanStep, Link]], cause: StepFailed) -> None:
+    """A remove that failed: the shared FCIP links it shrank zone again what the grants need (the
+    leaving grant is still held), recorded; one that cannot is left to the settle chore."""
+    for step, link in reversed(shrunk):
+        _undo_budget(run)
+        try:
+            record_pairs(Link.objects.select_related("device").get(pk=link.pk),
+                         converge_link(run, link.router, step.spec.key))
+            run.notes.append(f"{link}: its zoning put back, the removal failed on another router ({cause})")
+        except StepFailed as exc:
+            run.notes.append(f"{link}: its zoning could not be put back after {cause} ({exc}); left for the "
+                             "settle chore")
 
 
 def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous: dict[int, str | None],

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from operations import execute, reconcile, submit
 from operations.chores import settle_stranded_links
 from operations.models import DeviceLock, Link
+from operations.pool import pool
 from registry.models import Device, Host, Initiator, Site
 from routers.sim.faults import Fault
 from tests.operations.conftest import wire
@@ -363,6 +364,50 @@ def test_more_hosts_for_a_grant_sharing_another_grants_link_stay_zoned_after_a_s
         execute(pk)
     assert all(pairs_in_force(fcip_lab, name) == wanted for name in PLATFORMS)
     assert sorted(DeviceLock.objects.get(device__description="XRAID4").initiators) == sorted([management, BACKUP])
+
+
+def router_down(lab: FcipLab, name: str) -> None:
+    lab.sims[name].faults = [Fault("refuse_login")]
+    pool.close_all()  # the next step must log in again
+
+
+@pytest.mark.django_db
+def test_a_connect_asked_again_after_its_extension_failed_on_a_router_that_was_down_gets_its_zones(fcip_lab):
+    # Failed before: the failed extension's record claimed XRAID4's pairs, so the second connect sent
+    # nothing and succeeded with XRAID4 unreachable.
+    xraid4()
+    initiator = fcip_lab_initiator()
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    router_down(fcip_lab, "primary-rtr")
+    xraid4_connect = {"site": "remote-site", "device_description": "XRAID4"}
+    failed = execute(submit("add", xraid4_connect).pk)
+    assert failed.state == "failed", (failed.state, failed.error)
+    assert not DeviceLock.objects.filter(device__description="XRAID4").exists()
+    fcip_lab.sims["primary-rtr"].faults = []
+    again = execute(submit("add", xraid4_connect).pk)
+    assert again.state == "succeeded", again.error
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == pairs_of((initiator, XRAID1), (initiator, XRAID4)), name
+    assert reconcile_clean()
+
+
+@pytest.mark.django_db
+def test_a_disconnect_that_fails_after_shrinking_one_router_grows_it_back(fcip_lab):
+    # Failed before: the MDS link stayed shrunk while remote-site still held XRAID1.
+    xraid4()
+    initiator = fcip_lab_initiator()
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    assert execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk).state == "succeeded"
+    router_down(fcip_lab, "primary-rtr")  # the disconnect shrinks remote-rtr's link first, then fails here
+    op = execute(submit("remove", CONNECT).pk)
+    assert op.state in ("failed", "rolled_back"), (op.state, op.error)
+    assert "its zoning put back" in op.transcript
+    fcip_lab.sims["primary-rtr"].faults = []
+    both = pairs_of((initiator, XRAID1), (initiator, XRAID4))
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == both, name
+    assert set(DeviceLock.objects.values_list("device__description", flat=True)) == {"XRAID1", "XRAID4"}
+    assert reconcile_clean()
 
 
 def reconcile_clean() -> bool:
