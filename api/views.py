@@ -217,6 +217,10 @@ class PlanStepSerializer(serializers.Serializer):
         child=serializers.CharField(), help_text="FCIP: the requesting site's initiator WWNs zoned with wwn; [] on iFCP"
     )
     vsan = serializers.IntegerField(allow_null=True, help_text="Cisco MDS: the VSAN zoned; null on other platforms")
+    pairs = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2), required=False,
+        help_text="FCIP zone connects: the further [initiator, target] pairs of the zone's other devices on this link",
+    )
     notes = serializers.ListField(
         child=serializers.CharField(), help_text='settled at run time, e.g. "<effective cfg>" is read from the switch'
     )

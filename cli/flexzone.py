@@ -222,6 +222,8 @@ def describe_plan(result: dict) -> str:
                      f"zone {step.get('zone')}, remote gateway {step.get('remote_ip')}")
         if step.get("initiators"):
             lines.append(f"       zone members: initiators {', '.join(step['initiators'])}; target {step.get('wwn')}")
+        if step.get("pairs"):
+            lines.append(f"       further targets: {', '.join(sorted({pair[1] for pair in step['pairs']}))}")
         lines.extend(f"       {command}" for command in step.get("commands") or [])
         lines.extend(f"       note: {note}" for note in step.get("notes") or [])
     if not result.get("steps"):

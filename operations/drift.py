@@ -284,9 +284,9 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
                 report["unresolved"].append(_describe(key, reason="the router lists this link down; nothing recorded"))
                 continue
             link, refusal = _record_from_router(router, key, actual[key], zoning)
-            if link is None:
+            if refusal:  # a device it zones that the registry cannot give a holder
                 report["unresolved"].append(_describe(key, reason=refusal))
-            else:
+            if link is not None:
                 action = f"registry: recorded as link {link.pk}, held by {link.site.name}'s lock on {link.device}"
                 report["repaired"].append(_describe(key, action=action))
         for row in stuck:
@@ -382,7 +382,7 @@ def _release_unheld_locks(rows: list[Link], report: dict[str, Any]) -> None:
         locks.delete()
 
 
-def _hold_for(site: Site, device: Device, operation: Operation | None) -> str | None:
+def _hold_for(site: Site, device: Device, operation: Operation | None, initiators: list[str] = ()) -> str | None:
     """Give `site` its lock on `device` for a link the registry now records up (policy "router"): every
     up link has a holder. Returns why it cannot (another site holds the device exclusively, or the
     device is not shareable and another site holds it), or None when the site holds it."""
@@ -396,7 +396,7 @@ def _hold_for(site: Site, device: Device, operation: Operation | None) -> str | 
             return (f"{device.description} is locked by {others[0].site.name}; the registry cannot record "
                     f"{site.name} holding it too (remove the link on the router, or free the device there)")
         DeviceLock.objects.create(device=device, site=site, exclusive=not device.shareable, operation=operation,
-                                  reason="recorded from the router by reconcile")
+                                  reason="recorded from the router by reconcile", initiators=list(initiators))
     return None
 
 
@@ -415,25 +415,24 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
         if not found.pairs:
             return None, unmatched
         devices = devices.filter(wwn__in=found.targets)
-    device = devices.first()
-    if device is None:
+    devices = list(devices)
+    if not devices:
         return None, unmatched
-    requester = remote if device.owner_site_id == router.site_id else router.site
-    if refusal := _hold_for(requester, device, operation=None):
-        return None, refusal
-    now = timezone.now()
-    return Link.objects.create(
-        site=requester,
-        device=device,
-        router=router,
-        port=port,
-        zone=zone,
-        remote_ip=remote_ip,
-        state=Link.State.UP,
-        up_at=now,
-        initiators=sorted(i for i, target in found.pairs if target == device.wwn),
-        pairs=[list(pair) for pair in found.pairs],
-    ), ""
+    # Each device it zones is held by the site on the other side of its owner (on FCIP, with the
+    # initiators zoned with it); the record is the first held one's.
+    link, refusals = None, []
+    for device in devices:
+        requester = remote if device.owner_site_id == router.site_id else router.site
+        initiators = sorted(i for i, target in found.pairs if target == device.wwn)
+        if refusal := _hold_for(requester, device, operation=None, initiators=initiators):
+            refusals.append(refusal)
+        elif link is None:
+            link = Link.objects.create(site=requester, device=device, router=router, port=port, zone=zone,
+                                       remote_ip=remote_ip, state=Link.State.UP, up_at=timezone.now(),
+                                       initiators=initiators, pairs=[list(pair) for pair in found.pairs])
+        if not zoning:
+            break  # an iFCP link serves its zone: one holder is its record
+    return link, "; ".join(refusals)
 
 
 def execute_reconcile(run: Run) -> None:

@@ -94,6 +94,8 @@ class Plan:
             )
             if step.initiators:
                 lines.append(f"       zone members: initiators {', '.join(step.initiators)}; target {step.wwn}")
+            if step.pairs:
+                lines.append(f"       further targets: {', '.join(sorted({target for _i, target in step.pairs}))}")
             lines.extend(f"       {command}" for command in step.commands)
             lines.extend(f"       note: {note}" for note in step.notes)
         return "\n".join(lines)

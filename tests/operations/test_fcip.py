@@ -410,6 +410,26 @@ def test_a_disconnect_that_fails_after_shrinking_one_router_grows_it_back(fcip_l
     assert reconcile_clean()
 
 
+@pytest.mark.django_db
+def test_reconcile_policy_router_records_a_shared_fcip_link_with_a_holder_for_each_device(fcip_lab):
+    # Failed before: only the first device got a lock, so the next settle took the other's zones off.
+    xraid4()
+    initiator = fcip_lab_initiator()
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    assert execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk).state == "succeeded"
+    Link.objects.all().delete()  # the registry forgot the links and the grants; the switches still zone them
+    DeviceLock.objects.all().delete()
+    op = reconcile(repair=True, policy="router")
+    assert op.state == "succeeded", op.error
+    assert {(lock.device.description, tuple(lock.initiators)) for lock in DeviceLock.objects.all()} == {
+        ("XRAID1", (initiator,)), ("XRAID4", (initiator,))}
+    for pk in settle_stranded_links():
+        execute(pk)
+    both = pairs_of((initiator, XRAID1), (initiator, XRAID4))
+    assert all(pairs_in_force(fcip_lab, name) == both for name in PLATFORMS)
+    assert reconcile_clean()
+
+
 def reconcile_clean() -> bool:
     op = reconcile()
     routers = op.result["routers"]

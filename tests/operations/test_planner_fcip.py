@@ -117,6 +117,7 @@ def test_a_zone_connect_with_several_devices_of_one_owner_over_fcip_zones_them_a
         # Every pair's zone is in the exact commands.
         made = " ".join(step.commands)
         assert all(f"{i.replace(':', '')}_{t.replace(':', '')}" in made for i, t in step.spec.all_pairs())
+    assert "further targets: 20:00:00:04:53:00:01:a4" in plan.describe()
     assert plan_connect(site="remote-site", device_description="XRAID4").devices == ["XRAID4"]
     assert len(plan_disconnect(site="remote-site", zone=xraid1.zone.zone_id).steps) == 2
 
