@@ -119,10 +119,11 @@ def _ungranted(routers: list[str] | None) -> set[str]:
     up = (Link.objects.filter(state=Link.State.UP).exclude(operation__state__in=(Operation.State.QUEUED,
                                                                                   Operation.State.RUNNING))
           .filter(**({"router__name__in": routers} if routers is not None else {}))
-          .select_related("router", "zone", "device"))
+          .select_related("router", "zone", "device", "operation"))
     rows = list(up)
     if not rows:
         return set()
+    ended_badly = (Operation.State.FAILED, Operation.State.ROLLED_BACK)
     settled, wanted = desired_settled_and_pending({row.router_id for row in rows})  # `wanted`: pending ones too
     names = set()
     for row in rows:
@@ -132,9 +133,11 @@ def _ungranted(routers: list[str] | None) -> set[str]:
             names.add(row.router.name)  # the settle itself decides, under the router, what comes off
         elif want.targets:
             # FCIP: the pairs recorded are those the settled grants need, and at most those a pending
-            # one adds (else a failed connect's extension, or a failed remove's shrink, is left).
+            # one adds (else a failed connect's extension, or a failed remove's shrink, is left); a
+            # link whose last change failed may zone what its record does not say: it is read.
             floor = settled.get(row.router_id, {}).get(key)
-            if not (floor.pairs if floor else set()) <= link_pairs(row) <= want.pairs:
+            if (not (floor.pairs if floor else set()) <= link_pairs(row) <= want.pairs
+                    or (row.operation is not None and row.operation.state in ended_badly)):
                 names.add(row.router.name)
     return names
 

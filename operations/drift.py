@@ -236,6 +236,10 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             # connect's extension) come off, a failed remove's shrink is undone, the record follows.
             if zoning and actual[key].state == "up":
                 converge_pairs(key)
+        if zoning:  # links whose last change failed have been read: this settle is their last change
+            Link.objects.filter(pk__in=[row.pk for key, row in up.items() if key in actual and key not in ungranted],
+                                operation__state__in=(Operation.State.FAILED, Operation.State.ROLLED_BACK)
+                                ).update(operation=run.op)
         for row in stuck:
             settle_stuck(row)
     elif policy == "registry":
