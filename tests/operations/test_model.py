@@ -9,7 +9,8 @@ WEST-ARRAY1 and WEST-ARRAY2 (west-site's, zone 4: east-site and west-site share 
 ways, and two devices on it). The moves: connect (with or without a lease; again, it renews),
 disconnect, a lease run out and expired by the lease chore, a registry edit of a site's router port,
 a router outage (logins refused) and its recovery, another admin's zoning change on an FCIP switch,
-the MDS switched to enhanced zoning, and a connect while another admin holds a switch's zoning open
+connects and disconnects naming hosts on the FCIP link east-site and west-site share, the MDS
+switched to enhanced zoning, and a connect while another admin holds a switch's zoning open
 (a FOS transaction, an MDS enhanced-mode lock) for a second. After every move, with every operation ended:
 
 * each router carries exactly the links the locks need: the union of the plans of every lock,
@@ -49,7 +50,7 @@ from operations.models import DeviceLock, Link, Operation
 from operations.planner import PlanError, plan_connect
 from operations.pool import pool
 from registry.demo import load_demo
-from registry.models import Device, Router, Site
+from registry.models import Device, Host, Initiator, Router, Site
 from routers.sim.faults import Fault
 from tests.operations.conftest import wire
 from tests.routers.drivers.fabric_admin import FabricAdmin
@@ -60,6 +61,9 @@ FCIP = ("east-rtr", "west-rtr")
 SITES = ("primary-site", "remote-site", "east-site", "west-site")
 DEVICES = ("XRAID1", "XRAID2", "XRAID3", "RAID-R1", "EAST-ARRAY1", "WEST-ARRAY1", "WEST-ARRAY2")
 LEASES = (None, None, 3600)
+# The FCIP sites' hosts (a second one each, made by the fixture), and the zone-4 devices their shared link serves.
+FCIP_HOSTS = {"east-site": ("east-backup", "east-archive"), "west-site": ("west-analysis", "west-batch")}
+FCIP_DEVICES = ("EAST-ARRAY1", "WEST-ARRAY1", "WEST-ARRAY2")
 EXAMPLES = int(os.environ.get("FLEXZONE_MODEL_EXAMPLES", "3"))
 STEPS = int(os.environ.get("FLEXZONE_MODEL_STEPS", "8"))
 
@@ -94,6 +98,9 @@ def model_lab(db, ops_settings, sim_factory, secrets_dir):
                           zone=zone4, owner_site=Site.objects.get(name="west-site"))
     Device.objects.create(device_id="west-array2", description="WEST-ARRAY2", wwn="50:00:09:72:08:1a:f1:45",
                           zone=zone4, owner_site=Site.objects.get(name="west-site"))
+    for site, name, wwn in (("east-site", "east-archive", "10:00:00:10:9b:5e:a0:02"),
+                            ("west-site", "west-batch", "10:00:00:10:9b:5e:b0:03")):
+        Initiator.objects.create(host=Host.objects.create(site=Site.objects.get(name=site), name=name), wwn=wwn)
     sims, admins = {}, {}
     for name, (platform, transport) in WIRING.items():
         sims[name] = sim_factory(platform, **{transport: ("127.0.0.1", 0)})
@@ -129,6 +136,17 @@ class EngineModel(RuleBasedStateMachine):
 
     @rule(site=st.sampled_from(SITES), device=st.sampled_from(DEVICES))
     def disconnect(self, site, device):
+        self._run("remove", {"site": site, "device_description": device})
+
+    @rule(site=st.sampled_from(tuple(FCIP_HOSTS)), device=st.sampled_from(FCIP_DEVICES),
+          hosts=st.sampled_from(((0,), (1,), (0, 1))))
+    def connect_hosts_over_fcip(self, site, device, hosts):
+        """east-site and west-site share one FCIP link both ways: devices and hosts join and leave it."""
+        self._run("add", {"site": site, "device_description": device,
+                          "hosts": [FCIP_HOSTS[site][index] for index in hosts]})
+
+    @rule(site=st.sampled_from(tuple(FCIP_HOSTS)), device=st.sampled_from(FCIP_DEVICES))
+    def disconnect_over_fcip(self, site, device):
         self._run("remove", {"site": site, "device_description": device})
 
     @rule(pick=st.integers(min_value=0, max_value=10))
@@ -296,8 +314,10 @@ def test_random_moves_never_break_what_the_locks_promise(model_lab, capsys):
     except AssertionError as exc:
         raise AssertionError(f"model seed {seed}: {exc}") from exc
     outcomes = Counter(f"{kind} {state}" for kind, state in Operation.objects.values_list("kind", "state"))
+    shared = {what: Operation.objects.filter(transcript__contains=text).count()
+              for what, text in (("extended", "extended in place"), ("shrunk", "its zoning shrinks"))}
     with capsys.disabled():
-        print(f"model seed {seed}: operations {dict(sorted(outcomes.items()))}")
+        print(f"model seed {seed}: operations {dict(sorted(outcomes.items()))}; shared FCIP links {shared}")
 
 
 # --- what the model found, as plain tests ---------------------------------------------------------
