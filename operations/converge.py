@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from operations.desired import Key, desired_settled_and_pending
 from operations.errors import StepFailed
 from operations.journal import Run
-from operations.models import Link
-from operations.planner import router_vsan
+from operations.models import Link, Operation
+from operations.planner import PlanStep, router_vsan
 from operations.steps import drive_to
 from registry.models import Router
+from routers.drivers import DRIVERS
 from routers.drivers.base import LinkSpec, RouterLink, pairs_spec
 
 Pair = tuple[str, str]
@@ -83,3 +84,25 @@ def record_pairs(link: Link, pairs: set[Pair]) -> None:
     device (the snapshot its grant is read from)."""
     initiators = sorted(initiator for initiator, target in pairs if target == link.device.wwn)
     Link.objects.filter(pk=link.pk).update(pairs=[list(pair) for pair in sorted(pairs)], initiators=initiators)
+
+
+def lacks_pairs(link: Link, step: PlanStep) -> bool:
+    """Whether an up FCIP link another grant made lacks pairs this step's grant needs (a second device
+    of the zone, more hosts): then its zoning is extended in place. An iFCP link serves every device
+    of its zone as it is (the gateway zones them)."""
+    if not DRIVERS[link.router.platform].zones_initiators:
+        return False
+    if link.operation is not None and link.operation.state in (Operation.State.FAILED, Operation.State.ROLLED_BACK):
+        return True  # its last change failed part-way: what the router zones is read, not trusted
+    return not set(step.spec.all_pairs()) <= link_pairs(link)
+
+
+def claims_more(link: Link, router: Router, step: PlanStep) -> str | None:
+    """Why a record an ended operation left mid-change cannot be taken over by this step (None: it
+    can): on FCIP, it stands for pairs this step would not put back (another grant's), and adding the
+    step's own link there would drop them. The settle chore finishes such a record first."""
+    if not DRIVERS[router.platform].zones_initiators or link_pairs(link) <= set(step.spec.all_pairs()):
+        return None
+    return (f"link {link} was left {link.state} by operation {link.operation_id}, and it zones pairs of other "
+            "grants as well; the settle chore finishes it within FLEXZONE_OPS_SETTLE_EVERY seconds. Nothing was "
+            "sent: connect again then.")

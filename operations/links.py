@@ -20,7 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from operations.converge import converge_link, link_pairs, record_pairs
+from operations.converge import claims_more, converge_link, lacks_pairs, link_pairs, record_pairs
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import (
     between,
@@ -183,7 +183,7 @@ def execute_add(run: Run) -> None:
     done: list[tuple[PlanStep, Link, bool]] = []
     extended: list[tuple[PlanStep, Link]] = []  # shared FCIP links this add extended, to shrink on failure
     for index, (step, (link, ours)) in enumerate(zip(steps, links, strict=True)):
-        if not ours and _lacks(link, step):
+        if not ours and lacks_pairs(link, step):
             # The link is this add's while it changes (reconcile and the settle leave it alone), and
             # stays marked as last changed by it.
             Link.objects.filter(pk=link.pk).update(operation=op, updated_at=timezone.now())
@@ -282,11 +282,11 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
         for step, (device_id, zone_id) in zip(steps, rows, strict=True):
             link = active.get((step.router_id, step.port, zone_id, step.remote_ip))
             if link is not None and link.state == Link.State.UP:
-                pass  # another grant's: shared as it is, or (FCIP) extended in place (`_lacks`)
+                pass  # another grant's: shared as it is, or (FCIP) extended in place (`lacks_pairs`)
             elif link is not None:
                 if _busy_elsewhere(link, op):
                     raise InFlight(link)
-                if refusal := _claims_more(link, routers[step.router_id], step):
+                if refusal := claims_more(link, routers[step.router_id], step):
                     raise OperationFailed(refusal)
                 link.state, link.operation = Link.State.CONFIGURING, op
                 link.save(update_fields=["state", "operation", "updated_at"])
@@ -297,28 +297,6 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
             result.append((link, link.state != Link.State.UP))
         Link.objects.bulk_create(new)
     return result
-
-
-def _lacks(link: Link, step: PlanStep) -> bool:
-    """Whether an up FCIP link another grant made lacks pairs this step's grant needs (a second device
-    of the zone, more hosts): then its zoning is extended in place. An iFCP link serves every device
-    of its zone as it is (the gateway zones them)."""
-    if not DRIVERS[link.router.platform].zones_initiators:
-        return False
-    if link.operation is not None and link.operation.state in (State.FAILED, State.ROLLED_BACK):
-        return True  # its last change failed part-way: what the router zones is read, not trusted
-    return not set(step.spec.all_pairs()) <= link_pairs(link)
-
-
-def _claims_more(link: Link, router: Router, step: PlanStep) -> str | None:
-    """Why a record an ended operation left mid-change cannot be taken over by this step (None: it
-    can): on FCIP, it stands for pairs this step would not put back (another grant's), and adding the
-    step's own link there would drop them. The settle chore finishes such a record first."""
-    if not DRIVERS[router.platform].zones_initiators or link_pairs(link) <= set(step.spec.all_pairs()):
-        return None
-    return (f"link {link} was left {link.state} by operation {link.operation_id}, and it zones pairs of other "
-            "grants as well; the settle chore finishes it within FLEXZONE_OPS_SETTLE_EVERY seconds. Nothing was "
-            "sent: connect again then.")
 
 
 def execute_remove(run: Run) -> None:
