@@ -123,18 +123,18 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
             own.setdefault(site_id, set()).add(wwn)
     grants = [Grant(lock.site_id, lock.device_id,
                     tuple(sorted(lock.initiators or snapshots.get((lock.site_id, lock.device_id))
-                                 or _planned_initiators(lock) or own.get(lock.site_id, set()))),
+                                 or plan_initiators(lock.operation.plan if lock.operation else {})
+                                 or own.get(lock.site_id, set()))),
                     literal=bool(lock.operation is not None and lock.operation.plan.get("raw")),
                     settled=lock.operation is None or lock.operation.state not in live)
               for lock in locks]
     return grants, sites, devices, zoning
 
 
-def _planned_initiators(lock: DeviceLock) -> set[str]:
-    """The initiators the connect that took the lock zoned (its plan's, the named hosts' only when it
-    named hosts), so that a grant never widens to hosts it was not given."""
-    plan = lock.operation.plan if lock.operation is not None else {}
-    return {wwn for step in plan.get("steps", []) for wwn in step.get("initiators", [])}
+def plan_initiators(plan: dict) -> list[str]:
+    """The FCIP initiators a connect's plan zones (those of the hosts it named, or all of its site's),
+    so that a grant never widens to hosts it was not given."""
+    return sorted({wwn for step in plan.get("steps", []) for wwn in step.get("initiators", [])})
 
 
 def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = False,

@@ -16,7 +16,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from operations.desired import desired_links, registry_facts
+from operations.desired import desired_links, plan_initiators, registry_facts
 from operations.errors import DeviceBusy
 from operations.models import DeviceLock, Link, Operation
 from registry import in_use
@@ -84,11 +84,6 @@ def plan_ids(plan: dict[str, Any]) -> dict[str, Any]:
         "devices": {device.description: [device.pk, device.zone_id] for device in devices},
     }
     return plan["ids"]
-
-
-def plan_initiators(plan: dict[str, Any]) -> list[str]:
-    """The FCIP initiators a connect's plan zones (those of the hosts it named, or all of its site's)."""
-    return sorted({wwn for step in plan.get("steps", []) for wwn in step.get("initiators", [])})
 
 
 def lock_devices(op: Operation, plan: dict[str, Any], devices: list[LockableDevice], expires_at=None) -> None:

@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from operations.converge import claims_more, converge_link, lacks_pairs, link_pairs, record_pairs
+from operations.desired import plan_initiators
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import (
     between,
@@ -29,7 +30,6 @@ from operations.holders import (
     mark_down,
     other_holder,
     plan_ids,
-    plan_initiators,
     renewed_since,
     take_locks,
 )
