@@ -1,16 +1,21 @@
 """A randomized concurrency soak of the operations engine (issue 12): a seeded random walk.
 
-Three sites, each with an iFCP router served by a real simulator on 127.0.0.1 (McData Eclipse and
-Nishan IPS 3000), five devices (two shareable; two of one owner in one zone, and one of that zone owned
-by another site, so two sites hold each other's devices through the same links), and two worker threads.
-Every step submits a few random requests (add with or without a lease, a repeated add that renews,
-remove, a lease made due and expired by the lease chore, a V1 addifcp/rmifcp/lsifcp, a registry edit
-of a site's router port) and runs them at once on the two workers, so operations for one device or
-one router race; some steps arm the simulators' fault knobs (a lost reply, a dropped connection, a
-silent command, a refused login...), some take a router down for the whole step (every login
-refused), and some kill a worker (an operation claimed and abandoned, or a child process running it SIGKILLed
-mid-operation), which the stalled-operation reaper hands back to a worker. Outcomes may be failed or
-rolled back; what must hold after every step, and at the end, is checked (`check_invariants`):
+Five sites, each with a router served by a real simulator on 127.0.0.1, and two worker threads
+(bench/soak_cast.py has the cast). Three sites are iFCP (McData Eclipse and Nishan IPS 3000, over
+telnet) with five devices: two shareable; two of one owner in one zone, and one of that zone owned by
+another site, so two sites hold each other's devices through the same links. Two sites are FCIP
+(Brocade FOS and Cisco MDS, over SSH, carrying other hosts' production zoning) with hosts of their own
+and three devices of one zone, so their one shared link's zoning grows and shrinks with the grants.
+Every step submits a few random requests (add with or without a lease, over FCIP for some or all of
+the site's hosts, a repeated add that renews, remove, a lease made due and expired by the lease chore,
+a V1 addifcp/rmifcp/lsifcp, a registry edit of a site's router port) and runs them at once on the two
+workers, so operations for one device or one router race; some steps arm the simulators' fault knobs
+(a lost reply, a dropped connection, a silent command, a refused login...), some take a router down for
+the whole step (every login refused), some have the FCIP switch's other admin change the production
+zoning first or hold the fabric's zoning (an open FOS transaction, an MDS enhanced-mode lock) while the
+step runs, and some kill a worker (an operation claimed and abandoned, or a child process running it
+SIGKILLed mid-operation), which the stalled-operation reaper hands back to a worker. Outcomes may be
+failed or rolled back; what must hold after every step, and at the end, is checked (`check_invariants`):
 
 (a) registry == routers: reconcile reports nothing missing, extra, mismatched or in flight, and each
     router lists exactly the links the registry has `up`;
@@ -23,7 +28,9 @@ rolled back; what must hold after every step, and at the end, is checked (`check
 (f) a registry edit of a value live links were made with is refused (`in_use`) exactly while the
     site holds, or is held, through them; otherwise it is saved;
 (g) each router lists up exactly the links the grants need: `operations.desired.desired_links`, the
-    pure function of the grants (the locks) and the registry.
+    pure function of the grants (the locks) and the registry; each FCIP link zones exactly the union
+    of its grants' (initiator, target) pairs, and its record says so;
+(h) the FCIP switches' zoning that flexzone did not create is exactly what their other admin made it.
 
 The walk's choices depend only on the seed, never on outcomes, so a seed replays the same requests,
 faults and kills (which operation wins a race may still differ). A violation raises AssertionError
@@ -35,11 +42,7 @@ database that holds other data (the tests' own).
 
 from __future__ import annotations
 
-import os
-import queue
 import random
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -52,44 +55,32 @@ from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.db.models import Q
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from bench.soak_cast import Cast, build_cast, remove_cast, stop_simulators, unused_prefix
+from bench.soak_cast import PLATFORMS, Cast, build_cast, remove_cast, stop_simulators, unused_prefix
 from bench.soak_checks import (
     LIVE,
     holders_linked,
     locks_exclusive,
+    others_zoning_untouched,
     registry_matches_routers,
     routers_carry_the_grants,
     up_links_held,
 )
-from operations.chores import expire_leases, reap_stalled_operations, settle_stranded_links
-from operations.conf import ops_settings
+from bench.soak_workers import SOAK_SETTINGS, execute_all
+from operations.chores import expire_leases, settle_stranded_links
 from operations.errors import DeviceBusy
 from operations.intake import submit
 from operations.models import DeviceLock, Link, Operation
 from operations.planner import PlanError
 from operations.pool import pool
-from operations.runner import execute, invoke
+from operations.runner import invoke
 from registry.models import Device, Site
-from registry.readiness import database_url
+from routers.sim.admin import foreign_zoning
 
-ROOT = Path(__file__).resolve().parents[1]
-# Short retries and timeouts, a worker presumed dead after 1.5 s (the engine tests run with these too).
-SOAK_SETTINGS = {
-    "FLEXZONE_OPS_QUEUE": "manual",  # the soak's own two workers run every operation
-    "FLEXZONE_OPS_BACKOFF": 0.05,
-    "FLEXZONE_OPS_BACKOFF_MAX": 0.2,
-    "FLEXZONE_OPS_MAX_ATTEMPTS": 4,
-    "FLEXZONE_OPS_TOTAL_TIMEOUT": 30.0,
-    "FLEXZONE_OPS_ROUTER_WAIT": 20.0,
-    "FLEXZONE_OPS_SAVE_CONFIG": "each",
-    "FLEXZONE_OPS_HEARTBEAT": 0.2,
-    "FLEXZONE_OPS_STALE_AFTER": 1.5,
-}
 # Fault kinds of routers/sim/faults.py, weighted; each armed for one or two firings.
 FAULTS = (
     ("drop_after_apply", 4),  # a lost reply: the change took effect
@@ -99,7 +90,8 @@ FAULTS = (
     ("refuse_login", 1),
     ("session_limit", 1),
 )
-ACTIONS = (("add", 6), ("remove", 4), ("expire", 2), ("invoke", 3), ("zone", 1), ("edit", 1))
+ACTIONS = (("add", 6), ("remove", 4), ("expire", 2), ("invoke", 3), ("zone", 1), ("edit", 1), ("fcip", 3))
+HOLD_SECONDS = (0.3, 1.5)  # how long the other admin keeps the fabric's zoning in a step that holds it
 LEASES = (None, None, None, 600, 3600, 1)  # a 1 s lease runs out by itself and is found by a later expiry
 OUTAGE = 1000  # refused logins armed for a whole step: the router is down until the step ends
 
@@ -116,6 +108,8 @@ class Step:
     faults: list[tuple[int, str, int]] = field(default_factory=list)  # (router index, kind, count)
     kill: tuple[int, str, float] | None = None  # (request index, "claim" | "process", delay s)
     expire: tuple[int, int] | None = None  # (site index, device index) whose lease is made due
+    admin_change: int | None = None  # FCIP router index whose other admin changes zoning first
+    hold: tuple[int, float] | None = None  # (FCIP router index, seconds) its other admin holds the zoning
 
 
 class Soak:
@@ -130,6 +124,8 @@ class Soak:
         self.kills: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
         self.problems: list[str] = []  # what the walk itself saw go wrong (reported with the invariants)
+        self.admin_zones = 0  # the other admins' own zones so far (each name new)
+        self.foreign = {index: foreign_zoning(cast.sims[index]) for index in cast.admins}
 
     # Choosing: only the seed decides (never an outcome), so a seed replays the same walk.
 
@@ -138,39 +134,68 @@ class Soak:
         for _ in range(self.rng.choice((1, 2, 3, 3, 4))):
             kind = self.rng.choices([k for k, _ in ACTIONS], [w for _, w in ACTIONS])[0]
             step.requests.append(getattr(self, f"_choose_{kind}")(step))
+        routers = len(PLATFORMS)
         if self.rng.random() < 0.5:
             for _ in range(self.rng.choice((1, 1, 2))):
                 kind = self.rng.choices([k for k, _ in FAULTS], [w for _, w in FAULTS])[0]
-                step.faults.append((self.rng.randrange(3), kind, self.rng.choice((1, 1, 2))))
+                step.faults.append((self.rng.randrange(routers), kind, self.rng.choice((1, 1, 2))))
         if self.rng.random() < 0.06:
-            step.faults.append((self.rng.randrange(3), "refuse_login", OUTAGE))  # a router down for the step
+            step.faults.append((self.rng.randrange(routers), "refuse_login", OUTAGE))  # a router down for the step
+        admins = sorted(self.cast.admins)
+        if self.rng.random() < 0.08:
+            step.admin_change = self.rng.choice(admins)
+        if self.rng.random() < 0.1:
+            index = self.rng.choice(admins)
+            if self.cast.platform(index) == "brocade_fos" or self.cast.enhanced:  # basic mode has no lock
+                step.hold = (index, self.rng.uniform(*HOLD_SECONDS))
+                # The admin's own session must end its edit: no fault on that switch this step.
+                step.faults = [fault for fault in step.faults if fault[0] != index]
         if self.rng.random() < 0.12:
             how = self.rng.choice(("claim", "claim", "process"))
             step.kill = (self.rng.randrange(len(step.requests)), how, self.rng.uniform(0.0, 0.6))
         return step
 
-    def _pair(self) -> tuple[Site, Device]:
-        """A site and a device it does not own (the planner refuses connecting a site to its own)."""
-        device = self.rng.choice(self.cast.devices)
-        site = self.rng.choice([s for s in self.cast.sites if s.pk != device.owner_site_id])
+    def _pair(self, devices: list[Device] | None = None) -> tuple[Site, Device]:
+        """A site and a device it does not own (the planner refuses connecting a site to its own), both
+        iFCP or both FCIP."""
+        device = self.rng.choice(devices or self.cast.devices)
+        owner = next(i for i, s in enumerate(self.cast.sites) if s.pk == device.owner_site_id)
+        site = self.rng.choice([s for i, s in enumerate(self.cast.sites)
+                                if i != owner and self.cast.fcip(i) == self.cast.fcip(owner)])
         return site, device
 
-    def _choose_add(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
-        site, device = self._pair()
+    def _choose_add(self, _step: Step, devices: list[Device] | None = None) -> tuple[str, Callable[[], list[int]]]:
+        site, device = self._pair(devices)
         lease = self.rng.choice(LEASES)
         request = {"site": site.name, "device_description": device.description,
                    **({"duration": lease} if lease else {})}
-        return f"add {site.name} {device.description} lease={lease}", lambda: [submit("add", request, enqueue=False).pk]
+        hosts = self.cast.hosts.get(self.cast.sites.index(site))
+        if hosts and self.rng.random() < 0.6:  # over FCIP: some of the site's hosts, else all of them
+            request["hosts"] = self.rng.sample(hosts, self.rng.randint(1, len(hosts)))
+        what = f"add {site.name} {device.description} lease={lease}"
+        if "hosts" in request:
+            what += f" hosts={','.join(request['hosts'])}"
+        return what, lambda: [submit("add", request, enqueue=False).pk]
 
-    def _choose_remove(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
-        site, device = self._pair()
+    def _choose_fcip(self, step: Step) -> tuple[str, Callable[[], list[int]]]:
+        """An add or a remove on the FCIP sites' shared link."""
+        devices = [d for d in self.cast.devices if self.cast.fcip(self.cast.site_index(d.owner_site_id))]
+        if self.rng.random() < 0.6:
+            return self._choose_add(step, devices)
+        return self._choose_remove(step, devices)
+
+    def _choose_remove(self, _step: Step, devices: list[Device] | None = None) -> tuple[str, Callable[[], list[int]]]:
+        site, device = self._pair(devices)
         request = {"site": site.name, "device_description": device.description}
         return f"remove {site.name} {device.description}", lambda: [submit("remove", request, enqueue=False).pk]
 
     def _choose_zone(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
-        zone = self.rng.choice(self.cast.zones)
-        owners = {d.owner_site_id for d in self.cast.devices if d.zone_id == zone.pk}
-        site = self.rng.choice([s for s in self.cast.sites if s.pk not in owners])
+        choices = []  # (zone, site): a site of the zone's kind (iFCP or FCIP) that owns none of its devices
+        for zone in self.cast.zones:
+            owners = {self.cast.site_index(d.owner_site_id) for d in self.cast.devices if d.zone_id == zone.pk}
+            choices += [(zone, site) for i, site in enumerate(self.cast.sites)
+                        if i not in owners and all(self.cast.fcip(i) == self.cast.fcip(o) for o in owners)]
+        zone, site = self.rng.choice(choices)
         kind = self.rng.choice(("add", "remove"))
         request = {"site": site.name, "zone": zone.zone_id}
         return f"{kind} {site.name} zone {zone.zone_id}", lambda: [submit(kind, request, enqueue=False).pk]
@@ -181,9 +206,10 @@ class Soak:
         return f"expire {site.name} {device.description}", lambda: self._expire(site, device)
 
     def _choose_invoke(self, _step: Step) -> tuple[str, Callable[[], list[int]]]:
-        index = self.rng.randrange(3)
+        index = self.rng.choice([i for i in range(len(PLATFORMS)) if not self.cast.fcip(i)])  # V1 is iFCP
         router, site = self.cast.routers[index], self.cast.sites[index]
-        remote = self.rng.choice([s for s in self.cast.sites if s.pk != site.pk])
+        remote = self.rng.choice([s for i, s in enumerate(self.cast.sites)
+                                  if s.pk != site.pk and not self.cast.fcip(i)])
         zone = self.rng.choice(self.cast.zones)
         command = self.rng.choice(("addifcp", "addifcp", "rmifcp", "rmifcp", "lsifcp"))
         args = (router.name, command, site.router_port, zone.zone_id, remote.data_ip)
@@ -200,7 +226,9 @@ class Soak:
         row = Site.objects.get(pk=site.pk)
         held = (DeviceLock.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
                 or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
-        row.router_port = row.router_port + 8 if row.router_port < 8 else row.router_port - 8
+        base = PLATFORMS[self.cast.sites.index(site)][2]
+        # iFCP: FC ports 5-7 and 13-15; FCIP: VE port / fcip interface 24-25 and 26-27.
+        row.router_port = base if row.router_port != base else base + (2 if base >= 24 else 8)
         try:
             row.full_clean()
         except ValidationError as exc:
@@ -231,6 +259,8 @@ class Soak:
 
     def run_step(self, step: Step) -> list[str]:
         lines = [f"step {step.number}:"]
+        if step.admin_change is not None:
+            lines.append(self._admin_changes_zoning(step.admin_change))
         if any(count == OUTAGE for _index, _kind, count in step.faults):
             pool.close_all()  # sessions already open would not notice the outage
         for router_index, kind, count in step.faults:
@@ -260,7 +290,12 @@ class Soak:
         if step.kill and step.kill[0] < len(submitted):
             killed = (submitted[step.kill[0]][1], step.kill[1], step.kill[2])
             lines.append(f"  kill the worker of operation {killed[0]} ({killed[1]})")
-        self._execute_all([pk for _what, pk in submitted], killed, lines)
+        release = self._admin_holds_zoning(step.hold, lines) if step.hold else None
+        try:
+            self._execute_all([pk for _what, pk in submitted], killed, lines)
+        finally:
+            if release is not None:
+                release.join()
         self._settle_faults(step, lines)
         # The routers answer again: the settle chore takes off what failed operations left stuck.
         for pk in settle_stranded_links([router.name for router in self.cast.routers]):
@@ -270,72 +305,6 @@ class Soak:
         for what, pk in submitted:
             lines += _journal_lines(Operation.objects.get(pk=pk), what)
         return lines
-
-    def _execute_all(self, ids: list[int], killed: tuple[int, str, float] | None, lines: list[str]) -> None:
-        """Run the operations on two worker threads (submission order, as a queue hands them out)."""
-        work: queue.Queue[int | None] = queue.Queue()
-        child = None
-        if killed and killed[1] == "claim":
-            self._claim_and_abandon(killed[0], lines)  # the reaper queues it again: it stays in the queue
-        elif killed:
-            child = self._start_child_worker(killed[0])
-        for pk in ids:
-            if child is None or pk != killed[0]:
-                work.put(pk)
-        workers = [threading.Thread(target=_worker, args=(work,), name=f"soak-worker-{n}") for n in (1, 2)]
-        for worker in workers:
-            work.put(None)  # one end marker per worker
-            worker.start()
-        if child is not None:
-            self._kill_and_recover(killed, child, lines)
-        for worker in workers:
-            worker.join()
-
-    def _claim_and_abandon(self, operation_id: int, lines: list[str]) -> None:
-        """A worker that claimed the operation and died before its first heartbeat; the reaper finds it."""
-        dead = timezone.now() - timedelta(seconds=ops_settings().stale_after + 1)
-        Operation.objects.filter(pk=operation_id, state=Operation.State.QUEUED).update(
-            state=Operation.State.RUNNING, started_at=dead, heartbeat_at=dead, claimed_by="soak-dead-worker#0"
-        )
-        self.kills["claimed and abandoned"] += 1
-        if operation_id not in reap_stalled_operations():
-            self.problems.append(f"the reaper did not find operation {operation_id} stalled (heartbeat {dead})")
-
-    def _start_child_worker(self, operation_id: int) -> subprocess.Popen:
-        env = {**os.environ, "DATABASE_URL": database_url(), "FLEXZONE_SECRETS_DIR": str(self.cast.secrets_dir),
-               "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "flexzone.settings"),
-               "FLEXZONE_LOG_LEVEL": "CRITICAL", **{k: str(v) for k, v in SOAK_SETTINGS.items()}}
-        code = "import sys, django; django.setup(); from operations import execute; execute(int(sys.argv[1]))"
-        return subprocess.Popen([sys.executable, "-c", code, str(operation_id)], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-
-    def _kill_and_recover(self, killed: tuple[int, str, float], child: subprocess.Popen, lines: list[str]) -> None:
-        """SIGKILL the child worker a moment after its claim; then the reaper finds the operation stalled
-        (heartbeat stale) and a worker (this thread) re-runs it in recovery mode."""
-        operation_id, _how, delay = killed
-        try:
-            _wait_for(lambda: Operation.objects.filter(pk=operation_id).exclude(state=Operation.State.QUEUED).exists(),
-                      20)
-            time.sleep(delay)
-        finally:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-        op = Operation.objects.get(pk=operation_id)
-        self.kills["process killed " + ("mid-operation" if op.state in LIVE else "after the end")] += 1
-        lines.append(f"  child worker killed {delay:.2f} s after its claim, in phase {op.phase} ({op.state})")
-        if op.state == Operation.State.QUEUED:
-            lines.append(f"  the child worker never claimed operation {operation_id}; a worker runs it")
-            execute(operation_id)
-            return
-        deadline = time.monotonic() + ops_settings().stale_after * 4 + 5
-        while Operation.objects.filter(pk=operation_id, state__in=LIVE).exists():
-            if operation_id in reap_stalled_operations():
-                lines.append(f"  operation {operation_id} reaped and re-run: {execute(operation_id).state}")
-                return
-            if time.monotonic() > deadline:
-                self.problems.append(f"the reaper never found operation {operation_id} stalled after its worker died")
-                return
-            time.sleep(0.1)
 
     def _settle_faults(self, step: Step, lines: list[str]) -> None:
         """Count the faults that fired and disarm the rest, so that the checks read the routers cleanly."""
@@ -354,6 +323,49 @@ class Soak:
                     lines.append(f"  {kind} fired {fired}x on {self.cast.routers[router_index].name}")
             sim.clear_faults()
 
+    def _execute_all(self, ids: list[int], killed: tuple[int, str, float] | None, lines: list[str]) -> None:
+        execute_all(ids, killed, lines, secrets_dir=self.cast.secrets_dir, kills=self.kills, problems=self.problems)
+
+    # The FCIP switches' other admin.
+
+    def _admin_changes_zoning(self, index: int) -> str:
+        """The admin adds a zone of their own to the production configuration and puts it in force."""
+        admin, name = self.cast.admins[index], self.cast.routers[index].name
+        self.admin_zones += 1
+        zone, member = f"adm_z{self.admin_zones}", f"10:00:00:90:fa:c7:{self.admin_zones // 256:02x}:" \
+                                                   f"{self.admin_zones % 256:02x}"
+        if self.cast.platform(index) == "brocade_fos":
+            output = admin.fos(f'zonecreate "{zone}", "{member}"') + admin.fos(f'cfgadd "PROD", "{zone}"')
+            output += admin.fos_confirmed('cfgenable "PROD"')
+            done = "is in effect" in output
+        else:
+            output = admin.conn.send_config_set([
+                f"zone name {zone} vsan 1", f"member pwwn {member}", "zoneset name PROD vsan 1", f"member {zone}",
+                "zoneset activate name PROD vsan 1", *(["zone commit vsan 1"] if self.cast.enhanced else [])])
+            done = zone in str((self.cast.sims[index].state().running["active"].get("1") or {}).get("zones", {}))
+        if not done:
+            self.problems.append(f"the other admin of {name} could not put {zone} in force: {output[-300:]}")
+        self.foreign[index] = foreign_zoning(self.cast.sims[index])
+        return f"  admin of {name}: {zone} added to PROD and put in force"
+
+    def _admin_holds_zoning(self, hold: tuple[int, float], lines: list[str]) -> threading.Thread:
+        """The admin opens a zoning edit (FOS transaction, MDS enhanced-mode lock) and drops it after
+        `seconds`, while the step's operations run: flexzone must wait for it, never break it."""
+        index, seconds = hold
+        admin, name = self.cast.admins[index], self.cast.routers[index].name
+        lines.append(f"  admin of {name} holds the zoning for {seconds:.2f} s")
+
+        def admin_does(what: Callable[[], None], doing: str) -> None:
+            try:
+                what()
+            except AssertionError as exc:  # the admin's session saw something other than the switch's answer
+                self.problems.append(f"the other admin of {name} could not {doing}: {exc}")
+
+        admin_does(admin.start_edit, "open a zoning edit")
+        release = threading.Timer(seconds, admin_does, (admin.abandon_edit, "drop the zoning edit"))
+        release.start()
+        return release
+
     # Checking.
 
     def check_invariants(self) -> list[str]:
@@ -366,6 +378,7 @@ class Soak:
         problems += up_links_held(self.cast)
         problems += holders_linked(self.cast)
         problems += routers_carry_the_grants(self.cast)
+        problems += others_zoning_untouched(self.cast, self.foreign)
         return problems
 
     def summary(self, steps: int, started: float) -> dict[str, Any]:
@@ -387,22 +400,6 @@ def _journal_lines(op: Operation, what: str) -> list[str]:
         lines[0] += f" [{op.kind} {op.request.get('site', '')} {op.request.get('device_description', '')}]"
     notes = [line for line in op.transcript.splitlines() if line.startswith("# ")]
     return lines + [f"      {note}" for note in notes[:8]]
-
-
-def _worker(work: queue.Queue) -> None:
-    """One worker: takes operations in queue order and runs each to its end, on its own connection."""
-    close_old_connections()
-    try:
-        while (operation_id := work.get()) is not None:
-            execute(operation_id)
-    finally:
-        connection.close()
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.02)
 
 
 def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], None] = print, *,

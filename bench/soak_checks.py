@@ -1,4 +1,5 @@
-"""The soak's invariants (a) to (e) and (g), checked after every step (bench/soak.py says what each means)."""
+"""The soak's invariants (a) to (e), (g) and (h), checked after every step (bench/soak.py says what each
+means)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from operations.desired import desired_for
 from operations.holders import between
 from operations.models import DeviceLock, Link, Operation
 from operations.runner import reconcile
+from routers.sim.admin import foreign_zoning
 
 LIVE = (Operation.State.QUEUED, Operation.State.RUNNING)
+FCIP_PLATFORMS = ("brocade_fos", "cisco_mds")
 
 
 def registry_matches_routers(cast: Cast) -> list[str]:
@@ -26,12 +29,18 @@ def registry_matches_routers(cast: Cast) -> list[str]:
         for key in ("missing", "extra", "mismatched", "in_flight"):
             if report.get(key):
                 problems.append(f"(a) reconcile of {router.name}: {key} {report[key]}")
-        recorded = {(link.port, link.zone.zone_id, link.remote_ip)
+        recorded = {(link.port, link.zone.zone_id, link.remote_ip): pairs_of(link.pairs)
                     for link in Link.objects.filter(router=router, state=Link.State.UP).select_related("zone")}
-        actual = {link.key for link in cast.sim_of(router).links()}
-        if recorded != actual:
+        actual = {link.key: pairs_of(link.pairs) for link in cast.sim_of(router).links()}
+        if set(recorded) != set(actual):
             problems.append(f"(a) {router.name}: registry up {sorted(recorded)} != router {sorted(actual)}")
+        elif router.platform in FCIP_PLATFORMS and recorded != actual:
+            problems.append(f"(a) {router.name}: the records' pairs {recorded} != the router's {actual}")
     return problems
+
+
+def pairs_of(pairs) -> frozenset[tuple[str, str]]:
+    return frozenset((initiator, target) for initiator, target in pairs or ())
 
 def locks_exclusive(cast: Cast) -> list[str]:
     problems = []
@@ -86,4 +95,21 @@ def routers_carry_the_grants(cast: Cast) -> list[str]:
         if not needed <= actual or not actual <= set(wants):  # a V1-only want may lack its other half
             desired = set(wants)
             problems.append(f"(g) {router.name}: up {sorted(actual)} != what the grants need {sorted(desired)}")
+        elif router.platform in FCIP_PLATFORMS:
+            zoned = {link.key: pairs_of(link.pairs) for link in cast.sim_of(router).links() if link.state == "up"}
+            granted = {key: pairs_of(want.pairs) for key, want in wants.items()}
+            if zoned != granted:
+                problems.append(f"(g) {router.name}: zones {zoned} != the grants' pairs {granted}")
+    return problems
+
+
+def others_zoning_untouched(cast: Cast, foreign: dict[int, object]) -> list[str]:
+    """(h) what flexzone did not create on each FCIP switch is what its other admin left there."""
+    problems = []
+    for index, before in foreign.items():
+        now = foreign_zoning(cast.sims[index])
+        if now != before:
+            changed = {key: (before.get(key), now.get(key))
+                       for key in {*before, *now} if before.get(key) != now.get(key)}
+            problems.append(f"(h) {cast.routers[index].name}: zoning flexzone did not create changed: {changed}")
     return problems

@@ -1,6 +1,7 @@
 """The randomized concurrency soak, quick variant (issue 12): a seeded random walk of adds, removes,
-renewals, lease expiries and V1 commands on two workers, with the simulators' faults and killed
-workers, checking the engine's invariants after every step (bench/soak.py).
+renewals, lease expiries, V1 commands and registry edits on two workers, over iFCP and shared FCIP
+links, with the simulators' faults, router outages, killed workers and the FCIP switches' other admin
+changing and holding the zoning, checking the engine's invariants after every step (bench/soak.py).
 
 The seed comes from FLEXZONE_SOAK_SEED (to replay one) or is random, and is in any failure message.
 Bounded by a step count and about 45 s of walking (a minute with the set-up and the last checks);

@@ -19,9 +19,9 @@ from operations.chores import settle_stranded_links
 from operations.models import DeviceLock, Link
 from operations.pool import pool
 from registry.models import Device, Host, Initiator, Site
+from routers.sim.admin import FabricAdmin, production_in_force, zones_in_force
 from routers.sim.faults import Fault
 from tests.operations.conftest import wire
-from tests.routers.drivers.fabric_admin import FabricAdmin, production_in_force, zones_in_force
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 XRAID1 = "20:00:00:04:53:00:01:a0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.routers.drivers.fabric_admin import FabricAdmin
+from routers.sim.admin import FabricAdmin
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from routers.drivers.base import (
     ZoningChanged,
 )
 from routers.drivers.brocade_fos import BrocadeFosDriver
+from routers.sim.admin import FabricAdmin, production_in_force
 from routers.sim.faults import Fault
 from tests.routers.conftest import PASSWORD, USERNAME
-from tests.routers.drivers.fabric_admin import FabricAdmin, production_in_force
 
 WWN = "50:00:09:73:98:06:c8:08"
 HOST = "10:00:00:10:9b:5e:b0:01"

@@ -21,14 +21,14 @@ from routers.drivers.base import (
     ZoningBusy,
 )
 from routers.drivers.zoning import ACTIVE_ZONESET, EFFECTIVE
-from routers.sim.faults import Fault
-from tests.routers.drivers.fabric_admin import (
+from routers.sim.admin import (
     PROD_ZONE,
     FabricAdmin,
     configuration_in_force,
     production_in_force,
     zones_in_force,
 )
+from routers.sim.faults import Fault
 
 TARGET = "50:00:09:72:08:1a:f1:04"
 INITIATORS = ("10:00:00:10:9b:5e:b0:01", "10:00:00:10:9b:5e:b0:02")

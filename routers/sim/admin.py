@@ -2,7 +2,8 @@
 
 It sets up the production zoning every real fabric already carries, holds the fabric's zoning (an
 open FOS transaction, an MDS enhanced-mode lock) without finishing, stages changes, and reads what is
-in force from the simulator's state. Shared by the driver and the operations tests.
+in force from the simulator's state. The driver and operations tests use it, and so does the soak
+(bench/soak.py) for its other admin's moves. It logs in with the simulator's own credentials.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netmiko import ConnectHandler
-
-from tests.routers.conftest import PASSWORD, USERNAME
 
 PROD_ZONE = "prod_oradb1_vmax"
 PROD_MEMBERS = ["10:00:00:90:fa:c7:43:10", "50:00:09:73:f0:2c:51:04"]
@@ -24,13 +23,12 @@ class FabricAdmin:
 
     sim: object
     platform: str
-    username: str = USERNAME
 
     def __post_init__(self) -> None:
         host, port = self.sim.addresses["ssh"]
         device_type = "brocade_fos" if self.platform == "brocade_fos" else "cisco_nxos"
-        self.conn = ConnectHandler(device_type=device_type, host=host, port=port, username=self.username,
-                                   password=PASSWORD, allow_agent=False, use_keys=False, ssh_config_file=None,
+        self.conn = ConnectHandler(device_type=device_type, host=host, port=port, username=self.sim.username,
+                                   password=self.sim.password, allow_agent=False, use_keys=False, ssh_config_file=None,
                                    conn_timeout=10)
         if self.platform == "cisco_mds":
             self.conn.send_command("terminal dont-ask")
@@ -116,3 +114,22 @@ def configuration_in_force(sim, platform: str) -> str | None:
     if platform == "brocade_fos":
         return (running["zoning"]["effective"] or {}).get("cfg")
     return (running["active"].get("1") or {}).get("name")
+
+
+def foreign_zoning(sim) -> object:
+    """The switch's zoning (defined and in force) with every object flexzone created (fz_...) taken out."""
+    running = sim.state().running
+    if sim.platform == "brocade_fos":
+        return _not_flexzones(running["zoning"])
+    return _not_flexzones({key: running[key] for key in ("zones", "zonesets", "fcaliases", "active")})
+
+
+def _not_flexzones(value: object) -> object:
+    """`value` without flexzone's objects, nor empty tables (the MDS simulator makes a VSAN's empty fcalias
+    table on its first basic-mode edit, which no switch would show)."""
+    if isinstance(value, dict):
+        kept = {key: _not_flexzones(item) for key, item in value.items() if not str(key).startswith("fz_")}
+        return {key: item for key, item in kept.items() if item != {}}
+    if isinstance(value, list):
+        return [_not_flexzones(item) for item in value if not str(item).startswith("fz_")]
+    return value
