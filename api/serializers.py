@@ -13,7 +13,7 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
-from operations.models import Link, Operation
+from operations.models import DeviceLock, Link, Operation
 from registry import in_use
 from registry.models import ZONE_MAX, ZONE_MIN, AuditEvent, Device, Host, Initiator, Principal, Role, Router, Site, Zone
 from registry.validators import normalize_wwn, validate_description, validate_short_name
@@ -289,6 +289,51 @@ class LinkSerializer(RegistrySerializer):
         fields = ["id", "site", "device", "router", "port", "zone", "remote_ip", "state", "initiators", "pairs",
                   "lease_expires_at", "created_at", "updated_at", "up_at", "down_at"]
         read_only_fields = fields
+
+
+class GrantSerializer(RegistrySerializer):
+    """A site's grant of access to a device (kept as the device's lock): what connect created or renewed
+    and what disconnect or expiry ends. Initiator WWNs only for principals whose scope has the grant's
+    site (admins and all_sites principals see every one)."""
+
+    site = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    device = serializers.SlugRelatedField(slug_field="description", read_only=True)
+    owner_site = serializers.CharField(source="device.owner_site.name", read_only=True,
+                                       help_text="the site that owns the device")
+    zone = serializers.IntegerField(source="device.zone.zone_id", read_only=True)
+    state = serializers.SerializerMethodField(
+        help_text="active: its connect has ended and the routers carry it; pending: the connect that took or "
+        "renewed it is still queued or running (it may yet be withdrawn)")
+    origin = serializers.SerializerMethodField(
+        help_text="connect: taken by a connect (its links are what the grant needs); v1: taken by a V1 addifcp "
+        "(it needs only the links V1 commands made)")
+    initiators = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                       help_text=DeviceLock._meta.get_field("initiators").help_text)
+    expires_at = serializers.DateTimeField(read_only=True, allow_null=True,
+                                           help_text="when the grant ends by itself; null: until disconnected")
+    operation = serializers.IntegerField(source="operation_id", read_only=True, allow_null=True,
+                                         help_text="the connect that took the grant or last renewed it")
+
+    class Meta:
+        model = DeviceLock
+        fields = ["id", "site", "device", "owner_site", "zone", "exclusive", "state", "origin", "initiators",
+                  "acquired_at", "expires_at", "operation"]
+        read_only_fields = fields
+
+    def get_state(self, grant: DeviceLock) -> str:
+        live = grant.operation is not None and grant.operation.state in (Operation.State.QUEUED,
+                                                                         Operation.State.RUNNING)
+        return "pending" if live else "active"
+
+    def get_origin(self, grant: DeviceLock) -> str:
+        return "v1" if grant.operation is not None and grant.operation.plan.get("raw") else "connect"
+
+    def to_representation(self, grant: DeviceLock) -> dict:
+        data = super().to_representation(grant)
+        visible = self.context.get("initiator_sites")  # None: every site's
+        if visible is not None and grant.site_id not in visible:
+            data["initiators"] = []
+        return data
 
 
 class OperationSerializer(RegistrySerializer):

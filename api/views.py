@@ -12,6 +12,7 @@ import time
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Q
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status, viewsets
@@ -25,7 +26,7 @@ from api.authentication import crl_cache
 from api.fields import validate_printable_ascii
 from api.permissions import require_scope, within_site_scope
 from operations import planner, submit
-from operations.models import TERMINAL_STATES, Link, Operation, OperationKind
+from operations.models import TERMINAL_STATES, DeviceLock, Link, Operation, OperationKind
 from registry.models import AuditEvent, Device, Host, Principal, Role, Router, Site, Zone
 
 log = logging.getLogger("flexzone.api")
@@ -172,6 +173,37 @@ class LinkViewSet(ReadOnlyRegistryViewSet):
     serializer_class = s.LinkSerializer
     audit_noun = "link"
     filters = {"state": "state", "site": "site__name", "router": "router__name", "device": "device__description"}
+
+
+class GrantViewSet(ReadOnlyRegistryViewSet):
+    """Who may reach what, until when: a principal sees the grants its sites hold and those of its
+    sites' devices, but initiator WWNs only of its own sites' grants."""
+
+    queryset = DeviceLock.objects.select_related("site", "device__owner_site", "device__zone", "operation").order_by(
+        "site__name", "device__description")
+    serializer_class = s.GrantSerializer
+    audit_noun = "grant"
+    filters = {"site": "site__name", "device": "device__description", "owner_site": "device__owner_site__name"}
+
+    def _scoped_sites(self) -> set[int] | None:
+        """The principal's site ids; None for an admin or an all_sites principal (no limit)."""
+        if not hasattr(self, "_sites"):
+            principal = getattr(self.request.user, "principal", None)
+            if principal is not None and (principal.role == Role.ADMIN or principal.all_sites):
+                self._sites = None
+            else:
+                self._sites = set(principal.sites.values_list("pk", flat=True)) if principal is not None else set()
+        return self._sites
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        sites = self._scoped_sites()
+        if sites is not None:
+            queryset = queryset.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
+        return queryset
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "initiator_sites": self._scoped_sites()}
 
 
 class OperationViewSet(ReadOnlyRegistryViewSet):

@@ -5,6 +5,7 @@
     flexzone --remove --wwn 20:04:00:04:53:00:02:f0 --site primary-site
     flexzone --plan [--remove] --zone 2 --site primary-site    dry run: the exact router commands
     flexzone --sites | --zones | --devices | --routers | --hosts [--site S]
+    flexzone --grants [--site S]                               who may reach what, until when
     flexzone --status 12 | --journal [12] | --reconcile [--repair [--policy router]] | --health
 
 Each flag also works as a word: `flexzone add --device-description XRAID1 --site remote-site`.
@@ -31,7 +32,7 @@ from cli.errors import DONE, USAGE, CliError
 
 PROGRAM = "flexzone"
 RECENT = -1
-ACTIONS = ("lsifcp", "add", "remove", "sites", "zones", "devices", "routers", "hosts", "status", "journal",
+ACTIONS = ("lsifcp", "add", "remove", "sites", "zones", "devices", "routers", "hosts", "grants", "status", "journal",
            "reconcile", "health")
 # Where an action's flag is stored when not under its own name (`--host NAME` fills `hosts`).
 ACTION_DESTS = {"hosts": "list_hosts"}
@@ -62,6 +63,9 @@ def build_parser() -> Parser:
     exclusive.add_argument("--routers", action="store_true", help="list storage routers")
     exclusive.add_argument("--hosts", dest="list_hosts", action="store_true",
                            help="list hosts and their initiator WWNs (--site: of one site)")
+    exclusive.add_argument("--grants", action="store_true",
+                           help="list grants: which site may reach which device, shared or exclusive, until when "
+                                "(--site: held by one site; --device-description: of one device)")
     exclusive.add_argument("--status", type=int, metavar="ID", help="state, phase and timings of an operation")
     exclusive.add_argument("--journal", nargs="?", type=int, const=RECENT, metavar="ID",
                            help="recent operations; with ID, one operation in full (plan, result, transcript)")
@@ -109,7 +113,7 @@ def _main(argv: Sequence[str]) -> int:
         parser.error("--plan goes with --add (the default) or --remove")
     if action is None and not args.plan and not args.show_config:
         parser.error("choose an action: --lsifcp, --add, --remove, --plan, --sites, --zones, --devices, "
-                     "--routers, --hosts, --status ID, --journal, --reconcile or --health")
+                     "--routers, --hosts, --grants, --status ID, --journal, --reconcile or --health")
     if args.hosts and (args.remove or not (args.add or args.plan)):
         parser.error("--host goes with --add or --plan (a disconnect removes the link for every host)")
     lease = _lease(parser, args)
@@ -121,6 +125,7 @@ def _main(argv: Sequence[str]) -> int:
         return plan(client, args)
     handlers = {
         "lsifcp": lsifcp, "sites": sites, "zones": zones, "devices": devices, "routers": routers, "hosts": hosts,
+        "grants": grants,
         "status": status, "journal": journal, "reconcile": reconcile, "health": health,
     }
     if action in ("add", "remove"):
@@ -325,6 +330,19 @@ def hosts(client: Client, args: argparse.Namespace) -> int:
         return DONE
     output.table(["NAME", "SITE", "INITIATORS", "DESCRIPTION"],
                  [[item.get("name"), item.get("site"), ",".join(item.get("initiators") or []), item.get("description")]
+                  for item in items])
+    return DONE
+
+
+def grants(client: Client, args: argparse.Namespace) -> int:
+    items = client.get_all("/api/grants/", site=args.site, device=args.device_description)
+    if args.json:
+        output.print_json([output.project("grant", item) for item in items])
+        return DONE
+    output.table(["ID", "SITE", "DEVICE", "OWNER", "ZONE", "MODE", "STATE", "ORIGIN", "UNTIL", "INITIATORS"],
+                 [[item.get("id"), item.get("site"), item.get("device"), item.get("owner_site"), item.get("zone"),
+                   "exclusive" if item.get("exclusive") else "shared", item.get("state"), item.get("origin"),
+                   output.lease_text(item.get("expires_at")), ",".join(item.get("initiators") or []) or "-"]
                   for item in items])
     return DONE
 

@@ -20,6 +20,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "router": ("id", "name", "site", "platform", "transport", "host", "port", "transport_security",
                "ssh_host_key_sha256"),
     "host": ("id", "name", "site", "initiators", "description"),
+    "grant": ("id", "site", "device", "owner_site", "zone", "exclusive", "state", "origin", "initiators",
+              "acquired_at", "expires_at", "operation"),
     "operation": ("id", "url", "kind", "state", "phase", "principal", "request", "plan", "result", "error", "attempts",
                   "registry_ms", "invocation_ms", "router_ms", "total_ms", "created_at", "started_at",
                   "finished_at"),
