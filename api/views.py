@@ -26,6 +26,7 @@ from api.authentication import crl_cache
 from api.fields import validate_printable_ascii
 from api.permissions import require_scope, within_site_scope
 from operations import planner, submit
+from operations.delta import with_delta
 from operations.models import TERMINAL_STATES, DeviceLock, Link, Operation, OperationKind
 from registry.models import AuditEvent, Device, Host, Principal, Role, Router, Site, Zone
 
@@ -245,6 +246,10 @@ class PlanStepSerializer(serializers.Serializer):
     wwn = serializers.CharField(allow_null=True)
     device = serializers.CharField()
     commands = serializers.ListField(child=serializers.CharField())
+    delta = serializers.CharField(
+        required=False, help_text="dry runs: what the step changes given the links recorded now: add: create, shared "
+        "(nothing sent), extend (FCIP zoning extended in place), waits (another operation is changing the link); "
+        "remove: remove, kept (another grant needs it: nothing sent), shrink (FCIP), waits")
     initiators = serializers.ListField(
         child=serializers.CharField(), help_text="FCIP: the requesting site's initiator WWNs zoned with wwn; [] on iFCP"
     )
@@ -431,7 +436,7 @@ class PlanView(AuditedView, APIView):
             params["hosts"] = request.query_params.getlist("hosts")
         query = s.PlanQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
-        plan = _plan(query.validated_data["action"], query.validated_data)
+        plan = with_delta(_plan(query.validated_data["action"], query.validated_data))
         return Response(plan.as_dict())
 
 

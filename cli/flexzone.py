@@ -224,7 +224,8 @@ def describe_plan(result: dict) -> str:
     for step in result.get("steps") or []:
         lines.append(f"  {step.get('order')}. {step.get('action')} on router {step.get('router')} "
                      f"({step.get('platform')}, site {step.get('site')}): port {step.get('port')}, "
-                     f"zone {step.get('zone')}, remote gateway {step.get('remote_ip')}")
+                     f"zone {step.get('zone')}, remote gateway {step.get('remote_ip')}"
+                     + (f" [{step['delta']}]" if step.get("delta") else ""))
         if step.get("initiators"):
             lines.append(f"       zone members: initiators {', '.join(step['initiators'])}; target {step.get('wwn')}")
         if step.get("pairs"):

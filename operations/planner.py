@@ -60,6 +60,8 @@ class PlanStep:
     # FCIP steps of a zone connect: the [initiator, target] pairs of the zone's other devices behind
     # the same link (one link serves them all; its zones pair each initiator with each device).
     pairs: list[list[str]] = field(default_factory=list)
+    # Dry runs (operations.delta): what the step changes given the links recorded now; "" elsewhere.
+    delta: str = ""
 
     @property
     def spec(self) -> LinkSpec:
@@ -91,6 +93,7 @@ class Plan:
             lines.append(
                 f"  {step.order}. {step.action} on router {step.router} ({step.platform}, site {step.site}): "
                 f"port {step.port}, zone {step.zone}, remote gateway {step.remote_ip}"
+                + (f" [{step.delta}]" if step.delta else "")
             )
             if step.initiators:
                 lines.append(f"       zone members: initiators {', '.join(step.initiators)}; target {step.wwn}")

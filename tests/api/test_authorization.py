@@ -162,6 +162,7 @@ def test_the_plan_endpoint_answers_with_the_exact_router_commands(call, cast):
     assert plan["zone"] == 1 and plan["devices"] == ["XRAID1"]
     assert [step["router"] for step in plan["steps"]] == ["primary-rtr", "remote-rtr"]
     assert all(step["commands"] for step in plan["steps"])
+    assert [step["delta"] for step in plan["steps"]] == ["create", "create"]  # no link recorded yet
     unknown = call("bob", "GET", "/api/plan/", params={"site": "remote-site", "device_description": "XRAID9"})
     assert unknown.status_code == 400
     assert unknown.json()["errors"][0]["field"] == "device_description"

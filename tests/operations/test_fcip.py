@@ -16,7 +16,9 @@ from django.core.exceptions import ValidationError
 
 from operations import execute, reconcile, submit
 from operations.chores import settle_stranded_links
+from operations.delta import with_delta
 from operations.models import DeviceLock, Link
+from operations.planner import plan_connect, plan_disconnect
 from operations.pool import pool
 from registry.models import Device, Host, Initiator, Site
 from routers.sim.admin import FabricAdmin, production_in_force, zones_in_force
@@ -221,6 +223,8 @@ def test_more_hosts_on_an_up_fcip_link_extend_its_zoning_in_place(fcip_lab):
     first = execute(submit("add", {**CONNECT, "hosts": ["management-server"]}).pk)
     assert first.state == "succeeded", first.error
     management = Initiator.objects.get(host__name="management-server").wwn
+    dry = with_delta(plan_connect(**CONNECT, hosts=["backup-server"]))
+    assert [step.delta for step in dry.steps] == ["extend", "extend"] and all(step.commands for step in dry.steps)
     again = execute(submit("add", {**CONNECT, "hosts": ["backup-server"]}).pk)
     assert again.state == "succeeded", again.error
     assert "extended in place" in again.transcript
@@ -230,7 +234,9 @@ def test_more_hosts_on_an_up_fcip_link_extend_its_zoning_in_place(fcip_lab):
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
     assert reconcile_clean()
-    # Asking again for hosts the link already zones touches no router.
+    # Asking again for hosts the link already zones touches no router, as the dry run says.
+    dry = with_delta(plan_connect(**CONNECT, hosts=["backup-server"]))
+    assert [(step.delta, step.commands) for step in dry.steps] == [("shared", []), ("shared", [])]
     sent = {name: len(fcip_lab.sims[name].transcript()) for name in PLATFORMS}
     assert execute(submit("add", {**CONNECT, "hosts": ["backup-server"]}).pk).state == "succeeded"
     assert {name: len(fcip_lab.sims[name].transcript()) for name in PLATFORMS} == sent
@@ -253,6 +259,9 @@ def test_a_second_device_shares_the_up_fcip_link_and_each_disconnect_shrinks_it(
     assert_agreement(fcip_lab)
     assert reconcile_clean()
     # Ending the first grant shrinks the links to the second's pairs; the tunnels stay.
+    dry = with_delta(plan_disconnect(**CONNECT))
+    assert [step.delta for step in dry.steps] == ["shrink", "shrink"]
+    assert all("kept for remote-site's hold of XRAID4" in step.notes[-1] for step in dry.steps)
     assert execute(submit("remove", CONNECT).pk).state == "succeeded"
     for name in PLATFORMS:
         assert pairs_in_force(fcip_lab, name) == pairs_of((initiator, XRAID4)), name

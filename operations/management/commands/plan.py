@@ -2,6 +2,7 @@ import json
 
 from django.core.management.base import CommandError
 
+from operations.delta import with_delta
 from operations.planner import PlanError, plan_connect, plan_disconnect
 from registry.readiness import DatabaseCommand
 
@@ -34,4 +35,5 @@ class Command(DatabaseCommand):
                 plan = plan_connect(**selectors, hosts=options["hosts"])
         except PlanError as exc:
             raise CommandError(str(exc)) from None
+        plan = with_delta(plan)
         self.stdout.write(json.dumps(plan.as_dict(), indent=2) if options["json"] else plan.describe())
