@@ -73,6 +73,7 @@ def test_an_operator_connects_xraid1_to_remote_site_from_the_form_and_watches_th
     expect(alice.page.locator("#plan-steps > li")).to_have_count(2)
     expect(alice.page.locator("#plan-steps")).to_contain_text("ifcp session add fc-port 8 zone 1 remote-gateway "
                                                               "127.0.0.22")
+    expect(alice.page.locator("#plan-steps .delta-create")).to_have_count(2)  # nothing recorded yet
     alice.screenshot("connect-plan")
     alice.page.click("#submit-button")
     alice.page.wait_for_url("**/operations/*/")

@@ -107,11 +107,12 @@
       item.append(element("strong", "", step.action), " on router " + step.router + " (" + step.platform +
         ", site " + step.site + "): port " + step.port + ", zone " + step.zone + ", remote gateway " +
         step.remote_ip);
+      if (step.delta) item.append(" ", element("span", "delta delta-" + step.delta, step.delta));
       if (step.initiators && step.initiators.length) {
         item.append(element("div", "members", "zone members: initiators " + step.initiators.join(", ") +
           "; target " + step.wwn));
       }
-      item.append(element("pre", "commands", step.commands.join("\n")));
+      if (step.commands.length) item.append(element("pre", "commands", step.commands.join("\n")));
       (step.notes || []).forEach(function (note) { item.append(element("div", "note", "note: " + note)); });
       list.append(item);
     });
