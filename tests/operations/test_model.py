@@ -38,6 +38,7 @@ from datetime import timedelta
 import hypothesis
 import pytest
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -112,6 +113,7 @@ class EngineModel(RuleBasedStateMachine):
         clean_slate(self.sims, self.admins)
         self.foreign = {name: foreign_zoning(self.sims[name]) for name in FCIP}
         self.ports = dict(Site.objects.values_list("name", "router_port"))
+        self.data_ips = dict(Site.objects.values_list("name", "data_ip"))
 
     # --- moves --------------------------------------------------------------------------------
     @rule(site=st.sampled_from(SITES), device=st.sampled_from(DEVICES), lease=st.sampled_from(LEASES))
@@ -156,6 +158,24 @@ class EngineModel(RuleBasedStateMachine):
             assert held == ("in_use" in codes), (site, held, exc)
             return
         assert not held, f"{site}'s router_port changed while its links are live"
+        row.save()
+
+    @rule(site=st.sampled_from(SITES))
+    def edit_data_ip(self, site):
+        """The site's gateway address: refused (in_use) while links made with it are live, else saved,
+        and later links are made with the new one."""
+        row = Site.objects.get(name=site)
+        held = (DeviceLock.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
+                or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
+        first, last = self.data_ips[site].rsplit(".", 1)
+        row.data_ip = f"{first}.{int(last) + 100}" if row.data_ip == self.data_ips[site] else self.data_ips[site]
+        try:
+            row.full_clean()
+        except ValidationError as exc:
+            codes = {error.code for errors in exc.error_dict.values() for error in errors}
+            assert held == ("in_use" in codes), (site, held, exc)
+            return
+        assert not held, f"{site}'s data_ip changed while links made with it are live"
         row.save()
 
     @rule(name=st.sampled_from(tuple(WIRING)))
@@ -265,7 +285,7 @@ class EngineModel(RuleBasedStateMachine):
 
     def teardown(self):
         for site, port in self.ports.items():
-            Site.objects.filter(name=site).update(router_port=port)
+            Site.objects.filter(name=site).update(router_port=port, data_ip=self.data_ips[site])
 
 
 def clean_slate(sims: dict, admins: dict) -> None:
