@@ -147,35 +147,29 @@ class EngineModel(RuleBasedStateMachine):
 
     @rule(site=st.sampled_from(SITES))
     def edit_router_port(self, site):
-        row = Site.objects.get(name=site)
-        held = (DeviceLock.objects.filter(site=row).exists() or DeviceLock.objects.filter(device__owner_site=row)
-                .exists() or Link.active().filter(site=row).exists())
-        row.router_port = self.ports[site] + 1 if row.router_port == self.ports[site] else self.ports[site]
-        try:
-            row.full_clean()
-        except ValidationError as exc:
-            codes = {error.code for errors in exc.error_dict.values() for error in errors}
-            assert held == ("in_use" in codes), (site, held, exc)
-            return
-        assert not held, f"{site}'s router_port changed while its links are live"
-        row.save()
+        port = self.ports[site]
+        self._edit_site(site, "router_port", lambda now: port + 1 if now == port else port)
 
     @rule(site=st.sampled_from(SITES))
     def edit_data_ip(self, site):
-        """The site's gateway address: refused (in_use) while links made with it are live, else saved,
-        and later links are made with the new one."""
+        """The site's gateway address: later links are made with the new one."""
+        first, last = self.data_ips[site].rsplit(".", 1)
+        self._edit_site(site, "data_ip", lambda now: f"{first}.{int(last) + 100}" if now == self.data_ips[site]
+                        else self.data_ips[site])
+
+    def _edit_site(self, site: str, field: str, new_value) -> None:
+        """Refused (in_use) exactly while locks or live links are made with the site's values, else saved."""
         row = Site.objects.get(name=site)
         held = (DeviceLock.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
                 or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
-        first, last = self.data_ips[site].rsplit(".", 1)
-        row.data_ip = f"{first}.{int(last) + 100}" if row.data_ip == self.data_ips[site] else self.data_ips[site]
+        setattr(row, field, new_value(getattr(row, field)))
         try:
             row.full_clean()
         except ValidationError as exc:
             codes = {error.code for errors in exc.error_dict.values() for error in errors}
-            assert held == ("in_use" in codes), (site, held, exc)
+            assert held == ("in_use" in codes), (site, field, held, exc)
             return
-        assert not held, f"{site}'s data_ip changed while links made with it are live"
+        assert not held, f"{site}'s {field} changed while links made with it are live"
         row.save()
 
     @rule(name=st.sampled_from(tuple(WIRING)))
