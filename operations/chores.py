@@ -15,7 +15,6 @@ import time
 from datetime import timedelta
 
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from operations import queue
@@ -28,6 +27,9 @@ from operations.models import DeviceLock, Link, Operation
 from operations.planner import PlanError
 
 log = logging.getLogger(__name__)
+
+SETTLE_BACKOFF_ROUNDS = 16  # a router that stays down gets a settle every 16 rounds at most (8 min at 30 s)
+SETTLE_FAILURES_COUNTED = 1 + SETTLE_BACKOFF_ROUNDS.bit_length()  # failures in a row past which the wait stays
 
 
 def stalled_operations() -> list[int]:
@@ -91,8 +93,10 @@ def settle_stranded_links(routers: list[str] | None = None) -> list[int]:
     before the operation could tell). The settle (a repair of those records, and of up links no grant
     needs, only) takes such a link where the grants say once the router answers, so a failed
     connect's leftovers do not wait for a person. A router that already has a settle queued or
-    running, or whose last one failed within the last round, is left to that one. `routers` limits
-    the sweep to those names.
+    running is left to that one. While a router's settles fail (it stays down), each is asked a
+    round after the last failure, then two, four... up to `SETTLE_BACKOFF_ROUNDS` rounds, so that the
+    journal does not fill with failures; a settle that succeeds brings it back to every round.
+    `routers` limits the sweep to those names.
     """
     live = (Operation.State.QUEUED, Operation.State.RUNNING)
     stranded = (
@@ -102,15 +106,28 @@ def settle_stranded_links(routers: list[str] | None = None) -> list[int]:
         .values_list("router__name", flat=True)
         .distinct()
     )
-    recent = timezone.now() - timedelta(seconds=ops_settings().settle_every)
     created = []
     for name in sorted(set(stranded) | _ungranted(routers)):
-        settles = Operation.objects.filter(kind=Operation.Kind.RECONCILE, request__router=name, request__settle=True)
-        if settles.filter(Q(state__in=live) | Q(state=Operation.State.FAILED, finished_at__gte=recent)).exists():
+        if _settle_pending_or_backing_off(name):
             continue
         created.append(submit(Operation.Kind.RECONCILE, {"repair": True, "policy": "registry", "router": name,
                                                          "settle": True}).pk)
     return created
+
+
+def _settle_pending_or_backing_off(router: str) -> bool:
+    """A settle of `router` is queued or running, or its last ones failed too recently to ask again:
+    a round after one failure, 2**(k-1) rounds after k in a row (at most SETTLE_BACKOFF_ROUNDS)."""
+    latest = list(Operation.objects.filter(kind=Operation.Kind.RECONCILE, request__router=router, request__settle=True)
+                  .order_by("-pk").values_list("state", "finished_at")[:SETTLE_FAILURES_COUNTED])
+    if latest and latest[0][0] in (Operation.State.QUEUED, Operation.State.RUNNING):
+        return True
+    failures = next((index for index, (state, _at) in enumerate(latest) if state != Operation.State.FAILED),
+                    len(latest))
+    if not failures or latest[0][1] is None:
+        return False
+    wait = ops_settings().settle_every * min(2 ** (failures - 1), SETTLE_BACKOFF_ROUNDS)
+    return latest[0][1] > timezone.now() - timedelta(seconds=wait)
 
 
 def _ungranted(routers: list[str] | None) -> set[str]:
