@@ -302,17 +302,18 @@ class GrantSerializer(RegistrySerializer):
                                        help_text="the site that owns the device")
     zone = serializers.IntegerField(source="device.zone.zone_id", read_only=True)
     state = serializers.SerializerMethodField(
-        help_text="active: its connect has ended and the routers carry it; pending: the connect that took or "
-        "renewed it is still queued or running (it may yet be withdrawn)")
+        help_text="active: the connect that took it has ended; pending: that connect is still queued or running "
+        "(the grant may yet be withdrawn)")
     origin = serializers.SerializerMethodField(
         help_text="connect: taken by a connect (its links are what the grant needs); v1: taken by a V1 addifcp "
         "(it needs only the links V1 commands made)")
     initiators = serializers.ListField(child=serializers.CharField(), read_only=True,
                                        help_text=DeviceLock._meta.get_field("initiators").help_text)
     expires_at = serializers.DateTimeField(read_only=True, allow_null=True,
-                                           help_text="when the grant ends by itself; null: until disconnected")
+                                           help_text="when the grant ends by itself (a renewal's new end shows from "
+                                           "its submission); null: until disconnected")
     operation = serializers.IntegerField(source="operation_id", read_only=True, allow_null=True,
-                                         help_text="the connect that took the grant or last renewed it")
+                                         help_text="the connect (or V1 addifcp) that took the grant")
 
     class Meta:
         model = DeviceLock

@@ -180,8 +180,8 @@ class GrantViewSet(ReadOnlyRegistryViewSet):
     """Who may reach what, until when: a principal sees the grants its sites hold and those of its
     sites' devices, but initiator WWNs only of its own sites' grants."""
 
-    queryset = DeviceLock.objects.select_related("site", "device__owner_site", "device__zone", "operation").order_by(
-        "site__name", "device__description")
+    queryset = DeviceLock.objects.select_related("site", "device__owner_site", "device__zone", "operation").defer(
+        "operation__transcript", "operation__result").order_by("site__name", "device__description")
     serializer_class = s.GrantSerializer
     audit_noun = "grant"
     filters = {"site": "site__name", "device": "device__description", "owner_site": "device__owner_site__name"}
@@ -248,8 +248,9 @@ class PlanStepSerializer(serializers.Serializer):
     commands = serializers.ListField(child=serializers.CharField())
     delta = serializers.CharField(
         required=False, help_text="dry runs: what the step changes given the links recorded now: add: create, shared "
-        "(nothing sent), extend (FCIP zoning extended in place), waits (another operation is changing the link); "
-        "remove: remove, kept (another grant needs it: nothing sent), shrink (FCIP), waits")
+        "(nothing sent), extend (FCIP zoning extended in place), waits (another operation is changing the link), "
+        "refused (an FCIP record left mid-change stands for other grants' pairs); remove: remove, kept (another "
+        "grant needs it: nothing sent), shrink (FCIP), waits; absent outside dry runs")
     initiators = serializers.ListField(
         child=serializers.CharField(), help_text="FCIP: the requesting site's initiator WWNs zoned with wwn; [] on iFCP"
     )

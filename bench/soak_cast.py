@@ -24,7 +24,8 @@ from routers import hostkeys
 from routers.sim.admin import FabricAdmin
 from routers.sim.server import SimRouter
 
-USERNAME = "admin"
+USERNAME = "admin"  # flexzone's account on every simulator
+ADMIN = "storage-admin"  # the FCIP switches' other admin: an account of their own, as a real fabric has
 # (platform, transport, router port): sites a, b, c are iFCP; d and e are FCIP (the port is the FOS VE
 # port / MDS fcip interface), and only ever connect to each other.
 PLATFORMS = (("mcdata_eclipse", "telnet", 5), ("nishan_ips3000", "telnet", 6), ("nishan_ips3000", "telnet", 7),
@@ -66,10 +67,12 @@ class Cast:
         return [s.pk for s in self.sites].index(site_pk)
 
 
-def build_cast(prefix: str, secrets_dir: Path, seed: int) -> Cast:
+def build_cast(cast: Cast, seed: int) -> None:
     """Five sites with a simulated router each, four zones, eight devices, the FCIP sites' hosts and
-    their other admins; unused ids only."""
-    cast = Cast(prefix, secrets_dir, enhanced=seed % 2 == 1)
+    their other admins, into `cast` as they are made (so that `remove_cast` removes what a failure
+    left); unused ids only."""
+    prefix, secrets_dir = cast.prefix, cast.secrets_dir
+    cast.enhanced = seed % 2 == 1
     zones = 1 + max(zone for _owner, zone, _shareable in DEVICES)
     used_zones = set(Zone.objects.values_list("zone_id", flat=True))
     used_ips = set(Site.objects.values_list("data_ip", flat=True))
@@ -82,8 +85,9 @@ def build_cast(prefix: str, secrets_dir: Path, seed: int) -> Cast:
     for index, (platform, transport, router_port) in enumerate(PLATFORMS):
         letter = "abcde"[index]
         password = secrets.token_urlsafe(12)
+        admin_password = secrets.token_urlsafe(12)
         sim = SimRouter(platform, **{transport: ("127.0.0.1", 0)}, scale=0.0, username=USERNAME, password=password,
-                        seed=seed + index, production_zoning=cast.fcip(index))
+                        seed=seed + index, production_zoning=cast.fcip(index), accounts={ADMIN: admin_password})
         cast.sims.append(sim)
         host, port = sim.start()[transport]
         site = Site.objects.create(
@@ -105,7 +109,7 @@ def build_cast(prefix: str, secrets_dir: Path, seed: int) -> Cast:
                 made = Host.objects.create(site=site, name=f"{prefix}-{letter}-h{number}")
                 Initiator.objects.create(host=made, wwn=f"{wwn}{index:02x}:{number:02x}")
                 cast.hosts[index].append(made.name)
-            cast.admins[index] = FabricAdmin(sim, platform)
+            cast.admins[index] = FabricAdmin(sim, platform, ADMIN, admin_password)
             if platform == "cisco_mds" and cast.enhanced:
                 cast.admins[index].enhanced_mode()
     for index, (owner, zone, shareable) in enumerate(DEVICES, start=1):
@@ -113,7 +117,6 @@ def build_cast(prefix: str, secrets_dir: Path, seed: int) -> Cast:
             device_id=f"{prefix}-d{index}", description=f"{prefix.upper()}-D{index}",
             wwn=f"{wwn}00:{index:02x}", zone=cast.zones[zone], owner_site=cast.sites[owner], shareable=shareable,
         ))
-    return cast
 
 
 def wwn_prefix(prefix: str) -> str:

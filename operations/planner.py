@@ -85,6 +85,9 @@ class Plan:
         """The plan as users see it (API, CLI, `manage.py plan`): without the row ids."""
         public = asdict(self)
         del public["ids"]
+        for step in public["steps"]:
+            if not step["delta"]:  # only dry runs have one; journaled plans keep the shape they had
+                del step["delta"]
         return public
 
     def describe(self) -> str:

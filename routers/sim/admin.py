@@ -3,7 +3,8 @@
 It sets up the production zoning every real fabric already carries, holds the fabric's zoning (an
 open FOS transaction, an MDS enhanced-mode lock) without finishing, stages changes, and reads what is
 in force from the simulator's state. The driver and operations tests use it, and so does the soak
-(bench/soak.py) for its other admin's moves. It logs in with the simulator's own credentials.
+(bench/soak.py) for its other admin's moves. It logs in with the simulator's own account unless
+given another one the simulator has (`accounts`).
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ class FabricAdmin:
 
     sim: object
     platform: str
+    username: str | None = None  # an account of its own (SimRouter `accounts`); default: the simulator's one
+    password: str | None = None
 
     def __post_init__(self) -> None:
         host, port = self.sim.addresses["ssh"]
         device_type = "brocade_fos" if self.platform == "brocade_fos" else "cisco_nxos"
-        self.conn = ConnectHandler(device_type=device_type, host=host, port=port, username=self.sim.username,
-                                   password=self.sim.password, allow_agent=False, use_keys=False, ssh_config_file=None,
-                                   conn_timeout=10)
+        self.conn = ConnectHandler(device_type=device_type, host=host, port=port,
+                                   username=self.username or self.sim.username,
+                                   password=self.password or self.sim.password, allow_agent=False, use_keys=False,
+                                   ssh_config_file=None, conn_timeout=10)
         if self.platform == "cisco_mds":
             self.conn.send_command("terminal dont-ask")
 

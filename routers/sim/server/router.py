@@ -51,6 +51,7 @@ class SimRouter:
         idle_timeout: float | None = None,
         production_zoning: bool = False,
         fabric_size: int = 0,
+        accounts: dict[str, str] | None = None,
     ) -> None:
         from routers.sim import personality_class
 
@@ -69,6 +70,8 @@ class SimRouter:
         self.state_dir = self.store.directory
         self.username = username
         self.password = password
+        # Other administrators' accounts (name -> password), beside the one flexzone is given.
+        self.accounts = {**(accounts or {}), username: password}
         self.timing = timing or TimingProfile(**vars(cls.timing))
         self.scale = scale
         self.max_sessions = max_sessions if max_sessions is not None else cls.max_sessions

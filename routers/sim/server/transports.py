@@ -111,7 +111,7 @@ async def _telnet_login(router: SimRouter, terminal: Terminal) -> str:
         terminal.write(personality.password_prompt())
         password = await terminal.read_line(echo=False, secret=True)
         refused = router.faults_book.take(("refuse_login",)) is not None
-        if not refused and user == router.username and password == router.password:
+        if not refused and router.accounts.get(user) == password:
             return user
         terminal.write("\n" + personality.login_failed_message() + "\n")
         failures += 1
@@ -144,7 +144,7 @@ class _SSHServer(asyncssh.SSHServer):
         self.router.passwords_received += 1
         if self.router.faults_book.take(("refuse_login",)) is not None:
             return False
-        return username == self.router.username and password == self.router.password
+        return self.router.accounts.get(username) == password
 
 
 async def _ssh_process(router: SimRouter, process: asyncssh.SSHServerProcess[str]) -> None:
