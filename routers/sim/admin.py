@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from netmiko import ConnectHandler
 
+from routers.sim.cisco_mds.zoning import STATE_KEYS as MDS_ZONING_STATE
+
 PROD_ZONE = "prod_oradb1_vmax"
 PROD_MEMBERS = ["10:00:00:90:fa:c7:43:10", "50:00:09:73:f0:2c:51:04"]
 PENDING_MEMBERS = ["10:00:00:90:fa:c7:43:99", "50:00:09:73:f0:2c:51:99"]
@@ -121,11 +123,12 @@ def configuration_in_force(sim, platform: str) -> str | None:
 
 
 def foreign_zoning(sim) -> object:
-    """The switch's zoning (defined and in force) with every object flexzone created (fz_...) taken out."""
+    """The switch's zoning (defined and in force; on MDS also each VSAN's zoning mode, default zone and
+    distribution) with every object flexzone created (fz_...) taken out."""
     running = sim.state().running
     if sim.platform == "brocade_fos":
         return _not_flexzones(running["zoning"])
-    return _not_flexzones({key: running[key] for key in ("zones", "zonesets", "fcaliases", "active")})
+    return _not_flexzones({key: running.get(key, {}) for key in MDS_ZONING_STATE})
 
 
 def _not_flexzones(value: object) -> object:

@@ -210,6 +210,7 @@ class EngineModel(RuleBasedStateMachine):
         if not self.enhanced:
             self.admins["west-rtr"].enhanced_mode()
             self.enhanced = True
+            self.foreign["west-rtr"] = foreign_zoning(self.sims["west-rtr"])
 
     @rule(name=st.sampled_from(FCIP), site=st.sampled_from(SITES), device=st.sampled_from(DEVICES))
     def connect_while_an_admin_holds_the_zoning(self, name, site, device):
