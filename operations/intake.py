@@ -85,8 +85,11 @@ def submit(
     if authorize is not None:
         authorize(plan)
     with transaction.atomic():
-        # Devices are row-locked and checked first, so that the operation row is written once.
-        to_lock = lockable_devices(plan) if kind == Kind.ADD else []
+        # Devices are row-locked and checked first, so that the operation row is written once. A V1
+        # addifcp holds its device from now too: the registry values its plan was made with (the
+        # site's port, its gateway address) cannot be edited while it waits in the queue.
+        takes_grant = kind == Kind.ADD or (kind == Kind.INVOKE and plan.get("action") == "add")
+        to_lock = lockable_devices(plan) if takes_grant else []
         op = Operation.objects.create(kind=kind, principal=principal, request=request, plan=plan)
         lock_devices(op, plan, to_lock)
         op.registry_ms = (time.perf_counter() - started) * 1000

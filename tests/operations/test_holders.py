@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
 from operations import execute, invoke, reconcile, submit
@@ -215,6 +216,24 @@ def test_a_v1_command_on_a_port_the_site_is_not_attached_to_is_refused(ops_lab, 
     assert "FC port 8" in str(refused.value)
     assert not Operation.objects.exists() and not DeviceLock.objects.exists() and not Link.objects.exists()
     assert router_keys(ops_lab.primary_sim) == set()
+
+
+@pytest.mark.django_db
+def test_a_queued_v1_addifcp_holds_the_device_so_the_sites_values_cannot_change_under_it(ops_lab):
+    # Found by the 30-minute soak (seed 286646565, step 191): an edit of a site's router_port was saved
+    # while a V1 addifcp planned with the old port was still queued (it took its lock only when it ran);
+    # the link it then made was on a port no disconnect plans from, and reconcile found it misplaced.
+    queued = invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22", wait=False)
+    assert queued.state == "queued"
+    assert list(DeviceLock.objects.values_list("site__name", "device__description", "operation")) == [
+        ("remote-site", "XRAID1", queued.pk)]
+    primary = Site.objects.get(name="primary-site")
+    primary.router_port = 9
+    with pytest.raises(ValidationError) as refused:
+        primary.full_clean()
+    assert "in_use" in {error.code for errors in refused.value.error_dict.values() for error in errors}
+    assert execute(queued.pk).state == "succeeded"
+    assert router_keys(ops_lab.primary_sim) == {(8, 1, "127.0.0.22")}
 
 
 @pytest.mark.django_db
