@@ -87,7 +87,7 @@ def test_a_scoped_principal_sees_its_sites_grants_and_who_holds_its_devices_but_
     assert listing(call, "alice")["remote-site/XRAID1"]["initiators"] == [REMOTE_WWN]
 
 
-def test_grants_are_read_only_there_connect_and_disconnect_make_and_end_them(call, grants):
+def test_grants_are_read_only_through_the_api(call, grants):
     made, _until = grants
     assert call("root", "POST", "/api/grants/", json={"site": "remote-site"}).status_code == 405
     assert call("root", "DELETE", f"/api/grants/{made['remote'].pk}/").status_code == 405
