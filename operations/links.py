@@ -166,7 +166,11 @@ def _earlier_unfinished(operation_id: int, plan: dict[str, Any]) -> list[tuple[i
 
 def execute_add(run: Run) -> None:
     op, plan = run.op, run.op.plan
-    _after_earlier_requests(run)
+    try:
+        _after_earlier_requests(run)
+    except OperationFailed:
+        DeviceLock.objects.filter(operation=op).delete()  # taken at submit; nothing reached a router
+        raise
     duration = op.request.get("duration")
     expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
     steps = _steps(plan)

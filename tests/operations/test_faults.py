@@ -319,6 +319,23 @@ def test_a_recovered_add_whose_router_is_down_frees_the_device_and_is_settled_wh
 
 
 @pytest.mark.django_db
+def test_a_connect_that_times_out_waiting_for_an_earlier_request_leaves_the_device_free(ops_lab, settings):
+    # Found by the 30-minute soak (seed 29326016, step 467): the connect took its lock at submission,
+    # then failed waiting for an earlier remove of the same zone to finish, and the lock stayed with no
+    # link and no live operation.
+    settings.FLEXZONE_OPS_TOTAL_TIMEOUT = 1.0
+    earlier = submit("remove", ADD_XRAID1)
+    Operation.objects.filter(pk=earlier.pk).update(state="running", started_at=timezone.now(),
+                                                   heartbeat_at=timezone.now(), claimed_by="busy-worker#0")
+    op = submit("add", ADD_XRAID1)
+    assert DeviceLock.objects.filter(operation=op).exists()
+    op = execute(op.pk)
+    assert op.state == "failed" and "did not finish within this operation's time limit" in op.error, op.error
+    assert not DeviceLock.objects.exists()
+    assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
+
+
+@pytest.mark.django_db
 def test_the_settle_of_a_router_that_stays_down_is_asked_less_and_less_often(ops_lab, settings):
     # Failed before: a failed settle was asked again every other round for as long as the router was
     # down, 1,440 failed operations a day in the journal for one router.
