@@ -86,14 +86,21 @@ def require_scope(principal: Principal, *, sites: Iterable[Site] = (), zones: It
                 raise exceptions.PermissionDenied(f"Principal {principal.name} is not scoped to zone {zone.zone_id}.")
 
 
+def scoped_site_ids(principal: Principal | None) -> set[int] | None:
+    """The ids of the sites in the principal's scope; None for an admin or an `all_sites` principal
+    (no limit), and none at all without a principal."""
+    if principal is None:
+        return set()
+    if principal.role == Role.ADMIN or principal.all_sites:
+        return None
+    return set(principal.sites.values_list("pk", flat=True))
+
+
 def within_site_scope(queryset: QuerySet, principal: Principal | None, site_lookup: str) -> QuerySet:
     """The rows whose site (reached by `site_lookup`) is in the principal's scope; all of them for an
     admin or an `all_sites` principal. Rows out of scope do not exist for the principal (404, not 403)."""
-    if principal is None:
-        return queryset.none()
-    if principal.role == Role.ADMIN or principal.all_sites:
-        return queryset
-    return queryset.filter(**{f"{site_lookup}__in": principal.sites.all()})
+    sites = scoped_site_ids(principal)
+    return queryset if sites is None else queryset.filter(**{f"{site_lookup}__in": sites})
 
 
 def within_zone_scope(queryset: QuerySet, principal: Principal | None, zone_lookup: str) -> QuerySet:

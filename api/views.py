@@ -24,7 +24,7 @@ from api import audit
 from api import serializers as s
 from api.authentication import crl_cache
 from api.fields import validate_printable_ascii
-from api.permissions import require_scope, within_site_scope
+from api.permissions import require_scope, scoped_site_ids, within_site_scope
 from operations import planner, submit
 from operations.delta import with_delta
 from operations.models import TERMINAL_STATES, DeviceLock, Link, Operation, OperationKind
@@ -189,11 +189,7 @@ class GrantViewSet(ReadOnlyRegistryViewSet):
     def _scoped_sites(self) -> set[int] | None:
         """The principal's site ids; None for an admin or an all_sites principal (no limit)."""
         if not hasattr(self, "_sites"):
-            principal = getattr(self.request.user, "principal", None)
-            if principal is not None and (principal.role == Role.ADMIN or principal.all_sites):
-                self._sites = None
-            else:
-                self._sites = set(principal.sites.values_list("pk", flat=True)) if principal is not None else set()
+            self._sites = scoped_site_ids(getattr(self.request.user, "principal", None))
         return self._sites
 
     def get_queryset(self):

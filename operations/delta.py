@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from operations.converge import claims_more, lacks_pairs
-from operations.holders import other_holder, plan_ids
+from operations.holders import other_holder
 from operations.models import Link, Operation
 from operations.planner import Plan, PlanStep
 from registry.models import Device, Site
@@ -35,7 +35,7 @@ LIVE = (Operation.State.QUEUED, Operation.State.RUNNING)
 def with_delta(plan: Plan) -> Plan:
     if not plan.steps or not plan.ids:
         return plan
-    ids = plan_ids({"ids": plan.ids})
+    ids = plan.ids
     site_id = ids["site"]
     leaving = [pk for pk, _zone_id in ids["devices"].values()]
     zones = {zone_id for _pk, zone_id in ids["devices"].values()}

@@ -166,23 +166,20 @@ def _earlier_unfinished(operation_id: int, plan: dict[str, Any]) -> list[tuple[i
 
 def execute_add(run: Run) -> None:
     op, plan = run.op, run.op.plan
+    steps = _steps(plan)
     try:
         _after_earlier_requests(run)
-    except OperationFailed:
-        DeviceLock.objects.filter(operation=op).delete()  # taken at submit; nothing reached a router
-        raise
-    duration = op.request.get("duration")
-    expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
-    steps = _steps(plan)
-    with run.registry():
-        # The locks were taken at submit, but a remove queued before this add may have released
-        # them since (or a crash came between): the site holds its devices again before any router
-        # is touched, or the add fails if another site took one meanwhile.
-        _take_locks_or_fail(op, plan, expires_at)
-    try:
+        duration = op.request.get("duration")  # the lease runs from when the add can start
+        expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
+        with run.registry():
+            # The locks were taken at submit, but a remove queued before this add may have released
+            # them since (or a crash came between): the site holds its devices again before any
+            # router is touched, or the add fails if another site took one meanwhile.
+            _take_locks_or_fail(op, plan, expires_at)
         links = _after_operations_in_flight(run, lambda: _links_for_add(run, steps))
     except OperationFailed:
-        DeviceLock.objects.filter(operation=op).delete()  # nothing reached a router
+        # Nothing reached a router: the grants this add took (at submit or just now) end with it.
+        DeviceLock.objects.filter(operation=op).delete()
         raise
     done: list[tuple[PlanStep, Link, bool]] = []
     extended: list[tuple[PlanStep, Link]] = []  # shared FCIP links this add extended, to shrink on failure
