@@ -16,7 +16,7 @@ from django.utils.html import format_html
 
 from api import audit
 from operations import submit
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanError
 from registry.admin import DeviceAdmin, RouterAdmin
 from registry.models import Device, Router
@@ -80,8 +80,8 @@ class LinkAdmin(ReadOnlyAdmin):
         _disconnect(self, request, active.values_list("site__name", "device__description"))
 
 
-@admin.register(DeviceLock)
-class DeviceLockAdmin(ReadOnlyAdmin):
+@admin.register(Grant)
+class GrantAdmin(ReadOnlyAdmin):
     list_display = ("device", "site", "exclusive", "acquired_at", "expires_at", "reason")
     search_fields = ("device__description", "device__wwn", "site__name", "reason")
     list_filter = ("exclusive", "site")
@@ -123,10 +123,10 @@ class EngineRouterAdmin(RouterAdmin):
     actions = [check_routers, repair_routers]
 
 
-class DeviceLockInline(admin.TabularInline):
+class GrantInline(admin.TabularInline):
     """Who holds the device: shown only; a lock changes through the engine (the actions above)."""
 
-    model = DeviceLock
+    model = Grant
     extra = 0
     fields = ("site", "exclusive", "acquired_at", "expires_at", "reason")
     readonly_fields = fields
@@ -144,7 +144,7 @@ admin.site.unregister(Device)  # registry.admin's: the same page, with who holds
 
 @admin.register(Device)
 class EngineDeviceAdmin(DeviceAdmin):
-    inlines = [DeviceLockInline]
+    inlines = [GrantInline]
 
 
 # procrastinate (installed with PostgreSQL) registers an admin for its jobs with retry, cancel and abort

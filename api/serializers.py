@@ -13,7 +13,7 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from registry import in_use
 from registry.models import ZONE_MAX, ZONE_MIN, AuditEvent, Device, Host, Initiator, Principal, Role, Router, Site, Zone
 from registry.validators import normalize_wwn, validate_description, validate_short_name
@@ -292,7 +292,7 @@ class LinkSerializer(RegistrySerializer):
 
 
 class GrantSerializer(RegistrySerializer):
-    """A site's grant of access to a device (kept as the device's lock): what connect created or renewed
+    """A site's grant of access to a device (the `Grant` record): what connect created or renewed
     and what disconnect or expiry ends. Initiator WWNs only for principals whose scope has the grant's
     site (admins and all_sites principals see every one)."""
 
@@ -308,7 +308,7 @@ class GrantSerializer(RegistrySerializer):
         help_text="connect: taken by a connect (its links are what the grant needs); v1: taken by a V1 addifcp "
         "(it needs only the links V1 commands made)")
     initiators = serializers.ListField(child=serializers.CharField(), read_only=True,
-                                       help_text=DeviceLock._meta.get_field("initiators").help_text)
+                                       help_text=Grant._meta.get_field("initiators").help_text)
     expires_at = serializers.DateTimeField(read_only=True, allow_null=True,
                                            help_text="when the grant ends by itself (a renewal's new end shows from "
                                            "its submission); null: until disconnected")
@@ -316,20 +316,20 @@ class GrantSerializer(RegistrySerializer):
                                          help_text="the connect (or V1 addifcp) that took the grant")
 
     class Meta:
-        model = DeviceLock
+        model = Grant
         fields = ["id", "site", "device", "owner_site", "zone", "exclusive", "state", "origin", "initiators",
                   "acquired_at", "expires_at", "operation"]
         read_only_fields = fields
 
-    def get_state(self, grant: DeviceLock) -> str:
+    def get_state(self, grant: Grant) -> str:
         live = grant.operation is not None and grant.operation.state in (Operation.State.QUEUED,
                                                                          Operation.State.RUNNING)
         return "pending" if live else "active"
 
-    def get_origin(self, grant: DeviceLock) -> str:
+    def get_origin(self, grant: Grant) -> str:
         return "v1" if grant.operation is not None and grant.operation.plan.get("raw") else "connect"
 
-    def to_representation(self, grant: DeviceLock) -> dict:
+    def to_representation(self, grant: Grant) -> dict:
         data = super().to_representation(grant)
         visible = self.context.get("initiator_sites")  # None: every site's
         if visible is not None and grant.site_id not in visible:

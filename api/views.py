@@ -27,7 +27,7 @@ from api.fields import validate_printable_ascii
 from api.permissions import require_scope, scoped_site_ids, within_site_scope
 from operations import planner, submit
 from operations.delta import with_delta
-from operations.models import TERMINAL_STATES, DeviceLock, Link, Operation, OperationKind
+from operations.models import TERMINAL_STATES, Grant, Link, Operation, OperationKind
 from registry.models import AuditEvent, Device, Host, Principal, Role, Router, Site, Zone
 
 log = logging.getLogger("flexzone.api")
@@ -180,7 +180,7 @@ class GrantViewSet(ReadOnlyRegistryViewSet):
     """Who may reach what, until when: a principal sees the grants its sites hold and those of its
     sites' devices, but initiator WWNs only of its own sites' grants."""
 
-    queryset = DeviceLock.objects.select_related("site", "device__owner_site", "device__zone", "operation").defer(
+    queryset = Grant.objects.select_related("site", "device__owner_site", "device__zone", "operation").defer(
         "operation__transcript", "operation__result").order_by("site__name", "device__description")
     serializer_class = s.GrantSerializer
     audit_noun = "grant"

@@ -27,7 +27,7 @@ from django.db import connection
 from django.db.models import Q
 
 from operations.intake import submit
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.pool import pool
 from operations.runner import execute, list_links
 from registry.models import Device, Router, Site, Zone
@@ -75,7 +75,7 @@ class BenchRegistry:
         for sim in self.sims:
             sim.stop()
         sites = Site.objects.filter(name__startswith=PREFIX)
-        DeviceLock.objects.filter(site__in=sites).delete()
+        Grant.objects.filter(site__in=sites).delete()
         Link.objects.filter(site__in=sites).delete()
         Operation.objects.filter(
             Q(pk__in=self.operations) | Q(request__site__startswith=PREFIX) | Q(request__router__startswith=PREFIX)

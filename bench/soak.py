@@ -74,7 +74,7 @@ from bench.soak_workers import SOAK_SETTINGS, execute_all
 from operations.chores import expire_leases, settle_stranded_links
 from operations.errors import DeviceBusy
 from operations.intake import submit
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanError
 from operations.pool import pool
 from operations.runner import invoke
@@ -224,7 +224,7 @@ class Soak:
         """A registry edit of a value the site's links are made with: refused (in_use) exactly while
         the site holds or is held through live links, saved otherwise; either way no operation."""
         row = Site.objects.get(pk=site.pk)
-        held = (DeviceLock.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
+        held = (Grant.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
                 or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
         base = PLATFORMS[self.cast.sites.index(site)][2]
         # iFCP: FC ports 5-7 and 13-15; FCIP: VE port / fcip interface 24-25 and 26-27.
@@ -246,8 +246,8 @@ class Soak:
     def _expire(self, site: Site, device: Device) -> list[int]:
         """Make the site's lease on the device due (if it holds one) and run the lease chore."""
         now = timezone.now()
-        DeviceLock.objects.filter(site=site, device=device).update(expires_at=now - timedelta(seconds=1))
-        foreign = DeviceLock.objects.filter(expires_at__lte=now).exclude(site__in=self.cast.sites)
+        Grant.objects.filter(site=site, device=device).update(expires_at=now - timedelta(seconds=1))
+        foreign = Grant.objects.filter(expires_at__lte=now).exclude(site__in=self.cast.sites)
         if foreign.exists():
             # Other data's leases are due: the chore would submit their removals, which the soak's
             # manual queue would never run. Leave them to the real workers.

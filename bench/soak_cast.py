@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.db.models import Q
 
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.pool import pool
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 from routers import hostkeys
@@ -150,7 +150,7 @@ def remove_cast(cast: Cast, first_operation: int) -> None:
     names = [site.name for site in cast.sites]
     routers = [router.name for router in cast.routers]
     Link.objects.filter(Q(router__in=cast.routers) | Q(site__in=cast.sites)).delete()
-    DeviceLock.objects.filter(Q(device__in=cast.devices) | Q(site__in=cast.sites)).delete()
+    Grant.objects.filter(Q(device__in=cast.devices) | Q(site__in=cast.sites)).delete()
     Operation.objects.filter(pk__gte=first_operation).filter(
         Q(request__site__in=names) | Q(request__router__in=routers) | Q(plan__site__in=names)
     ).delete()

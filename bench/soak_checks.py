@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench.soak_cast import Cast
 from operations.desired import desired_for
 from operations.holders import between
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.runner import reconcile
 from routers.sim.admin import foreign_zoning
 
@@ -45,7 +45,7 @@ def pairs_of(pairs) -> frozenset[tuple[str, str]]:
 def locks_exclusive(cast: Cast) -> list[str]:
     problems = []
     for device in cast.devices:
-        locks = list(DeviceLock.objects.filter(device=device).select_related("site"))
+        locks = list(Grant.objects.filter(device=device).select_related("site"))
         holders = ", ".join(f"{lock.site.name}{' (exclusive)' if lock.exclusive else ''}" for lock in locks)
         if len(locks) > 1 and not device.shareable:
             problems.append(f"(b) {device.description} is not shareable but is locked by {holders}")
@@ -58,7 +58,7 @@ def up_links_held(cast: Cast) -> list[str]:
     for link in Link.objects.filter(router__in=cast.routers, state=Link.State.UP).select_related(
         "site", "device", "router", "zone"
     ):
-        held = DeviceLock.objects.filter(between(link.site_id, link.device.owner_site_id),
+        held = Grant.objects.filter(between(link.site_id, link.device.owner_site_id),
                                          device__zone_id=link.zone_id)
         if not held.exists():
             problems.append(f"(c) link {link.pk} ({link}, for {link.site.name}) is up but no lock of a device "
@@ -68,7 +68,7 @@ def up_links_held(cast: Cast) -> list[str]:
 
 def holders_linked(cast: Cast) -> list[str]:
     problems = []
-    for lock in DeviceLock.objects.filter(device__in=cast.devices).select_related(
+    for lock in Grant.objects.filter(device__in=cast.devices).select_related(
         "site", "device", "device__zone", "operation"
     ):
         up = Link.objects.filter(between(lock.site_id, lock.device.owner_site_id), zone_id=lock.device.zone_id,

@@ -23,7 +23,7 @@ from operations.converge import link_pairs
 from operations.desired import desired_settled_and_pending
 from operations.intake import submit
 from operations.metrics import lease_expiries_total
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanError
 
 log = logging.getLogger(__name__)
@@ -52,11 +52,11 @@ def reap_stalled_operations() -> list[int]:
 def expire_leases() -> list[int]:
     """Submit a removal for every device lock whose lease has run out; returns the operation ids."""
     created = []
-    due = DeviceLock.objects.filter(expires_at__lte=timezone.now()).values_list("pk", flat=True)
+    due = Grant.objects.filter(expires_at__lte=timezone.now()).values_list("pk", flat=True)
     for lock_id in list(due):
         with transaction.atomic():
             lock = (
-                DeviceLock.objects.select_for_update(skip_locked=True)
+                Grant.objects.select_for_update(skip_locked=True)
                 .select_related("site", "device")
                 .filter(pk=lock_id, expires_at__lte=timezone.now())
                 .first()

@@ -1,6 +1,6 @@
 """What each router must carry: a pure function of the grants and the registry.
 
-A grant is a site's hold on a device (its `DeviceLock`): site S may reach device D, which site O
+A grant is a site's hold on a device (a `Grant` record): site S may reach device D, which site O
 owns in zone Z. It needs two links, one on each side's router: on O's router, for zone Z, towards
 S's data-path address on O's FC port; on S's router, towards O's address on S's port. A link is
 needed while any grant needs it, so holds of several devices of one zone between the same two
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from registry.models import Device, Router, Site
 from routers.drivers import DRIVERS
 
@@ -46,7 +46,7 @@ class DeviceFacts:
 
 
 @dataclass(frozen=True)
-class Grant:
+class GrantFacts:
     site: int
     device: int
     initiators: tuple[str, ...] = ()  # FCIP: the requesting site's initiator WWNs this grant zones
@@ -66,7 +66,7 @@ class Want:
     literal: bool = True  # every grant that needs it is a V1 one (which may lack half its path)
 
 
-def desired_links(grants: Iterable[Grant], sites: dict[int, SiteFacts], devices: dict[int, DeviceFacts],
+def desired_links(grants: Iterable[GrantFacts], sites: dict[int, SiteFacts], devices: dict[int, DeviceFacts],
                   zoning: dict[int, bool]) -> dict[int, dict[Key, Want]]:
     """Per router id, the links it must carry for `grants`. `zoning[router]` says whether the router
     zones initiators (FCIP); only those links carry targets and initiators. A grant of a site's own
@@ -89,7 +89,7 @@ def desired_links(grants: Iterable[Grant], sites: dict[int, SiteFacts], devices:
 
 
 def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = False) -> tuple[
-        list[Grant], dict[int, SiteFacts], dict[int, DeviceFacts], dict[int, bool]]:
+        list[GrantFacts], dict[int, SiteFacts], dict[int, DeviceFacts], dict[int, bool]]:
     """The inputs of `desired_links` as the database holds them now: every grant (of `site_ids` and
     the owners of their devices only, when given); with `settled`, not those an operation still
     queued or running took (they are that operation's to settle, and may yet be withdrawn).
@@ -98,7 +98,7 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     a grant recorded without them (taken from a router by reconcile) the snapshot on its links, else
     its plan's, and only without any of those the requesting site's.
     """
-    locks = DeviceLock.objects.select_related("device__zone", "operation")
+    locks = Grant.objects.select_related("device__zone", "operation")
     if site_ids is not None:
         ids = list(site_ids)
         locks = locks.filter(Q(site__in=ids) | Q(device__owner_site__in=ids))
@@ -121,7 +121,7 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     for site_id, wwn in Site.objects.filter(pk__in=site_pks).values_list("pk", "hosts__initiators__wwn"):
         if wwn:
             own.setdefault(site_id, set()).add(wwn)
-    grants = [Grant(lock.site_id, lock.device_id,
+    grants = [GrantFacts(lock.site_id, lock.device_id,
                     tuple(sorted(lock.initiators or snapshots.get((lock.site_id, lock.device_id))
                                  or plan_initiators(lock.operation.plan if lock.operation else {})
                                  or own.get(lock.site_id, set()))),

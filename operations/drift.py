@@ -32,7 +32,7 @@ from operations.desired import Want, desired_settled_and_pending, holds_text
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import between
 from operations.journal import Run
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import find_router, router_vsan
 from operations.pool import Lease
 from operations.steps import with_router
@@ -326,8 +326,8 @@ def _held(row: Link, zoning: bool) -> bool:
     """Whether any lock, of any operation, is a hold this up link serves (FCIP: its own site and
     device; iFCP: a device of its zone between its two sites)."""
     if zoning:
-        return DeviceLock.objects.filter(site_id=row.site_id, device_id=row.device_id).exists()
-    return DeviceLock.objects.filter(between(row.site_id, row.device.owner_site_id),
+        return Grant.objects.filter(site_id=row.site_id, device_id=row.device_id).exists()
+    return Grant.objects.filter(between(row.site_id, row.device.owner_site_id),
                                      device__zone_id=row.zone_id).exists()
 
 
@@ -378,7 +378,7 @@ def _release_unheld_locks(rows: list[Link], report: dict[str, Any]) -> None:
     for one, other, zone_id in sorted(groups):
         if Link.objects.filter(between(one, other), zone_id=zone_id, state__in=Link.ACTIVE_STATES).exists():
             continue
-        locks = DeviceLock.objects.filter(between(one, other), device__zone_id=zone_id).exclude(
+        locks = Grant.objects.filter(between(one, other), device__zone_id=zone_id).exclude(
             operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
         for lock in locks.select_related("device", "site"):
             report["repaired"].append({"action": f"registry: lock of {lock.device.description} for "
@@ -392,14 +392,14 @@ def _hold_for(site: Site, device: Device, operation: Operation | None, initiator
     device is not shareable and another site holds it), or None when the site holds it."""
     with transaction.atomic():
         Device.objects.select_for_update().filter(pk=device.pk).first()  # the same row lock an add takes
-        held = list(DeviceLock.objects.filter(device=device).select_related("site"))
+        held = list(Grant.objects.filter(device=device).select_related("site"))
         if any(lock.site_id == site.pk for lock in held):
             return None
         others = [lock for lock in held if lock.site_id != site.pk]
         if others and (not device.shareable or any(lock.exclusive for lock in others)):
             return (f"{device.description} is locked by {others[0].site.name}; the registry cannot record "
                     f"{site.name} holding it too (remove the link on the router, or free the device there)")
-        DeviceLock.objects.create(device=device, site=site, exclusive=not device.shareable, operation=operation,
+        Grant.objects.create(device=device, site=site, exclusive=not device.shareable, operation=operation,
                                   reason="recorded from the router by reconcile", initiators=list(initiators))
     return None
 

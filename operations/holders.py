@@ -18,12 +18,12 @@ from django.utils import timezone
 
 from operations.desired import desired_links, plan_initiators, registry_facts
 from operations.errors import DeviceBusy
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from registry import in_use
 from registry.models import Device, Host, Initiator, Site
 
 # Plain SQL names its tables from the models: each app owns its tables.
-OPERATION, LOCK, DEVICE, SITE = (model._meta.db_table for model in (Operation, DeviceLock, Device, Site))
+OPERATION, LOCK, DEVICE, SITE = (model._meta.db_table for model in (Operation, Grant, Device, Site))
 
 class LockableDevice(NamedTuple):
     pk: int
@@ -66,7 +66,7 @@ def lockable_devices(plan: dict[str, Any], expires_at=None) -> list[LockableDevi
         others = [(name, exclusive) for _id, _device, holder, exclusive, name in locks if holder != site_id]
         if mine:
             if expires_at is not None:
-                DeviceLock.objects.filter(pk=mine[0]).update(expires_at=expires_at)
+                Grant.objects.filter(pk=mine[0]).update(expires_at=expires_at)
             continue
         if others and (not device.shareable or any(exclusive for _name, exclusive in others)):
             raise DeviceBusy("device", f"{device.description} is locked by {others[0][0]}; disconnect it there first.")
@@ -92,7 +92,7 @@ def lock_devices(op: Operation, plan: dict[str, Any], devices: list[LockableDevi
         return
     site_id = plan_ids(plan)["site"]
     locks = [
-        DeviceLock(
+        Grant(
             device_id=device.pk,
             site_id=site_id,
             exclusive=not device.shareable,
@@ -104,7 +104,7 @@ def lock_devices(op: Operation, plan: dict[str, Any], devices: list[LockableDevi
         for device in devices
     ]
     try:
-        DeviceLock.objects.bulk_create(locks)
+        Grant.objects.bulk_create(locks)
     except IntegrityError:  # the database's own rule, should the row lock ever be bypassed
         raise DeviceBusy("device", f"{devices[0].description} is locked by another site.") from None
 
@@ -144,7 +144,7 @@ def _served_by(link: Link, site_id: int, leaving: list[int]):
     """The settled locks, other than `site_id`'s on `leaving`, whose holds `link` serves (same zone,
     same two sites)."""
     return (
-        DeviceLock.objects.filter(between(link.site_id, link.device.owner_site_id), device__zone_id=link.zone_id)
+        Grant.objects.filter(between(link.site_id, link.device.owner_site_id), device__zone_id=link.zone_id)
         .exclude(site_id=site_id, device_id__in=leaving)
         .exclude(operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
     )
@@ -198,7 +198,7 @@ def renewed_since(op: Operation) -> str | None:
     ids, expired_at = plan_ids(op.plan), op.request.get("lease_expired_at")
     if not expired_at:  # not queued by the lease sweep for a lease that ran out
         return None
-    later = DeviceLock.objects.filter(site_id=ids["site"], device_id__in=[pk for pk, _ in ids["devices"].values()],
+    later = Grant.objects.filter(site_id=ids["site"], device_id__in=[pk for pk, _ in ids["devices"].values()],
                                       expires_at__gt=expired_at)
     until = later.order_by("-expires_at").values_list("expires_at", flat=True).first()
     return f"renewed until {until.isoformat()}" if until else None
@@ -212,7 +212,7 @@ def _locks_zoning(hosts: list[int]) -> list[int]:
         return []
     zoning = {(site, device) for wants in desired_links(*registry_facts(site_ids)).values() for want in wants.values()
               if any(initiator in wwns for initiator, _target in want.pairs) for site, device in want.grants}
-    held = DeviceLock.objects.filter(site__in=site_ids).values_list("pk", "site_id", "device_id")
+    held = Grant.objects.filter(site__in=site_ids).values_list("pk", "site_id", "device_id")
     return [pk for pk, site, device in held if (site, device) in zoning]
 
 
@@ -222,19 +222,19 @@ def holding_through(subject: in_use.Subject, *, sites: list[int] = (), hosts: li
     subject (the registry's `in_use` rule asks before an edit of such a value is saved)."""
     Subject = in_use.Subject
     if subject == Subject.SITE:
-        locks = DeviceLock.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
+        locks = Grant.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
         links = Link.active().filter(Q(site__in=sites) | Q(device__owner_site__in=sites) | Q(router__site__in=sites))
     elif subject == Subject.HOST:
         # The active FCIP links of the host's site zone its initiators (an iFCP gateway zones by
         # itself, and a queued connect zones the initiators its plan took), and so do the links its
         # site's grants share with other grants (recorded under another site's hold).
-        locks = DeviceLock.objects.filter(pk__in=_locks_zoning(hosts))
+        locks = Grant.objects.filter(pk__in=_locks_zoning(hosts))
         links = Link.active().filter(site__hosts__in=hosts).exclude(initiators=[])
     elif subject == Subject.ROUTER:
-        locks = DeviceLock.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
+        locks = Grant.objects.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
         links = Link.active().filter(Q(router__site__in=sites) | Q(router__in=routers))
     else:
-        locks = DeviceLock.objects.filter(device__in=devices)
+        locks = Grant.objects.filter(device__in=devices)
         links = Link.active().filter(device__in=devices)
     pairs = set(locks.values_list("site__name", "device__description"))
     pairs |= set(links.values_list("site__name", "device__description"))

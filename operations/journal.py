@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.holders import mark_down
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from registry.models import Device
 from routers.drivers.base import RouterDriver
 
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Plain SQL names its tables from the models: each app owns its tables.
-OPERATION, LINK, LOCK, DEVICE = (model._meta.db_table for model in (Operation, Link, DeviceLock, Device))
+OPERATION, LINK, LOCK, DEVICE = (model._meta.db_table for model in (Operation, Link, Grant, Device))
 
 State, Phase = Operation.State, Operation.Phase
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -207,18 +207,18 @@ def finish(run: Run, started: float) -> bool:
             for link_id, lease in renewed:
                 Link.objects.filter(pk=link_id).update(lease_expires_at=lease, updated_at=now)
             if run.renew_expiry:
-                DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).update(
+                Grant.objects.filter(site_id=site_id, device_id__in=device_ids).update(
                     expires_at=run.lease_expires_at)
             if run.renew_initiators:  # a renewal naming more hosts: the grant zones theirs too
-                for lock in DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids):
+                for lock in Grant.objects.filter(site_id=site_id, device_id__in=device_ids):
                     lock.initiators = sorted(set(lock.initiators) | set(run.renew_initiators))
                     lock.save(update_fields=["initiators"])
-            held = set(DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).values_list("device_id",
+            held = set(Grant.objects.filter(site_id=site_id, device_id__in=device_ids).values_list("device_id",
                                                                                                        flat=True))
             for device in Device.objects.filter(pk__in=set(device_ids) - held):
                 with transaction.atomic():  # another site's exclusive lock wins (see _FINISH_SQL)
                     try:
-                        DeviceLock.objects.create(device=device, site_id=site_id, exclusive=not device.shareable,
+                        Grant.objects.create(device=device, site_id=site_id, exclusive=not device.shareable,
                                                   expires_at=run.lease_expires_at, operation=op,
                                                   reason=f"operation {op.pk}", acquired_at=now,
                                                   initiators=run.renew_initiators)
@@ -226,7 +226,7 @@ def finish(run: Run, started: float) -> bool:
                         pass
         if run.release_locks:
             site_id, device_ids = run.release_locks
-            DeviceLock.objects.filter(site_id=site_id, device_id__in=device_ids).exclude(
+            Grant.objects.filter(site_id=site_id, device_id__in=device_ids).exclude(
                 operation__created_at__gt=op.created_at
             ).delete()
         op.save(update_fields=_JOURNAL_FIELDS)

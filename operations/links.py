@@ -34,7 +34,7 @@ from operations.holders import (
     take_locks,
 )
 from operations.journal import Run
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanStep, find_router
 from operations.rollback import grow_back, lease_due_again, put_back_removed, roll_back_add
 from operations.steps import drive, look, read_router
@@ -179,7 +179,7 @@ def execute_add(run: Run) -> None:
         links = _after_operations_in_flight(run, lambda: _links_for_add(run, steps))
     except OperationFailed:
         # Nothing reached a router: the grants this add took (at submit or just now) end with it.
-        DeviceLock.objects.filter(operation=op).delete()
+        Grant.objects.filter(operation=op).delete()
         raise
     done: list[tuple[PlanStep, Link, bool]] = []
     extended: list[tuple[PlanStep, Link]] = []  # shared FCIP links this add extended, to shrink on failure

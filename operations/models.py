@@ -93,16 +93,19 @@ class Operation(models.Model):
         return f"operation {self.pk} {self.kind} ({self.state})"
 
 
-class DeviceLock(models.Model):
-    """A site's hold on a device while it is connected (its grant): exclusive unless the device is
-    shareable, until `expires_at` or indefinitely, and on FCIP for the `initiators` it was given.
+class Grant(models.Model):
+    """The one record of intended access: site `site` may reach `device`, exclusively unless the
+    device is shareable, until `expires_at` or indefinitely, and on FCIP for the `initiators` it was
+    given. Connect creates or renews a grant, disconnect and expiry end it; what each router must
+    carry is computed from the grants (operations/desired.py).
 
-    At most one exclusive lock per device, and a site holds a device at most once (database rules);
-    the engine takes locks under a row lock on the device so shared and exclusive never mix.
+    An exclusive grant locks the device: at most one per device, and a site holds a device at most
+    once (database rules); the engine takes grants under a row lock on the device, so shared and
+    exclusive never mix.
     """
 
-    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="locks")
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="device_locks")
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="grants")
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="grants")
     exclusive = models.BooleanField(default=True)
     acquired_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField(null=True, blank=True, help_text="lease expiry; the link is removed then")
@@ -112,8 +115,8 @@ class DeviceLock(models.Model):
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
-        related_name="device_locks",
-        help_text="the add that took the lock",
+        related_name="grants",
+        help_text="the connect that took the grant",
     )
     initiators = models.JSONField(
         default=list,
@@ -128,18 +131,18 @@ class DeviceLock(models.Model):
             models.UniqueConstraint(
                 fields=["device"],
                 condition=Q(exclusive=True),
-                name="operations_devicelock_one_exclusive_holder",
-                violation_error_message="This device is already locked by another site.",
+                name="operations_grant_one_exclusive_holder",
+                violation_error_message="Another site holds an exclusive grant of this device.",
             ),
             models.UniqueConstraint(
                 fields=["device", "site"],
-                name="operations_devicelock_unique_holder",
-                violation_error_message="This site already holds this device.",
+                name="operations_grant_unique_holder",
+                violation_error_message="This site already holds a grant of this device.",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.device} held by {self.site.name}"
+        return f"{self.device} granted to {self.site.name}"
 
 
 class LinkState(models.TextChoices):

@@ -22,7 +22,7 @@ from operations.desired import desired_for
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import plan_ids
 from operations.journal import Run
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanStep
 from operations.steps import drive, look
 from routers.drivers.base import pairs_spec
@@ -64,12 +64,12 @@ def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: Step
     if leftovers or kept_up:
         # The connect failed, so its hold ends now (a failed connect holds nothing); what may be on a
         # router is taken off by the settle chore once the router answers (`settle_stranded_links`).
-        DeviceLock.objects.filter(operation=run.op).delete()
+        Grant.objects.filter(operation=run.op).delete()
         parts = [f"left configuring for reconcile, which the settle chore runs once the router answers: "
                   f"{'; '.join(leftovers)}"] if leftovers else []
         parts += [f"left up: {'; '.join(kept_up)}"] if kept_up else []
         raise OperationFailed(f"{cause}; {'; '.join(parts)}", state=State.FAILED)
-    DeviceLock.objects.filter(operation=run.op).delete()
+    Grant.objects.filter(operation=run.op).delete()
     if not extended and not any(ours for _step, _link, ours in done):
         raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
     raise OperationFailed(f"{cause} (rolled back)", state=State.ROLLED_BACK)
@@ -82,7 +82,7 @@ def _shrink_back(run: Run, extended: list[tuple[PlanStep, Link]]) -> list[str]:
     router instead of trusting the record, and the settle chore takes off what no grant needs."""
     if not extended:
         return []
-    taken = list(DeviceLock.objects.filter(operation=run.op).values_list("device_id", flat=True))
+    taken = list(Grant.objects.filter(operation=run.op).values_list("device_id", flat=True))
     leaving = (plan_ids(run.op.plan)["site"], taken)
     failures = []
     for step, link in reversed(extended):
@@ -157,5 +157,5 @@ def lease_due_again(op: Operation) -> None:
     if not expired_at:
         return
     ids = plan_ids(op.plan)
-    DeviceLock.objects.filter(site_id=ids["site"], device_id__in=[pk for pk, _zone in ids["devices"].values()],
+    Grant.objects.filter(site_id=ids["site"], device_id__in=[pk for pk, _zone in ids["devices"].values()],
                               expires_at__isnull=True).update(expires_at=expired_at)

@@ -1,6 +1,6 @@
 """Django admin for the registry's own models, with search and filters. Router secrets are referenced,
-never shown. Links, device locks and operations are the engine's: api/admin.py shows them read-only
-(and a device's locks on its page) and changes them only by submitting operations."""
+never shown. Links, grants and operations are the engine's: api/admin.py shows them read-only
+(and a device's grants on its page) and changes them only by submitting operations."""
 
 from django.contrib import admin
 

@@ -321,7 +321,7 @@ class Device(models.Model):
     """A shared storage device (an FC target such as an Xserve RAID) owned by one site, in one zone.
 
     Its WWN is stored lower-case, so `21:00:00:E0:8B:0E:95:17` and its lower-case form are the same
-    device. Locks (`DeviceLock`) record which sites hold it.
+    device. Locks (`Grant`) record which sites hold it.
     """
 
     device_id = models.CharField(max_length=63, validators=[validate_short_name])

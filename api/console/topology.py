@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef
 
-from operations.models import DeviceLock, Link
+from operations.models import Grant, Link
 from registry.models import Router, Site
 
 WIDTH, HEIGHT = 960, 620
@@ -104,7 +104,7 @@ def held_connections(links: list[Link]) -> list[Connection]:
     for link in links:
         serving.setdefault((link.site_id, link.zone_id, link.device.owner_site_id), []).append(link)
     connections, held = [], set()
-    locks = DeviceLock.objects.select_related("site", "device", "device__owner_site").order_by("site__name",
+    locks = Grant.objects.select_related("site", "device", "device__owner_site").order_by("site__name",
                                                                                                 "device__description")
     for lock in locks:
         served = serving.get((lock.site_id, lock.device.zone_id, lock.device.owner_site_id))

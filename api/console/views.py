@@ -19,7 +19,7 @@ from api.console import topology
 from api.console.access import console_page
 from api.permissions import has_role, within_site_scope, within_zone_scope
 from operations.drift import DRIFT_KINDS, last_reports
-from operations.models import TERMINAL_STATES, DeviceLock, Link, Operation
+from operations.models import TERMINAL_STATES, Grant, Link, Operation
 from registry.models import Device, Host, Role, Router, Site, Zone
 
 PHASES = [(value, label.lower()) for value, label in Operation.Phase.choices]  # queued ... on router ... done
@@ -192,7 +192,7 @@ def zones_page(request):
 
 def _devices():
     return Device.objects.select_related("zone", "owner_site").prefetch_related(
-        Prefetch("locks", DeviceLock.objects.select_related("site").order_by("acquired_at")))
+        Prefetch("grants", Grant.objects.select_related("site").order_by("acquired_at")))
 
 
 @require_safe

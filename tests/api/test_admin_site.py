@@ -6,7 +6,7 @@ import re
 
 from django.db import connection
 
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from registry.models import AuditEvent, Zone
 
 
@@ -45,7 +45,7 @@ def _up_link(cast) -> Link:
     """What a connect of remote-site to XRAID1 records on primary-rtr (the registry's side only)."""
     link = Link.objects.create(site=cast["remote"], device=cast["xraid1"], router=cast["primary_rtr"], port=8,
                                zone=cast["zones"][1], remote_ip="127.0.0.22", state=Link.State.UP)
-    DeviceLock.objects.create(device=cast["xraid1"], site=cast["remote"], exclusive=True)
+    Grant.objects.create(device=cast["xraid1"], site=cast["remote"], exclusive=True)
     return link
 
 
@@ -58,16 +58,16 @@ def _action(session, url: str, action: str, ids: list[int]):
 
 def test_links_locks_and_operations_are_shown_but_never_edited_in_the_admin(api_server, cast):
     link = _up_link(cast)
-    lock = DeviceLock.objects.get()
+    lock = Grant.objects.get()
     root = api_server.session("root")
-    for model, pk in (("link", link.pk), ("devicelock", lock.pk)):
+    for model, pk in (("link", link.pk), ("grant", lock.pk)):
         page = root.get(f"{api_server.url}/admin/operations/{model}/{pk}/change/", timeout=20)
         assert page.status_code == 200 and 'name="_save"' not in page.text  # a view, not a form
         assert root.get(f"{api_server.url}/admin/operations/{model}/add/", timeout=20).status_code == 403
         assert root.get(f"{api_server.url}/admin/operations/{model}/{pk}/delete/", timeout=20).status_code == 403
     device = root.get(f"{api_server.url}/admin/registry/device/{cast['xraid1'].pk}/change/", timeout=20).text
-    assert "devicelock_set-0-site" not in device and "locks-0-site" not in device  # holders shown, not editable
-    assert 'id="locks-group"' in device  # who holds it, on the device's page (the engine's inline)
+    assert "grant_set-0-site" not in device and "grants-0-site" not in device  # holders shown, not editable
+    assert 'id="grants-group"' in device  # who holds it, on the device's page (the engine's inline)
     assert root.get(f"{api_server.url}/admin/operations/operation/add/", timeout=20).status_code == 403
 
 
@@ -82,8 +82,8 @@ def test_an_admin_disconnects_through_the_engine_attributed_and_audited(api_serv
     assert Link.objects.get(pk=link.pk).state == "up"  # the engine takes it down, not the admin
     event = AuditEvent.objects.get(action="admin.disconnect")
     assert (event.principal_name, event.outcome, event.target) == ("root", "allowed", f"operation:{op.pk}")
-    lock = DeviceLock.objects.get()
-    _action(root, f"{api_server.url}/admin/operations/devicelock/", "disconnect", [lock.pk])
+    lock = Grant.objects.get()
+    _action(root, f"{api_server.url}/admin/operations/grant/", "disconnect", [lock.pk])
     assert Operation.objects.filter(kind="remove").count() == 2
 
 

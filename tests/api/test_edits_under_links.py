@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from django.forms import modelform_factory
 
-from operations.models import DeviceLock, Link
+from operations.models import Grant, Link
 from registry.models import Host, Initiator, Router, Site
 
 
@@ -20,7 +20,7 @@ from registry.models import Host, Initiator, Router, Site
 def held(cast):
     """remote-site connected to XRAID1 (primary-site's): its lock and the two links, as an add leaves them."""
     device = cast["xraid1"]
-    DeviceLock.objects.create(device=device, site=cast["remote"], exclusive=True)
+    Grant.objects.create(device=device, site=cast["remote"], exclusive=True)
     for router, port, remote in ((cast["primary_rtr"], 8, "127.0.0.22"), (cast["remote_rtr"], 4, "127.0.0.21")):
         Link.objects.create(site=cast["remote"], device=device, router=router, port=port, zone=device.zone,
                             remote_ip=remote, state="up")
@@ -73,7 +73,7 @@ def test_values_no_link_uses_and_values_once_disconnected_can_change(call, held)
     assert call("root", "PATCH", path_of(held, "device", "xraid2"), json={"wwn": "20:00:00:04:53:00:09:98"}
                 ).status_code == 200
     Link.objects.update(state="down")
-    DeviceLock.objects.all().delete()
+    Grant.objects.all().delete()
     changed = call("root", "PATCH", path_of(held, "router", "primary_rtr"), json={"vsan": 10})
     assert changed.status_code == 200 and Router.objects.get(pk=held["primary_rtr"].pk).vsan == 10
     assert call("root", "PATCH", path_of(held, "site", "remote"), json={"data_ip": "127.0.0.29"}).status_code == 200

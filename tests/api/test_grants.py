@@ -1,5 +1,5 @@
 """/api/grants/: which site may reach which device, shared or exclusive, until when, through the real
-mTLS server. A grant is kept as the device's lock; the engine's tests show connect, renewal, disconnect
+mTLS server. The engine's tests show connect, renewal, disconnect
 and expiry making and ending them, these the read contract and its scope.
 """
 
@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from operations.models import DeviceLock, Operation
+from operations.models import Grant, Operation
 from registry.demo import load_demo
 from registry.models import Device, Initiator, Site
 
@@ -32,12 +32,12 @@ def grants(cast):
     until = timezone.now() + timedelta(hours=1)
     west_wwn = Initiator.objects.filter(host__site=site["west-site"]).order_by("wwn").values_list("wwn", flat=True)[0]
     made = {
-        "remote": DeviceLock.objects.create(device=Device.objects.get(description="XRAID1"), site=site["remote-site"],
+        "remote": Grant.objects.create(device=Device.objects.get(description="XRAID1"), site=site["remote-site"],
                                             exclusive=False, expires_at=until, operation=done,
                                             initiators=[REMOTE_WWN]),
-        "primary": DeviceLock.objects.create(device=Device.objects.get(description="XRAID2"),
+        "primary": Grant.objects.create(device=Device.objects.get(description="XRAID2"),
                                              site=site["primary-site"], operation=queued, initiators=[SEGMENT_WWN]),
-        "west": DeviceLock.objects.create(device=Device.objects.get(description="EAST-ARRAY1"), site=site["west-site"],
+        "west": Grant.objects.create(device=Device.objects.get(description="EAST-ARRAY1"), site=site["west-site"],
                                           operation=v1, initiators=[west_wwn]),
     }
     return made, until
@@ -91,7 +91,7 @@ def test_grants_are_read_only_through_the_api(call, grants):
     made, _until = grants
     assert call("root", "POST", "/api/grants/", json={"site": "remote-site"}).status_code == 405
     assert call("root", "DELETE", f"/api/grants/{made['remote'].pk}/").status_code == 405
-    assert DeviceLock.objects.count() == 3
+    assert Grant.objects.count() == 3
 
 
 def test_the_schema_documents_grants(call, cast):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from operations import DeviceBusy, execute, list_links, submit
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanError
 from registry.models import Device, Router, Site
 
@@ -53,7 +53,7 @@ def test_add_configures_both_routers_and_journals_the_work(ops_lab):
     assert router_keys(ops_lab.primary_sim) == {(8, 1, "127.0.0.22")}
     assert router_keys(ops_lab.remote_sim) == {(4, 1, "127.0.0.21")}
     assert_agreement(ops_lab)
-    assert DeviceLock.objects.filter(device__description="XRAID1", site__name="remote-site", exclusive=True).exists()
+    assert Grant.objects.filter(device__description="XRAID1", site__name="remote-site", exclusive=True).exists()
     assert op.router_ms > 0 and op.total_ms >= op.router_ms + op.registry_ms
     assert abs(op.total_ms - (op.registry_ms + op.invocation_ms + op.router_ms)) < 1.0
     assert "s3cret" not in op.transcript and op.transcript
@@ -65,7 +65,7 @@ def test_remove_clears_the_routers_and_releases_the_lock(ops_lab):
     op = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID1"}).pk)
     assert op.state == "succeeded", op.error
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert set(Link.objects.values_list("state", flat=True)) == {"down"}
 
 
@@ -91,7 +91,7 @@ def test_a_shareable_device_is_locked_by_several_sites_at_once(ops_lab):
     Device.objects.filter(description="XRAID1").update(shareable=True)
     submit("add", {"site": "remote-site", "device_description": "XRAID1"})
     submit("add", {"site": "third-site", "device_description": "XRAID1"})
-    assert DeviceLock.objects.filter(device__description="XRAID1", exclusive=False).count() == 2
+    assert Grant.objects.filter(device__description="XRAID1", exclusive=False).count() == 2
 
 
 @pytest.mark.django_db
@@ -152,7 +152,7 @@ def test_a_second_device_behind_the_same_link_shares_it_without_touching_the_rou
     assert second.result["links"] == first.result["links"]  # the links already up, not new rows
     assert Link.objects.count() == 2
     assert not any(command in second.transcript for step in second.plan["steps"] for command in step["commands"])
-    assert DeviceLock.objects.filter(site__name="remote-site").count() == 2
+    assert Grant.objects.filter(site__name="remote-site").count() == 2
     assert_agreement(ops_lab)
 
 
@@ -164,5 +164,5 @@ def test_operations_journaled_before_plans_carried_row_ids_still_run(ops_lab):
         Operation.objects.filter(pk=op.pk).update(plan=plan)
         assert execute(op.pk).state == "succeeded"
         assert_agreement(ops_lab)
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert set(Link.objects.values_list("state", flat=True)) == {"down"}

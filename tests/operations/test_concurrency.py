@@ -14,7 +14,7 @@ from psycopg.conninfo import make_conninfo
 
 from operations import DeviceBusy, execute, submit
 from operations.locking import ADVISORY_NAMESPACE, router_lock
-from operations.models import DeviceLock, Link
+from operations.models import Grant, Link
 from tests.operations.conftest import wire
 from tests.operations.test_basics import add_third_site, assert_agreement, router_keys
 
@@ -56,9 +56,9 @@ def test_two_sites_racing_for_one_device_get_one_lock_and_one_link(lab_factory, 
     losers = [r for r in results if isinstance(r, DeviceBusy)]
     assert len(winners) == 1 and len(losers) == 1, results
     assert winners[0].state == "succeeded", winners[0].error
-    assert DeviceLock.objects.filter(device__description="XRAID1").count() == 1
+    assert Grant.objects.filter(device__description="XRAID1").count() == 1
     assert_agreement(lab)
-    holder = DeviceLock.objects.get().site.name
+    holder = Grant.objects.get().site.name
     assert router_keys(third_sim if holder == "third-site" else lab.remote_sim) != set()
     assert router_keys(lab.remote_sim if holder == "third-site" else third_sim) == set()
 

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from operations import execute, submit
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from tests.operations.test_basics import assert_agreement, router_keys
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}
@@ -37,7 +37,7 @@ def test_identical_adds_started_together_all_succeed_with_the_same_links(ops_lab
     joined = [op.result["joined"] for op in ops if op.result.get("joined")]
     assert joined and all(set(ids) < {op.pk for op in ops} for ids in joined)  # those that waited say for which
     assert not any(op.result.get("after") for op in ops)  # identical requests join, none is ordered behind
-    assert DeviceLock.objects.count() == 1
+    assert Grant.objects.count() == 1
     assert_agreement(ops_lab)
 
 
@@ -48,7 +48,7 @@ def test_a_remove_that_meets_the_add_in_flight_runs_after_it(ops_lab):
     ops = run_together([add.pk, remove.pk])
     assert [op.state for op in ops] == ["succeeded", "succeeded"], [op.error for op in ops]
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert_agreement(ops_lab)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from operations import execute, reconcile, submit
 from operations.delta import with_delta
-from operations.models import DeviceLock, Link
+from operations.models import Grant, Link
 from operations.planner import plan_connect, plan_disconnect
 from registry.models import Device, Site, Zone
 from tests.operations.test_basics import assert_agreement, router_keys
@@ -65,8 +65,8 @@ def test_one_site_s_disconnect_keeps_the_sessions_another_site_s_hold_needs(both
     assert all(f"kept, still needed by {last}'s hold of" in step.notes[-1] for step in dry.steps)
     op = execute(submit("remove", CONNECTS[first]).pk)
     assert op.state == "succeeded", op.error
-    assert not DeviceLock.objects.filter(site__name=first).exists()
-    assert DeviceLock.objects.filter(site__name=last).exists()
+    assert not Grant.objects.filter(site__name=first).exists()
+    assert Grant.objects.filter(site__name=last).exists()
     still_reachable(lab)
     assert set(Link.objects.filter(state="up").values_list("site__name", flat=True)) == {last}
     assert f"still needed by {last}'s hold of" in op.transcript
@@ -76,4 +76,4 @@ def test_one_site_s_disconnect_keeps_the_sessions_another_site_s_hold_needs(both
     op = execute(submit("remove", CONNECTS[last]).pk)
     assert op.state == "succeeded", op.error
     assert router_keys(lab.primary_sim) == set() and router_keys(lab.remote_sim) == set()
-    assert not DeviceLock.objects.exists() and not Link.objects.filter(state="up").exists()
+    assert not Grant.objects.exists() and not Link.objects.filter(state="up").exists()

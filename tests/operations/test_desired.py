@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from operations.desired import DeviceFacts, Grant, SiteFacts, desired_links
+from operations.desired import DeviceFacts, GrantFacts, SiteFacts, desired_links
 
 # Three sites with a router each (10, 20, 30); router 30 zones initiators (FCIP).
 SITES = {
@@ -29,24 +29,24 @@ def keys(wanted):
 
 
 def test_a_grant_needs_one_link_on_each_sides_router_towards_the_other():
-    wanted = desired_links([Grant(site=2, device=101)], SITES, DEVICES, ZONING)
+    wanted = desired_links([GrantFacts(site=2, device=101)], SITES, DEVICES, ZONING)
     assert keys(wanted) == {10: {(8, 1, "127.0.0.22")}, 20: {(4, 1, "127.0.0.21")}}
 
 
 def test_holds_of_one_zone_between_the_same_two_sites_share_the_links_whichever_site_asked():
-    one = desired_links([Grant(site=2, device=101)], SITES, DEVICES, ZONING)
-    both = desired_links([Grant(site=2, device=101), Grant(site=2, device=102), Grant(site=1, device=201)],
-                         SITES, DEVICES, ZONING)
+    one = desired_links([GrantFacts(site=2, device=101)], SITES, DEVICES, ZONING)
+    both = desired_links([GrantFacts(site=2, device=101), GrantFacts(site=2, device=102),
+                          GrantFacts(site=1, device=201)], SITES, DEVICES, ZONING)
     assert keys(both) == keys(one)
 
 
 def test_a_sites_own_device_and_a_site_without_a_router_need_nothing():
-    assert desired_links([Grant(site=1, device=101), Grant(site=4, device=101)], SITES, DEVICES, ZONING) == {}
+    assert desired_links([GrantFacts(site=1, device=101), GrantFacts(site=4, device=101)], SITES, DEVICES, ZONING) == {}
 
 
 def test_an_fcip_link_zones_the_union_of_its_grants_pairs_and_an_ifcp_one_none():
-    wanted = desired_links([Grant(site=1, device=301, initiators=("10:00:00:00:c9:00:00:01",)),
-                            Grant(site=1, device=302, initiators=("10:00:00:00:c9:00:00:02",))],
+    wanted = desired_links([GrantFacts(site=1, device=301, initiators=("10:00:00:00:c9:00:00:01",)),
+                            GrantFacts(site=1, device=302, initiators=("10:00:00:00:c9:00:00:02",))],
                            SITES, DEVICES, ZONING)
     fcip = wanted[30][(25, 4, "127.0.0.21")]
     assert fcip.targets == {"20:00:00:00:00:00:03:01", "20:00:00:00:00:00:03:02"}
@@ -55,7 +55,7 @@ def test_an_fcip_link_zones_the_union_of_its_grants_pairs_and_an_ifcp_one_none()
     assert ifcp.targets == set() and ifcp.initiators == set()
 
 
-GRANTS = st.lists(st.builds(Grant, site=st.sampled_from(sorted(SITES)), device=st.sampled_from(sorted(DEVICES)),
+GRANTS = st.lists(st.builds(GrantFacts, site=st.sampled_from(sorted(SITES)), device=st.sampled_from(sorted(DEVICES)),
                             initiators=st.lists(st.sampled_from(["10:00:00:00:c9:00:00:01", "10:00:00:00:c9:00:00:02"]),
                                                 max_size=2).map(tuple)), max_size=8)
 

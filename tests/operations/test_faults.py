@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from operations import execute, reconcile, submit
 from operations.chores import expire_leases, settle_stranded_links
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.pool import pool
 from registry.models import Device, Router
 from tests.operations.test_basics import assert_agreement, router_keys
@@ -47,7 +47,7 @@ def test_remove_is_idempotent_after_lost_reply(ops_lab):
     assert op.state == "succeeded", op.error
     assert router_keys(ops_lab.primary_sim) == set()
     assert_agreement(ops_lab)
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
 
 
 @pytest.mark.django_db
@@ -119,7 +119,7 @@ def test_a_removal_whose_router_password_cannot_be_read_changes_nothing_and_keep
     # Nothing was sent to any router: the links are up on both, and the registry says so.
     assert set(Link.objects.values_list("state", flat=True)) == {"up"}
     assert_agreement(ops_lab)
-    assert DeviceLock.objects.filter(device__description="XRAID1").exists()
+    assert Grant.objects.filter(device__description="XRAID1").exists()
 
 
 @pytest.mark.django_db
@@ -216,7 +216,7 @@ def test_an_add_to_a_router_that_refuses_connections_fails_and_leaves_no_lock(op
     assert "remote-rtr" in op.error
     assert router_keys(ops_lab.primary_sim) == set()  # the step that had succeeded is undone
     assert not Link.objects.filter(state__in=Link.ACTIVE_STATES).exists()
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
 
 
 @pytest.mark.django_db
@@ -232,7 +232,7 @@ def test_a_recovered_add_whose_router_now_refuses_connections_keeps_its_record_b
     again = execute(op.pk)
     assert again.state != "succeeded"
     assert router_keys(ops_lab.remote_sim)  # the link the crashed run made is still there
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert Link.objects.filter(router=ops_lab.remote_rtr, state__in=Link.ACTIVE_STATES).exists()
 
 
@@ -250,26 +250,26 @@ def test_a_removal_whose_second_router_refuses_logins_puts_the_first_back_and_ke
     assert "primary-rtr" in op.error and "put back" in op.error
     assert {router.name: router_keys(ops_lab.sim_of(router)) for router in (ops_lab.primary_rtr, ops_lab.remote_rtr)} \
         == before
-    assert DeviceLock.objects.filter(site__name="remote-site").exists()
+    assert Grant.objects.filter(site__name="remote-site").exists()
     ops_lab.primary_sim.clear_faults()
     assert_agreement(ops_lab)
     assert execute(submit("remove", ADD_XRAID1).pk).state == "succeeded"  # once it answers, it goes
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
 
 
 @pytest.mark.django_db
 def test_an_expiry_that_fails_leaves_the_lease_due_and_the_lease_chore_asks_again(ops_lab):
     assert execute(submit("add", {**ADD_XRAID1, "duration": 600}).pk).state == "succeeded"
-    DeviceLock.objects.update(expires_at=timezone.now() - timedelta(seconds=5))
+    Grant.objects.update(expires_at=timezone.now() - timedelta(seconds=5))
     ops_lab.primary_sim.add_fault("refuse_login")  # the expiry's second step
     pool.close_all()
     [expiry] = expire_leases()
     assert execute(expiry).state == "rolled_back"
-    assert DeviceLock.objects.get().expires_at is not None  # due again, not held for ever
+    assert Grant.objects.get().expires_at is not None  # due again, not held for ever
     ops_lab.primary_sim.clear_faults()
     [again] = expire_leases()
     assert execute(again).state == "succeeded"
-    assert not DeviceLock.objects.exists() and not router_keys(ops_lab.remote_sim)
+    assert not Grant.objects.exists() and not router_keys(ops_lab.remote_sim)
 
 
 @pytest.mark.django_db
@@ -285,7 +285,7 @@ def test_a_recovered_removal_puts_back_what_it_took_down_as_up(ops_lab):
     put_back = Link.objects.get(router=ops_lab.remote_rtr)
     assert put_back.state == "up"
     assert router_keys(ops_lab.remote_sim) == {(put_back.port, put_back.zone.zone_id, put_back.remote_ip)}
-    assert DeviceLock.objects.exists()
+    assert Grant.objects.exists()
 
 
 @pytest.mark.django_db
@@ -301,7 +301,7 @@ def test_a_recovered_add_whose_router_is_down_frees_the_device_and_is_settled_wh
     pool.close_all()
     op = execute(op.pk)
     assert op.state == "failed" and "Login incorrect" in op.error, op.error
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert list(Link.objects.filter(state="configuring").values_list("router__name", flat=True)) == ["remote-rtr"]
     # The settle chore asks for the leftover's router to be settled; while it refuses, once per round.
     first = settle_stranded_links()
@@ -328,10 +328,10 @@ def test_a_connect_that_times_out_waiting_for_an_earlier_request_leaves_the_devi
     Operation.objects.filter(pk=earlier.pk).update(state="running", started_at=timezone.now(),
                                                    heartbeat_at=timezone.now(), claimed_by="busy-worker#0")
     op = submit("add", ADD_XRAID1)
-    assert DeviceLock.objects.filter(operation=op).exists()
+    assert Grant.objects.filter(operation=op).exists()
     op = execute(op.pk)
     assert op.state == "failed" and "did not finish within this operation's time limit" in op.error, op.error
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
 
 
@@ -370,7 +370,7 @@ def test_a_failed_removal_puts_back_only_what_a_grant_still_needs(ops_lab):
     # `removing` marker as the link's earlier state and put the link back on its router when the
     # other router refused, though no lock needed it any more.
     assert execute(submit("add", ADD_XRAID1).pk).state == "succeeded"
-    DeviceLock.objects.all().delete()  # the hold has ended: nothing needs these links
+    Grant.objects.all().delete()  # the hold has ended: nothing needs these links
     op = submit("remove", ADD_XRAID1)
     dead = timezone.now() - timedelta(hours=1)
     Link.objects.update(state="removing", operation_id=op.pk)  # the crashed run marked them
@@ -392,7 +392,7 @@ def test_a_failed_removal_puts_back_only_what_a_grant_still_needs(ops_lab):
 @pytest.mark.django_db
 def test_the_settle_chore_takes_off_links_whose_grant_ended_behind_the_engines_back(ops_lab):
     assert execute(submit("add", ADD_XRAID1).pk).state == "succeeded"
-    DeviceLock.objects.all().delete()  # say an admin deleted the hold in the database: nobody may reach XRAID1
+    Grant.objects.all().delete()  # say an admin deleted the hold in the database: nobody may reach XRAID1
     settles = settle_stranded_links()
     assert len(settles) == 2
     for pk in settles:
@@ -413,7 +413,7 @@ def test_a_connect_whose_rollback_leaves_a_link_up_frees_the_device_and_the_sett
     ops_lab.remote_sim.add_fault("refuse_login", count=100)
     op = execute(submit("add", ADD_XRAID1).pk)
     assert op.state == "failed" and "settle chore" in op.error, op.error
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert router_keys(ops_lab.primary_sim) == {PRIMARY_UP}
     assert list(Link.objects.filter(state="up").values_list("router__name", flat=True)) == ["primary-rtr"]
     ops_lab.primary_sim.clear_faults()

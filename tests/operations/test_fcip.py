@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from operations import execute, reconcile, submit
 from operations.chores import settle_stranded_links
 from operations.delta import with_delta
-from operations.models import DeviceLock, Link
+from operations.models import Grant, Link
 from operations.planner import plan_connect, plan_disconnect
 from operations.pool import pool
 from registry.models import Device, Host, Initiator, Site
@@ -93,7 +93,7 @@ def test_connect_zones_the_sites_initiators_with_the_device_and_keeps_production
     assert fcip_lab.production_everywhere()
     assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
     assert_agreement(fcip_lab)
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
 
 
 @pytest.mark.django_db
@@ -126,7 +126,7 @@ def test_a_connect_blocked_until_its_time_limit_fails_with_nothing_half_applied(
     assert fcip_lab.sims["primary-rtr"].state().running["tunnels"] == {}
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert set(Link.objects.values_list("state", flat=True)) == {"failed"}
 
 
@@ -168,7 +168,7 @@ def fcip_lab_initiator() -> str:
 def test_reconcile_repair_removes_flexzone_leftovers_and_nothing_else(fcip_lab):
     assert execute(submit("add", CONNECT).pk).state == "succeeded"
     Link.objects.update(state="down")  # the registry forgot the link and the grant: the switch's zones
-    DeviceLock.objects.all().delete()  # are extras now
+    Grant.objects.all().delete()  # are extras now
     report = reconcile(repair=True).result["routers"]
     assert [d["action"] for d in report["primary-rtr"]["repaired"]] == ["removed from router"]
     assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
@@ -255,7 +255,7 @@ def test_a_second_device_shares_the_up_fcip_link_and_each_disconnect_shrinks_it(
     assert second.state == "succeeded", second.error
     for name in PLATFORMS:
         assert pairs_in_force(fcip_lab, name) == pairs_of((initiator, XRAID1), (initiator, XRAID4)), name
-    assert set(DeviceLock.objects.values_list("device__description", flat=True)) == {"XRAID1", "XRAID4"}
+    assert set(Grant.objects.values_list("device__description", flat=True)) == {"XRAID1", "XRAID4"}
     assert_agreement(fcip_lab)
     assert reconcile_clean()
     # Ending the first grant shrinks the links to the second's pairs; the tunnels stay.
@@ -267,7 +267,7 @@ def test_a_second_device_shares_the_up_fcip_link_and_each_disconnect_shrinks_it(
         assert pairs_in_force(fcip_lab, name) == pairs_of((initiator, XRAID4)), name
     assert fcip_lab.sims["primary-rtr"].state().running["tunnels"] != {}
     assert set(Link.objects.filter(state="up").values_list("device__description", flat=True)) == {"XRAID4"}
-    assert set(DeviceLock.objects.values_list("device__description", flat=True)) == {"XRAID4"}
+    assert set(Grant.objects.values_list("device__description", flat=True)) == {"XRAID4"}
     assert_agreement(fcip_lab)
     assert reconcile_clean()
     # The tunnel goes with the last grant.
@@ -276,7 +276,7 @@ def test_a_second_device_shares_the_up_fcip_link_and_each_disconnect_shrinks_it(
     assert fcip_lab.sims["primary-rtr"].state().running["tunnels"] == {}
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
 
 
 @pytest.mark.django_db
@@ -293,7 +293,7 @@ def test_a_zone_connect_zones_every_device_of_the_zone_on_one_fcip_link(fcip_lab
     assert reconcile_clean()
     assert execute(submit("remove", {"site": "remote-site", "zone": zone}).pk).state == "succeeded"
     assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert fcip_lab.production_everywhere()
 
 
@@ -310,7 +310,7 @@ def test_an_extension_that_fails_on_the_far_router_shrinks_back_and_the_first_gr
     assert "staged" in second.error and "extended in place" in second.transcript
     assert {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS} == before
     assert pairs_in_force(fcip_lab, "primary-rtr") == pairs_of((initiator, XRAID1))
-    assert set(DeviceLock.objects.values_list("device__description", flat=True)) == {"XRAID1"}
+    assert set(Grant.objects.values_list("device__description", flat=True)) == {"XRAID1"}
     assert set(Link.objects.filter(state="up").values_list("device__description", flat=True)) == {"XRAID1"}
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
@@ -351,7 +351,7 @@ def test_two_sites_holding_each_others_devices_share_the_fcip_links_and_each_kee
     assert all(fcip_lab.flexzone_zones(name) == {} for name in PLATFORMS)
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
 
 
 @pytest.mark.django_db
@@ -372,7 +372,7 @@ def test_more_hosts_for_a_grant_sharing_another_grants_link_stay_zoned_after_a_s
     for pk in settle_stranded_links():
         execute(pk)
     assert all(pairs_in_force(fcip_lab, name) == wanted for name in PLATFORMS)
-    assert sorted(DeviceLock.objects.get(device__description="XRAID4").initiators) == sorted([management, BACKUP])
+    assert sorted(Grant.objects.get(device__description="XRAID4").initiators) == sorted([management, BACKUP])
 
 
 def router_down(lab: FcipLab, name: str) -> None:
@@ -391,7 +391,7 @@ def test_a_connect_asked_again_after_its_extension_failed_on_a_router_that_was_d
     xraid4_connect = {"site": "remote-site", "device_description": "XRAID4"}
     failed = execute(submit("add", xraid4_connect).pk)
     assert failed.state == "failed", (failed.state, failed.error)
-    assert not DeviceLock.objects.filter(device__description="XRAID4").exists()
+    assert not Grant.objects.filter(device__description="XRAID4").exists()
     fcip_lab.sims["primary-rtr"].faults = []
     again = execute(submit("add", xraid4_connect).pk)
     assert again.state == "succeeded", again.error
@@ -415,7 +415,7 @@ def test_a_disconnect_that_fails_after_shrinking_one_router_grows_it_back(fcip_l
     both = pairs_of((initiator, XRAID1), (initiator, XRAID4))
     for name in PLATFORMS:
         assert pairs_in_force(fcip_lab, name) == both, name
-    assert set(DeviceLock.objects.values_list("device__description", flat=True)) == {"XRAID1", "XRAID4"}
+    assert set(Grant.objects.values_list("device__description", flat=True)) == {"XRAID1", "XRAID4"}
     assert reconcile_clean()
 
 
@@ -427,10 +427,10 @@ def test_reconcile_policy_router_records_a_shared_fcip_link_with_a_holder_for_ea
     assert execute(submit("add", CONNECT).pk).state == "succeeded"
     assert execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk).state == "succeeded"
     Link.objects.all().delete()  # the registry forgot the links and the grants; the switches still zone them
-    DeviceLock.objects.all().delete()
+    Grant.objects.all().delete()
     op = reconcile(repair=True, policy="router")
     assert op.state == "succeeded", op.error
-    assert {(lock.device.description, tuple(lock.initiators)) for lock in DeviceLock.objects.all()} == {
+    assert {(lock.device.description, tuple(lock.initiators)) for lock in Grant.objects.all()} == {
         ("XRAID1", (initiator,)), ("XRAID4", (initiator,))}
     for pk in settle_stranded_links():
         execute(pk)
@@ -476,7 +476,7 @@ def test_a_step_the_switch_would_refuse_is_refused_first_and_what_others_configu
     assert set(fcip_lab.sims["primary-rtr"].state().running["tunnels"]) == {"26"}
     assert fcip_lab.production_everywhere()
     assert set(Link.objects.values_list("state", flat=True)) == {"failed"}
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
 
 
 @pytest.mark.django_db
@@ -506,7 +506,7 @@ def test_a_disconnect_never_hands_an_fcip_link_to_another_site_s_queued_connect(
     assert execute(remove.pk).state == "succeeded"
     assert {name: fcip_lab.flexzone_zones(name) for name in PLATFORMS} == {name: {} for name in PLATFORMS}
     execute(reverse.pk)
-    held = DeviceLock.objects.exists()
+    held = Grant.objects.exists()
     assert held == Link.objects.filter(state="up").exists(), "a link is up without a holder, or the reverse"
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)

@@ -11,7 +11,7 @@ from django.db import connection, transaction
 
 from operations import execute, invoke, reconcile, submit
 from operations.chores import settle_stranded_links
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanError
 from registry.models import Device, Site
 from routers.drivers.base import LinkSpec
@@ -40,13 +40,13 @@ def test_removing_one_device_keeps_the_link_another_device_of_the_site_still_hol
     removed = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID1"}).pk)
     assert removed.state == "succeeded", removed.error
     assert (router_keys(ops_lab.primary_sim), router_keys(ops_lab.remote_sim)) == keys  # still up for XRAID4
-    assert list(DeviceLock.objects.values_list("device__description", flat=True)) == ["XRAID4"]
+    assert list(Grant.objects.values_list("device__description", flat=True)) == ["XRAID4"]
     assert set(Link.objects.filter(state="up").values_list("device__description", flat=True)) == {"XRAID4"}
     assert_agreement(ops_lab)
     last = execute(submit("remove", {"site": "remote-site", "device_description": "XRAID4"}).pk)
     assert last.state == "succeeded", last.error
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert_agreement(ops_lab)
 
 
@@ -59,7 +59,7 @@ def test_a_remove_then_an_add_queued_in_that_order_leave_the_site_holding_its_lo
     op = execute(again.pk)
     assert op.state == "succeeded", op.error
     assert router_keys(ops_lab.primary_sim) and router_keys(ops_lab.remote_sim)
-    lock = DeviceLock.objects.get()
+    lock = Grant.objects.get()
     assert (lock.site.name, lock.device.description, lock.operation_id) == ("remote-site", "XRAID1", again.pk)
     assert_agreement(ops_lab)
 
@@ -72,7 +72,7 @@ def test_repair_puts_records_left_mid_change_up_while_a_lock_still_holds_them(op
     op = reconcile(repair=True)  # one of them no longer on its router; the site still holds XRAID1
     assert op.state == "succeeded", op.error
     assert set(Link.objects.values_list("state", flat=True)) == {"up"}
-    assert DeviceLock.objects.filter(site__name="remote-site", device__description="XRAID1").exists()
+    assert Grant.objects.filter(site__name="remote-site", device__description="XRAID1").exists()
     assert_agreement(ops_lab)
 
 
@@ -80,11 +80,11 @@ def test_repair_puts_records_left_mid_change_up_while_a_lock_still_holds_them(op
 def test_repair_takes_off_records_left_mid_change_that_no_lock_holds(ops_lab):
     add("XRAID1")
     Link.objects.update(state="configuring")  # records left mid-change by an add that is long finished,
-    DeviceLock.objects.all().delete()  # whose hold has ended since
+    Grant.objects.all().delete()  # whose hold has ended since
     op = reconcile(repair=True)
     assert op.state == "succeeded", op.error
     assert set(Link.objects.values_list("state", flat=True)) == {"failed"}
-    assert not DeviceLock.objects.exists()  # no link holds XRAID1 for remote-site any more
+    assert not Grant.objects.exists()  # no link holds XRAID1 for remote-site any more
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
     assert_agreement(ops_lab)
 
@@ -93,11 +93,11 @@ def test_repair_takes_off_records_left_mid_change_that_no_lock_holds(ops_lab):
 def test_a_v1_link_is_held_like_any_other_and_its_removal_releases_the_device(ops_lab):
     added = invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22")
     assert added.state == "succeeded", added.error
-    lock = DeviceLock.objects.get()
+    lock = Grant.objects.get()
     assert (lock.site.name, lock.device.description) == ("remote-site", "XRAID1")
     removed = invoke("primary-rtr", "rmifcp", port=8, zone=1, remote_ip="127.0.0.22")
     assert removed.state == "succeeded", removed.error
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert_agreement(ops_lab)
 
 
@@ -108,7 +108,7 @@ def test_a_link_recorded_from_the_router_gets_a_holder_so_another_site_cannot_ta
     assert op.state == "succeeded", op.error
     link = Link.objects.get(state="up")
     assert (link.site.name, link.device.description) == ("primary-site", "XRAID3")
-    lock = DeviceLock.objects.get()
+    lock = Grant.objects.get()
     assert (lock.site.name, lock.device.description, lock.exclusive) == ("primary-site", "XRAID3", True)
     assert_agreement(ops_lab)
 
@@ -116,14 +116,14 @@ def test_a_link_recorded_from_the_router_gets_a_holder_so_another_site_cannot_ta
 @pytest.mark.django_db
 def test_a_router_link_for_a_device_another_site_holds_exclusively_is_not_recorded(ops_lab, demo):
     behind_the_registrys_back(ops_lab.primary_rtr, "add", STRAY)
-    DeviceLock.objects.create(device=demo["xraid3"], site=demo["remote"], exclusive=True, reason="held elsewhere")
+    Grant.objects.create(device=demo["xraid3"], site=demo["remote"], exclusive=True, reason="held elsewhere")
     op = reconcile(repair=True, policy="router")
     report = op.result["routers"]["primary-rtr"]
     assert not Link.objects.exists()
     assert [item["reason"] for item in report["unresolved"]] == [
         "XRAID3 is locked by remote-site; the registry cannot record primary-site holding it too (remove the link "
         "on the router, or free the device there)"]
-    assert list(DeviceLock.objects.values_list("site__name", flat=True)) == ["remote-site"]
+    assert list(Grant.objects.values_list("site__name", flat=True)) == ["remote-site"]
 
 
 def lease_of_up_links() -> set:
@@ -135,10 +135,10 @@ def test_a_shared_link_lasts_as_long_as_its_longest_holder(ops_lab, xraid4):
     held = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4", "duration": 600}).pk)
     leased = execute(submit("add", {"site": "remote-site", "device_description": "XRAID1", "duration": 60}).pk)
     assert held.state == leased.state == "succeeded", (held.error, leased.error)
-    xraid4_expiry = DeviceLock.objects.get(device=xraid4).expires_at
+    xraid4_expiry = Grant.objects.get(device=xraid4).expires_at
     assert lease_of_up_links() == {xraid4_expiry}  # not XRAID1's 60 s: XRAID4 still needs the link after that
     assert execute(submit("remove", {"site": "remote-site", "device_description": "XRAID4"}).pk).state == "succeeded"
-    assert lease_of_up_links() == {DeviceLock.objects.get().expires_at}  # now XRAID1's alone
+    assert lease_of_up_links() == {Grant.objects.get().expires_at}  # now XRAID1's alone
     assert_agreement(ops_lab)
 
 
@@ -148,7 +148,7 @@ def test_a_link_a_holder_keeps_without_a_lease_shows_no_expiry(ops_lab, xraid4):
     leased = execute(submit("add", {"site": "remote-site", "device_description": "XRAID1", "duration": 60}).pk)
     assert leased.state == "succeeded", leased.error
     assert lease_of_up_links() == {None}
-    assert DeviceLock.objects.get(device__description="XRAID1").expires_at is not None
+    assert Grant.objects.get(device__description="XRAID1").expires_at is not None
 
 
 HOLDERS = {
@@ -173,7 +173,7 @@ def test_the_two_holders_of_a_link_removed_at_once_leave_no_link_up_without_a_ho
     with transaction.atomic():
         # Hold the first device's lock row, so the first remove stops at the statement that ends it
         # (which deletes that lock) after it has handed the link to the other hold; the second starts.
-        DeviceLock.objects.select_for_update().get(device__description=first_device)
+        Grant.objects.select_for_update().get(device__description=first_device)
         in_thread(lambda: execute(first.pk))
         for _ in range(500):
             if Link.objects.filter(device__description=second_device, state="up").count() == 2:
@@ -187,7 +187,7 @@ def test_the_two_holders_of_a_link_removed_at_once_leave_no_link_up_without_a_ho
             break
         time.sleep(0.02)
     assert [Operation.objects.get(pk=op.pk).state for op in (first, second)] == ["succeeded", "succeeded"]
-    held = DeviceLock.objects.exists()
+    held = Grant.objects.exists()
     up = Link.objects.filter(state="up").exists()
     assert held == up, f"locks held: {held}; links up: {up}"  # every up link has a holder, and no lock is idle
     assert_agreement(ops_lab)
@@ -214,7 +214,7 @@ def test_a_v1_command_on_a_port_the_site_is_not_attached_to_is_refused(ops_lab, 
         invoke("primary-rtr", command, port=9, zone=1, remote_ip="127.0.0.22")
     assert refused.value.field == "port"
     assert "FC port 8" in str(refused.value)
-    assert not Operation.objects.exists() and not DeviceLock.objects.exists() and not Link.objects.exists()
+    assert not Operation.objects.exists() and not Grant.objects.exists() and not Link.objects.exists()
     assert router_keys(ops_lab.primary_sim) == set()
 
 
@@ -225,7 +225,7 @@ def test_a_queued_v1_addifcp_holds_the_device_so_the_sites_values_cannot_change_
     # the link it then made was on a port no disconnect plans from, and reconcile found it misplaced.
     queued = invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22", wait=False)
     assert queued.state == "queued"
-    assert list(DeviceLock.objects.values_list("site__name", "device__description", "operation")) == [
+    assert list(Grant.objects.values_list("site__name", "device__description", "operation")) == [
         ("remote-site", "XRAID1", queued.pk)]
     primary = Site.objects.get(name="primary-site")
     primary.router_port = 9
@@ -279,5 +279,5 @@ def test_a_v1_rmifcp_releases_the_device_though_the_site_keeps_links_of_its_zone
         state="up")  # remote-site's link of zone 1 to the third site (its hold is not the point here)
     assert invoke("primary-rtr", "addifcp", port=8, zone=1, remote_ip="127.0.0.22").state == "succeeded"
     assert invoke("primary-rtr", "rmifcp", port=8, zone=1, remote_ip="127.0.0.22").state == "succeeded"
-    assert not DeviceLock.objects.filter(device__description="XRAID1").exists()
+    assert not Grant.objects.filter(device__description="XRAID1").exists()
     assert Link.objects.get(pk=other.pk).state == "up"

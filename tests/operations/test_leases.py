@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from operations import execute, submit
 from operations.chores import expire_leases
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from registry.models import Device
 from tests.operations.test_basics import assert_agreement
 
@@ -30,7 +30,7 @@ def near(when: datetime | None, seconds: int) -> bool:
 
 def lease_everywhere(op) -> tuple[datetime | None, set[datetime | None], datetime | None]:
     result = op.result["lease_expires_at"]
-    return (DeviceLock.objects.get().expires_at,
+    return (Grant.objects.get().expires_at,
             set(Link.objects.filter(state="up").values_list("lease_expires_at", flat=True)),
             result and datetime.fromisoformat(result))
 
@@ -62,11 +62,11 @@ def test_an_add_without_a_lease_makes_the_connection_permanent_and_says_so(ops_l
 @pytest.mark.django_db
 def test_a_lease_whose_removal_cannot_be_planned_is_kept_and_the_failure_journaled_once(ops_lab):
     add(1)
-    expires_at = DeviceLock.objects.get().expires_at
+    expires_at = Grant.objects.get().expires_at
     time.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()) + 0.05)
-    Device.objects.filter(description="XRAID1").update(owner_site=DeviceLock.objects.get().site)  # unplannable now
+    Device.objects.filter(description="XRAID1").update(owner_site=Grant.objects.get().site)  # unplannable now
     assert expire_leases() == [] and expire_leases() == []
     [failed] = Operation.objects.filter(kind="expire")
     assert failed.state == "failed" and "XRAID1" in failed.error
-    assert DeviceLock.objects.get().expires_at == expires_at  # still due: not dropped, retried by later sweeps
+    assert Grant.objects.get().expires_at == expires_at  # still due: not dropped, retried by later sweeps
     assert Link.objects.filter(state="up").count() == 2

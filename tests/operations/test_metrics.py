@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from operations import execute, journal, submit
 from operations.chores import expire_leases
-from operations.models import DeviceLock, Operation
+from operations.models import Grant, Operation
 from routers.sim.faults import Fault
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}
@@ -66,7 +66,7 @@ def test_a_reconcile_is_labelled_with_every_router_it_read_and_a_dropped_reply_i
 @pytest.mark.django_db
 def test_a_lease_that_runs_out_is_counted_when_its_removal_is_submitted(ops_lab):
     execute(submit("add", {**ADD, "duration": 600}).pk)
-    DeviceLock.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    Grant.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     before = sample("flexzone_lease_expiries_total")
     assert len(expire_leases()) == 1
     assert expire_leases() == []  # one lease, one removal

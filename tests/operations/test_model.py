@@ -47,7 +47,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from operations import execute, reconcile, submit
 from operations.chores import expire_leases, settle_stranded_links
 from operations.desired import desired_for
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanError, plan_connect
 from operations.pool import pool
 from registry.demo import load_demo
@@ -137,11 +137,11 @@ class EngineModel(RuleBasedStateMachine):
 
     @rule(pick=st.integers(min_value=0, max_value=10))
     def expire(self, pick):
-        locks = list(DeviceLock.objects.order_by("pk"))
+        locks = list(Grant.objects.order_by("pk"))
         if not locks:
             return
         lock = locks[pick % len(locks)]
-        DeviceLock.objects.filter(pk=lock.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+        Grant.objects.filter(pk=lock.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
         for pk in expire_leases():
             assert execute(pk).state not in ("queued", "running")
 
@@ -160,7 +160,7 @@ class EngineModel(RuleBasedStateMachine):
     def _edit_site(self, site: str, field: str, new_value) -> None:
         """Refused (in_use) exactly while locks or live links are made with the site's values, else saved."""
         row = Site.objects.get(name=site)
-        held = (DeviceLock.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
+        held = (Grant.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
                 or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
         setattr(row, field, new_value(getattr(row, field)))
         try:
@@ -247,7 +247,7 @@ class EngineModel(RuleBasedStateMachine):
         # grants (operations.desired) and the plan a connect of each grant would make.
         desired = {router: set(wants) for router, wants in desired_for().items()}
         planned: dict[int, set[tuple]] = {}
-        for lock in DeviceLock.objects.select_related("site", "device"):
+        for lock in Grant.objects.select_related("site", "device"):
             plan = plan_connect(site=lock.site.name, device_description=lock.device.description)
             for step in plan.steps:
                 planned.setdefault(step.router_id, set()).add((step.port, step.zone, step.remote_ip))
@@ -276,7 +276,7 @@ class EngineModel(RuleBasedStateMachine):
         # A record left mid-change on a router that does not answer waits for the settle chore.
         assert not Link.objects.filter(state="configuring").exclude(router__name__in=self.down).exists()
         for device in Device.objects.filter(shareable=False):
-            assert DeviceLock.objects.filter(device=device).count() <= 1, device.description
+            assert Grant.objects.filter(device=device).count() <= 1, device.description
 
     def teardown(self):
         for site, port in self.ports.items():
@@ -290,9 +290,9 @@ def clean_slate(sims: dict, admins: dict) -> None:
         sim.faults = []
     if sims["west-rtr"].state().running["zone_modes"].get("1") == "enhanced":
         admins["west-rtr"].conn.send_config_set(["no zone mode enhanced vsan 1"])
-    for lock in list(DeviceLock.objects.select_related("site", "device")):
+    for lock in list(Grant.objects.select_related("site", "device")):
         execute(submit("remove", {"site": lock.site.name, "device_description": lock.device.description}).pk)
-    DeviceLock.objects.all().delete()
+    Grant.objects.all().delete()
     Link.objects.all().delete()
     for name in WIRING:
         assert reconcile(repair=True, router=name).state == "succeeded"
@@ -345,4 +345,4 @@ def test_two_queued_connects_on_one_fcip_port_leave_the_second_rolled_back_and_n
     assert not Link.objects.filter(state="configuring").exists()
     assert not up_keys(sims["primary-rtr"])
     assert up_keys(sims["west-rtr"]) == {(25, 1, "127.0.0.22")}
-    assert list(DeviceLock.objects.values_list("site__name", "device__description")) == [("west-site", "RAID-R1")]
+    assert list(Grant.objects.values_list("site__name", "device__description")) == [("west-site", "RAID-R1")]

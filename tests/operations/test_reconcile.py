@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from operations import execute, invoke, reconcile, submit
 from operations.chores import expire_leases
-from operations.models import DeviceLock, Link, Operation
+from operations.models import Grant, Link, Operation
 from operations.steps import router_target
 from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec
@@ -69,14 +69,14 @@ def test_an_expired_lease_removes_the_link_and_releases_the_device(ops_lab):
     op = execute(submit("add", {**ADD_XRAID1, "duration": 2}).pk)
     assert op.state == "succeeded", op.error
     assert expire_leases() == []
-    expires_at = DeviceLock.objects.get().expires_at
+    expires_at = Grant.objects.get().expires_at
     assert Link.objects.filter(state="up", lease_expires_at=expires_at).count() == 2
     time.sleep(max(0.0, (expires_at - timezone.now()).total_seconds()) + 0.05)
     expired = expire_leases()
     assert len(expired) == 1 and expire_leases() == []
     removal = execute(expired[0])
     assert removal.kind == "expire" and removal.state == "succeeded", removal.error
-    assert not DeviceLock.objects.exists()
+    assert not Grant.objects.exists()
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
     assert_agreement(ops_lab)
 
@@ -86,16 +86,16 @@ def test_a_renewal_that_ends_after_its_leases_expiry_was_queued_is_never_removed
     # Issue 21 (2): connect --for 2s; connect again --for 1h while the first is up; the sweep submits
     # the first lease's expiry before the renewal runs. The renewal ends later: the expiry is void.
     assert execute(submit("add", {**ADD_XRAID1, "duration": 2}).pk).state == "succeeded"
-    DeviceLock.objects.update(expires_at=timezone.now() - timezone.timedelta(seconds=1))  # the lease is due
+    Grant.objects.update(expires_at=timezone.now() - timezone.timedelta(seconds=1))  # the lease is due
     renewal = submit("add", {**ADD_XRAID1, "duration": 3600})
     [expiry] = expire_leases()
     assert execute(renewal.pk).state == "succeeded"
-    renewed_until = DeviceLock.objects.get().expires_at
+    renewed_until = Grant.objects.get().expires_at
     assert renewed_until > timezone.now() + timezone.timedelta(minutes=59)
     removal = execute(expiry)
     assert removal.state == "succeeded", removal.error
     assert removal.result["links"] == [] and f"renewed by operation {renewal.pk}" in removal.transcript
-    assert DeviceLock.objects.get().expires_at == renewed_until
+    assert Grant.objects.get().expires_at == renewed_until
     assert Link.objects.filter(state="up").count() == 2
     assert router_keys(ops_lab.primary_sim) and router_keys(ops_lab.remote_sim)
     assert_agreement(ops_lab)
@@ -136,7 +136,7 @@ def test_a_renewal_whose_end_was_being_written_as_the_sweep_ran_is_not_removed_b
     # The renewal's finished_at is stamped before its final commit; a sweep in between queues an expiry
     # created after that stamp. The lock's new expiry, later than the lease expired, still voids it.
     assert execute(submit("add", {**ADD_XRAID1, "duration": 2}).pk).state == "succeeded"
-    DeviceLock.objects.update(expires_at=timezone.now() - timezone.timedelta(seconds=1))
+    Grant.objects.update(expires_at=timezone.now() - timezone.timedelta(seconds=1))
     renewal = submit("add", {**ADD_XRAID1, "duration": 3600})
     [expiry] = expire_leases()
     assert execute(renewal.pk).state == "succeeded"
@@ -175,7 +175,7 @@ def test_repair_keeps_and_records_the_links_a_grant_needs_when_their_records_wer
 @pytest.mark.django_db
 def test_reconcile_reports_and_repair_takes_down_an_up_link_no_grant_needs(ops_lab):
     execute(submit("add", ADD_XRAID1).pk)
-    DeviceLock.objects.all().delete()  # the hold ended behind the engine's back: nobody may reach XRAID1
+    Grant.objects.all().delete()  # the hold ended behind the engine's back: nobody may reach XRAID1
     report = reconcile().result["routers"]["primary-rtr"]
     assert [(d["port"], d["zone"], d["remote_ip"], d["reason"]) for d in report["mismatched"]] == [
         (*PRIMARY_LINK, "no grant needs it")]

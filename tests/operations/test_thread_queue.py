@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from operations import submit
-from operations.models import DeviceLock, Operation
+from operations.models import Grant, Operation
 from registry.readiness import database_url
 from tests.operations.test_basics import assert_agreement, router_keys
 from tests.operations.test_worker import WORKER_ENV, wait_for
@@ -36,7 +36,7 @@ def stop(process: subprocess.Popen) -> None:
 def test_a_restarted_api_process_runs_what_was_queued_before_and_starts_its_chores(ops_lab, secrets_dir, tmp_path):
     # Journaled and queued by a process that stopped before running it (the manual queue runs nothing).
     queued = submit("add", {"site": "remote-site", "device_description": "XRAID1"})
-    DeviceLock.objects.create(device=ops_lab.demo["xraid3"], site=ops_lab.demo["remote"], exclusive=True,
+    Grant.objects.create(device=ops_lab.demo["xraid3"], site=ops_lab.demo["remote"], exclusive=True,
                               expires_at=timezone.now() - timedelta(seconds=5), reason="a lease that ran out")
     env = {**os.environ, **WORKER_ENV, "FLEXZONE_OPS_QUEUE": "thread", "FLEXZONE_OPS_LEASE_EVERY": "1",
            "DATABASE_URL": database_url(), "FLEXZONE_SECRETS_DIR": str(secrets_dir)}

@@ -1,4 +1,5 @@
-"""Upgrading a database whose links and locks were the registry's: they become the engine's, rows kept."""
+"""Upgrading a database whose links and locks were the registry's: they become the engine's links and
+grants, rows kept."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from operations.models import DeviceLock, Link
+from operations.models import Grant, Link
 
 BEFORE = [("registry", "0009_registry_generation"), ("operations", "0002_operation_kind_finished_index")]
 
@@ -32,7 +33,7 @@ def previous_schema(transactional_db):
         migrate(latest())
 
 
-def test_an_upgrade_keeps_up_links_and_locks_and_their_rules(previous_schema):
+def test_an_upgrade_keeps_up_links_and_locks_as_grants_and_their_rules(previous_schema):
     old = previous_schema
     site = old.get_model("registry", "Site").objects.create(
         name="old-site", display_name="OLD-SITE", msan_id=901, management_ip="10.0.9.1", data_ip="127.0.9.1",
@@ -70,18 +71,25 @@ def test_an_upgrade_keeps_up_links_and_locks_and_their_rules(previous_schema):
     assert (moved.site.name, moved.device.description, moved.router.name, moved.port, moved.zone.zone_id,
             moved.remote_ip, moved.state, moved.operation_id) == (
         "old-site", "OLD-RAID", "old-rtr", 5, 901, "127.0.9.2", "up", operation.pk)
-    held = DeviceLock.objects.get(pk=lock.pk)
+    held = Grant.objects.get(pk=lock.pk)
     assert (held.site.name, held.device.description, held.exclusive, held.reason) == (
         "old-site", "OLD-RAID", True, "held before")
     # Each grant records the initiators it zones (operations 0006).
     assert held.initiators == ["21:00:00:09:01:00:00:aa"]
-    assert DeviceLock.objects.get(pk=shared.pk).initiators == ["21:00:00:09:01:00:00:bb"]
-    assert Link._meta.db_table == "operations_link" and DeviceLock._meta.db_table == "operations_devicelock"
+    assert Grant.objects.get(pk=shared.pk).initiators == ["21:00:00:09:01:00:00:bb"]
+    assert Link._meta.db_table == "operations_link" and Grant._meta.db_table == "operations_grant"
     assert ContentType.objects.filter(app_label="operations", model="link").exists()
     assert not ContentType.objects.filter(app_label="registry", model="link").exists()
+    with connection.cursor() as cursor:  # the lock's table is the grant's now (operations 0007)
+        cursor.execute("SELECT to_regclass('operations_devicelock'), to_regclass('registry_devicelock')")
+        assert cursor.fetchone() == (None, None)
     # The rules moved with the rows, under this app's names.
     with pytest.raises(IntegrityError, match="operations_link_one_active_per_endpoint"), transaction.atomic():
         Link.objects.create(site=moved.site, device=moved.device, router=moved.router, port=5, zone=moved.zone,
                             remote_ip="127.0.9.2", state="configuring")
-    with pytest.raises(IntegrityError, match="operations_devicelock_unique_holder"), transaction.atomic():
-        DeviceLock.objects.create(device=held.device, site=held.site, exclusive=False)
+    with pytest.raises(IntegrityError, match="operations_grant_unique_holder"), transaction.atomic():
+        Grant.objects.create(device=held.device, site=held.site, exclusive=False)
+    with pytest.raises(IntegrityError, match="operations_grant_one_exclusive_holder"), transaction.atomic():
+        Grant.objects.create(device=held.device, site=moved.device.owner_site, exclusive=True)
+    # A new grant's row gets its id from the renamed table's sequence, after the kept rows'.
+    assert Grant.objects.create(device_id=second.pk, site_id=other.pk, exclusive=False).pk > shared.pk

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from operations import submit
 from operations.locking import router_lock
-from operations.models import DeviceLock, Operation
+from operations.models import Grant, Operation
 from registry.readiness import database_url
 from routers.sim.personality import TimingProfile
 from tests.operations.test_basics import assert_agreement, router_keys
@@ -119,7 +119,7 @@ def test_lease_expiry_runs_while_every_operation_slot_waits_on_a_busy_router(ops
                        for site, device in (("remote-site", "XRAID1"), ("primary-site", "XRAID2"))]
             wait_for(lambda: Operation.objects.filter(pk__in=[op.pk for op in waiting], state="running").count() == 2,
                      30, f"both slots to take an add ({log})")
-            DeviceLock.objects.create(device=ops_lab.demo["xraid3"], site=ops_lab.demo["primary"], exclusive=True,
+            Grant.objects.create(device=ops_lab.demo["xraid3"], site=ops_lab.demo["primary"], exclusive=True,
                                       expires_at=timezone.now() - timedelta(seconds=1), reason="a lease that ran out")
             wait_for(lambda: Operation.objects.filter(kind="expire").exists(), 10,
                      f"lease expiry while both operation slots wait ({log})")

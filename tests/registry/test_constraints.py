@@ -4,7 +4,7 @@ going through clean() and expects the named constraint to refuse it."""
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from operations.models import DeviceLock, Link
+from operations.models import Grant, Link
 from registry.errors import explain_integrity_error
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 
@@ -114,17 +114,17 @@ def test_an_inactive_link_does_not_block_a_new_active_one(demo):
 
 
 def test_a_device_locked_by_two_sites_at_once_is_refused(demo):
-    DeviceLock.objects.create(device=demo["xraid1"], site=demo["remote"], exclusive=True)
+    Grant.objects.create(device=demo["xraid1"], site=demo["remote"], exclusive=True)
     third = site()
     third.save()
-    _, message = refused(lambda: DeviceLock.objects.create(device=demo["xraid1"], site=third, exclusive=True))
-    assert message == "This device is already locked by another site."
+    _, message = refused(lambda: Grant.objects.create(device=demo["xraid1"], site=third, exclusive=True))
+    assert message == "Another site holds an exclusive grant of this device."
 
 
 def test_a_site_cannot_hold_the_same_device_twice(demo):
-    DeviceLock.objects.create(device=demo["xraid1"], site=demo["remote"], exclusive=False)
-    _, message = refused(lambda: DeviceLock.objects.create(device=demo["xraid1"], site=demo["remote"], exclusive=False))
-    assert message == "This site already holds this device."
+    Grant.objects.create(device=demo["xraid1"], site=demo["remote"], exclusive=False)
+    _, message = refused(lambda: Grant.objects.create(device=demo["xraid1"], site=demo["remote"], exclusive=False))
+    assert message == "This site already holds a grant of this device."
 
 
 def test_zone_id_outside_the_fc_range_is_refused(db):
