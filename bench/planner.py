@@ -62,6 +62,9 @@ def _build(sites: int, devices: int, zones: int, rng: random.Random) -> None:
             for i, site in enumerate(site_rows)
         ]
     )
+    # A link joins two routers of one protocol: a zone's devices are owned by sites of one kind
+    # (FCIP for even zone numbers, iFCP for odd ones), and each question asks from a site of that kind.
+    like = _sites_by_protocol(site_rows, platforms)
     # One host with one initiator port per site: an FCIP plan zones the requesting site's initiators.
     hosts = Host.objects.bulk_create([Host(site=site, name=f"bench-host-{i}") for i, site in enumerate(site_rows)])
     Initiator.objects.bulk_create([
@@ -75,11 +78,17 @@ def _build(sites: int, devices: int, zones: int, rng: random.Random) -> None:
                 description=f"BENCHDEV{i}",
                 wwn=":".join(f"{b:02x}" for b in (0x50, 0x00) + tuple((i + 1).to_bytes(6, "big"))),
                 zone=zone_rows[i % len(zone_rows)],
-                owner_site=site_rows[rng.randrange(len(site_rows))],
+                owner_site=rng.choice(like[zone_rows[i % len(zone_rows)].zone_id % 2]),
             )
             for i in range(devices)
         ]
     )
+
+
+def _sites_by_protocol(site_rows: list[Site], platforms: list[str]) -> tuple[list[Site], list[Site]]:
+    """(FCIP sites, iFCP sites), as `_build` gives site i the platform platforms[i % len(platforms)]."""
+    fcip = [site for i, site in enumerate(site_rows) if DRIVERS[platforms[i % len(platforms)]].zones_initiators]
+    return fcip, [site for site in site_rows if site not in fcip]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,9 +118,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"in {time.perf_counter() - started:.1f} s"
             )
             devices = list(Device.objects.select_related("owner_site", "zone").order_by("pk"))
+            like = _sites_by_protocol(list(Site.objects.filter(name__startswith="bench-site-").order_by("msan_id")),
+                                      sorted(str(p) for p in DRIVERS))
             for i in range(args.queries):
                 device = devices[rng.randrange(len(devices))]
-                site = f"bench-site-{rng.randrange(args.sites)}"
+                site = rng.choice(like[device.zone.zone_id % 2]).name
                 if site == device.owner_site.name:
                     continue
                 kind = ("description", "wwn", "zone")[i % 3]

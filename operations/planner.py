@@ -281,6 +281,8 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
             continue
         seen_owners.add(owner.pk)
         owner_router = routers[owner.pk]
+        if action == "add":
+            _refuse_mixed_protocols(owner_router, requester_router)
         # Target side first: its gateway must accept the session before the requester opens it.
         steps.append((owner_router, owner, requester, device))
         steps.append((requester_router, requester, owner, device))
@@ -319,6 +321,26 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
         devices=[d.description for d in devices],
         steps=plan_steps,
         ids={"site": requester.pk, "devices": {d.description: [d.pk, d.zone_id] for d in devices}},
+    )
+
+
+def _protocol(router: Router) -> str:
+    return "FCIP" if _zones_initiators(router.platform) else "iFCP"
+
+
+def _refuse_mixed_protocols(owner_router: Router, requester_router: Router) -> None:
+    """Both ends of a link speak one protocol: an iFCP session towards an FCIP switch, or an FCIP
+    tunnel towards an iFCP gateway, would be configured and never carry a frame. (A disconnect is
+    still planned, so that links made before this rule can be taken down.)"""
+    ends = sorted({_protocol(owner_router), _protocol(requester_router)})
+    if len(ends) == 1:
+        return
+    raise PlanError(
+        "site",
+        f"site {requester_router.site.name}'s router {requester_router.name} ({requester_router.platform}, "
+        f"{_protocol(requester_router)}) and site {owner_router.site.name}'s router {owner_router.name} "
+        f"({owner_router.platform}, {_protocol(owner_router)}) speak different protocols: a link joins an iFCP "
+        "gateway to an iFCP gateway, or an FCIP switch to an FCIP switch.",
     )
 
 

@@ -12,8 +12,9 @@ from registry.models import Device, Site
 
 @pytest.mark.django_db
 def test_bench_planner_answers_every_question_and_prints_its_figures(capsys):
-    # 20 sites over 5 platforms and 200 devices in 10 zones: zones with two devices of one site behind
-    # an FCIP router come up, and each is one link zoning them all (before, the planner refused them).
+    # 20 sites over 4 platforms and 200 devices in 10 zones, each zone among sites of one protocol:
+    # zones with two devices of one site behind an FCIP router come up, and each is one link zoning
+    # them all (before, the planner refused them).
     argv = ["--sites", "20", "--devices", "200", "--zones", "10", "--queries", "120", "--seed", "3"]
     assert bench.main(argv) == 0
     out = capsys.readouterr().out.strip().splitlines()

@@ -1,17 +1,21 @@
 """A model-based test of the engine: hypothesis picks random sequences of moves and looks for one that
 breaks what the locks (today's grants) promise.
 
-The cast: the demo registry with its FCIP pair, four sites on all four platforms (primary-site on an
+The cast: the demo registry with its FCIP pair, five sites on all four platforms (primary-site on an
 McData Eclipse and remote-site on a Nishan IPS 3000 over telnet, east-site on Brocade FOS and
-west-site on Cisco MDS over SSH, each FCIP switch carrying another admin's production zoning), plus
-RAID-R1 (remote-site's, zone 1, so two sites hold each other's devices through the same links),
-WEST-ARRAY1 and WEST-ARRAY2 (west-site's, zone 4: east-site and west-site share one FCIP link both
-ways, and two devices on it). The moves: connect (with or without a lease; again, it renews),
-disconnect, a lease run out and expired by the lease chore, a registry edit of a site's router port,
-a router outage (logins refused) and its recovery, another admin's zoning change on an FCIP switch,
-connects and disconnects naming hosts on the FCIP link east-site and west-site share, the MDS
-switched to enhanced zoning, and a connect while another admin holds a switch's zoning open
-(a FOS transaction, an MDS enhanced-mode lock) for a second. After every move, with every operation ended:
+west-site on Cisco MDS over SSH, and north-site on a second Brocade FOS, each FCIP switch carrying
+another admin's production zoning), plus RAID-R1 (remote-site's, zone 1, so two sites hold each
+other's devices through the same links), WEST-ARRAY1 and WEST-ARRAY2 (west-site's, zone 4: east-site
+and west-site share one FCIP link both ways, and two devices on it) and NORTH-ARRAY1 (north-site's,
+zone 5: a west-site hold of it needs west-rtr's FCIP interface to peer with a second gateway). A
+connect between an iFCP and an FCIP site is refused at submit, like any other plan error.
+
+The moves: connect (with or without a lease; again, it renews), disconnect, a lease run out and expired
+by the lease chore, a registry edit of a site's router port, a router outage (logins refused) and its
+recovery, another admin's zoning change on an FCIP switch, connects and disconnects naming hosts on the
+FCIP link east-site and west-site share, the MDS switched to enhanced zoning, and a connect while
+another admin holds a switch's zoning open (a FOS transaction, an MDS enhanced-mode lock) for a second.
+After every move, with every operation ended:
 
 * each router carries exactly the links the locks need: the union of the plans of every lock,
   computed from the registry, equals what the simulator has up, and the registry's `up` links agree;
@@ -51,16 +55,16 @@ from operations.models import Grant, Link, Operation
 from operations.planner import PlanError, plan_connect
 from operations.pool import pool
 from registry.demo import load_demo
-from registry.models import Device, Host, Initiator, Router, Site
+from registry.models import Device, Host, Initiator, Router, Site, Zone
 from routers.sim.admin import FabricAdmin, foreign_zoning
 from routers.sim.faults import Fault
 from tests.operations.conftest import wire
 
 WIRING = {"primary-rtr": ("mcdata_eclipse", "telnet"), "remote-rtr": ("nishan_ips3000", "telnet"),
-          "east-rtr": ("brocade_fos", "ssh"), "west-rtr": ("cisco_mds", "ssh")}
-FCIP = ("east-rtr", "west-rtr")
-SITES = ("primary-site", "remote-site", "east-site", "west-site")
-DEVICES = ("XRAID1", "XRAID2", "XRAID3", "RAID-R1", "EAST-ARRAY1", "WEST-ARRAY1", "WEST-ARRAY2")
+          "east-rtr": ("brocade_fos", "ssh"), "west-rtr": ("cisco_mds", "ssh"), "north-rtr": ("brocade_fos", "ssh")}
+FCIP = ("east-rtr", "west-rtr", "north-rtr")
+SITES = ("primary-site", "remote-site", "east-site", "west-site", "north-site")
+DEVICES = ("XRAID1", "XRAID2", "XRAID3", "RAID-R1", "EAST-ARRAY1", "WEST-ARRAY1", "WEST-ARRAY2", "NORTH-ARRAY1")
 LEASES = (None, None, 3600)
 # The FCIP sites' hosts (a second one each, made by the fixture), and the zone-4 devices their shared link serves.
 FCIP_HOSTS = {"east-site": ("east-backup", "east-archive"), "west-site": ("west-analysis", "west-batch")}
@@ -83,8 +87,15 @@ def model_lab(db, ops_settings, sim_factory, secrets_dir):
                           zone=zone4, owner_site=Site.objects.get(name="west-site"))
     Device.objects.create(device_id="west-array2", description="WEST-ARRAY2", wwn="50:00:09:72:08:1a:f1:45",
                           zone=zone4, owner_site=Site.objects.get(name="west-site"))
+    north = Site.objects.create(name="north-site", display_name="DICE-NORTH", msan_id=5, management_ip="127.0.0.15",
+                                data_ip="127.0.0.25", router_port=26)
+    Router.objects.create(site=north, name="north-rtr", platform="brocade_fos", transport="ssh", host="127.0.0.15",
+                          port=2327, username="admin", secret_ref="file:north-rtr")
+    Device.objects.create(device_id="north-array1", description="NORTH-ARRAY1", wwn="50:00:09:72:08:1a:f1:55",
+                          zone=Zone.objects.create(zone_id=5, description="North FCIP storage"), owner_site=north)
     for site, name, wwn in (("east-site", "east-archive", "10:00:00:10:9b:5e:a0:02"),
-                            ("west-site", "west-batch", "10:00:00:10:9b:5e:b0:03")):
+                            ("west-site", "west-batch", "10:00:00:10:9b:5e:b0:03"),
+                            ("north-site", "north-ingest", "10:00:00:10:9b:5e:c5:01")):
         Initiator.objects.create(host=Host.objects.create(site=Site.objects.get(name=site), name=name), wwn=wwn)
     sims, admins = {}, {}
     for name, (platform, transport) in WIRING.items():
@@ -324,11 +335,11 @@ def test_random_moves_never_break_what_the_locks_promise(model_lab, capsys):
 
 @pytest.mark.django_db
 def test_a_connect_needing_an_fcip_port_that_peers_elsewhere_is_refused_at_submit(model_lab):
-    # west-rtr's fcip25 peers with remote-site once west-site holds RAID-R1; XRAID1 (primary-site's)
-    # would need the same interface to peer with primary-site's gateway too.
-    assert execute(submit("add", {"site": "west-site", "device_description": "RAID-R1"}).pk).state == "succeeded"
-    with pytest.raises(PlanError, match="west-rtr.*already carries a link to 127.0.0.22"):
-        submit("add", {"site": "west-site", "device_description": "XRAID1"})
+    # west-rtr's fcip25 peers with east-site once west-site holds EAST-ARRAY1; NORTH-ARRAY1 (north-site's)
+    # would need the same interface to peer with north-site's gateway too.
+    assert execute(submit("add", {"site": "west-site", "device_description": "EAST-ARRAY1"}).pk).state == "succeeded"
+    with pytest.raises(PlanError, match="west-rtr.*already carries a link to 127.0.0.23"):
+        submit("add", {"site": "west-site", "device_description": "NORTH-ARRAY1"})
 
 
 @pytest.mark.django_db
@@ -336,13 +347,13 @@ def test_two_queued_connects_on_one_fcip_port_leave_the_second_rolled_back_and_n
     # Both planned before either ran (seed 3116319813 of the model found the second left `configuring`:
     # its rollback took the first link's zones on the same port for its own remnants).
     sims, _admins = model_lab
-    first = submit("add", {"site": "west-site", "device_description": "RAID-R1"})
-    second = submit("add", {"site": "west-site", "device_description": "XRAID1"})
+    first = submit("add", {"site": "west-site", "device_description": "EAST-ARRAY1"})
+    second = submit("add", {"site": "west-site", "device_description": "NORTH-ARRAY1"})
     assert execute(first.pk).state == "succeeded"
     op = execute(second.pk)
     assert op.state == "rolled_back", (op.state, op.error)
-    assert "already peers with 127.0.0.22" in op.error
+    assert "already peers with 127.0.0.23" in op.error
     assert not Link.objects.filter(state="configuring").exists()
-    assert not up_keys(sims["primary-rtr"])
-    assert up_keys(sims["west-rtr"]) == {(25, 1, "127.0.0.22")}
-    assert list(Grant.objects.values_list("site__name", "device__description")) == [("west-site", "RAID-R1")]
+    assert not up_keys(sims["north-rtr"])
+    assert up_keys(sims["west-rtr"]) == {(25, 4, "127.0.0.23")}
+    assert list(Grant.objects.values_list("site__name", "device__description")) == [("west-site", "EAST-ARRAY1")]

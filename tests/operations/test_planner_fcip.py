@@ -3,7 +3,8 @@
 import pytest
 from django.core.management import call_command
 
-from operations.models import Link
+from operations import submit
+from operations.models import Grant, Link, Operation
 from operations.planner import PlanError, plan_connect, plan_disconnect
 from registry.models import Device, Host, Initiator, Router, Site
 from routers.drivers.zoning import ACTIVE_ZONESET, EFFECTIVE
@@ -128,3 +129,30 @@ def test_a_zone_connect_with_several_devices_over_ifcp_is_one_shared_link(demo):
                           zone=xraid1.zone, owner_site=xraid1.owner_site)
     plan = plan_connect(site="remote-site", zone=xraid1.zone.zone_id)
     assert plan.devices == ["XRAID1", "XRAID4"] and len(plan.steps) == 2
+
+
+@pytest.mark.parametrize("fcip_side", ["primary-rtr", "remote-rtr"])
+def test_a_connect_between_an_ifcp_gateway_and_an_fcip_switch_is_refused_naming_both(demo, fcip_side):
+    """An iFCP session towards an FCIP switch, or an FCIP tunnel towards an iFCP gateway, can never carry
+    traffic: such a connect is refused before anything is journaled, naming both routers and the rule."""
+    Router.objects.filter(name=fcip_side).update(platform="brocade_fos", transport="ssh")
+    Site.objects.filter(routers__name=fcip_side).update(router_port=24)
+    with pytest.raises(PlanError) as refused:
+        plan_connect(site="remote-site", device_description="XRAID1")
+    assert refused.value.field == "site"
+    message = str(refused.value)
+    assert "primary-rtr" in message and "remote-rtr" in message and "brocade_fos" in message
+    assert "FCIP" in message and "iFCP" in message
+    with pytest.raises(PlanError, match="FCIP"):
+        plan_connect(site="remote-site", zone=1)
+    with pytest.raises(PlanError, match="speak different protocols"):  # nothing journaled, nothing held
+        submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+    assert not Operation.objects.exists() and not Grant.objects.exists()
+
+
+def test_a_disconnect_between_an_ifcp_gateway_and_an_fcip_switch_is_still_planned(demo):
+    """Links made before such connects were refused can still be taken down."""
+    Router.objects.filter(name="primary-rtr").update(platform="brocade_fos", transport="ssh")
+    Site.objects.filter(name="primary-site").update(router_port=24)
+    plan = plan_disconnect(site="remote-site", device_description="XRAID1")
+    assert [step.router for step in plan.steps] == ["remote-rtr", "primary-rtr"]
