@@ -12,6 +12,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
+from api import redaction
 from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
 from operations.models import Grant, Link, Operation
 from registry import in_use
@@ -273,7 +274,20 @@ class DeviceSerializer(RegistrySerializer):
                   "updated_at"]
 
 
-class LinkSerializer(RegistrySerializer):
+class InitiatorsScoped:
+    """A serializer whose answers name initiator WWNs: those outside the requesting principal's sites
+    are taken out (api/redaction.py)."""
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        return redaction.for_request(request).redact(data) if request is not None else data
+
+
+class LinkSerializer(InitiatorsScoped, RegistrySerializer):
+    """A link as flexzone configured it; initiator WWNs (and pairs holding them) only of the
+    principal's sites."""
+
     site = serializers.SlugRelatedField(slug_field="name", read_only=True)
     device = serializers.SlugRelatedField(slug_field="description", read_only=True)
     router = serializers.SlugRelatedField(slug_field="name", read_only=True)
@@ -337,8 +351,9 @@ class GrantSerializer(RegistrySerializer):
         return data
 
 
-class OperationSerializer(RegistrySerializer):
-    """State and phase timings for everyone; the router transcript only for admins."""
+class OperationSerializer(InitiatorsScoped, RegistrySerializer):
+    """State and phase timings for everyone; the router transcript only for admins; initiator WWNs
+    (in the request, plan, commands, result and error) only of the principal's sites."""
 
     principal = serializers.SlugRelatedField(slug_field="name", read_only=True)
     url = serializers.SerializerMethodField()

@@ -20,7 +20,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import audit
+from api import audit, redaction
 from api import serializers as s
 from api.authentication import crl_cache
 from api.fields import validate_printable_ascii
@@ -434,7 +434,7 @@ class PlanView(AuditedView, APIView):
         query = s.PlanQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
         plan = with_delta(_plan(query.validated_data["action"], query.validated_data))
-        return Response(plan.as_dict())
+        return Response(redaction.for_request(request).redact(plan.as_dict()))
 
 
 class HealthView(APIView):

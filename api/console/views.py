@@ -15,6 +15,7 @@ from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
+from api import redaction
 from api.console import topology
 from api.console.access import console_page
 from api.permissions import has_role, within_site_scope, within_zone_scope
@@ -102,6 +103,9 @@ def operation_page(request, pk: int):
     if not has_role(request.principal, Role.ADMIN):
         operations = operations.defer("transcript")  # shown to admins only; this page is re-read twice a second
     op = get_object_or_404(operations, pk=pk)
+    hidden = redaction.for_request(request)  # other sites' initiator WWNs, out of everything shown
+    op.request, op.plan, op.result, op.error = (hidden.redact(value) for value in (op.request, op.plan, op.result,
+                                                                                  op.error))
     done = op.state in TERMINAL_STATES
     phase = "done" if done else op.phase
     reached = [key for key, _ in PHASES].index(phase) if phase in dict(PHASES) else 0
@@ -149,7 +153,7 @@ def connect_page(request):
 @require_safe
 @console_page()
 def drift_page(request):
-    reports = last_reports()
+    reports = redaction.for_request(request).redact(last_reports())
     routers = []
     for router in Router.objects.select_related("site").order_by("name"):
         report = reports.get(router.name)
@@ -221,6 +225,9 @@ def routers_page(request):
 @console_page()
 def link_page(request, pk: int):
     link = get_object_or_404(Link.objects.select_related("site", "device", "router", "zone", "operation"), pk=pk)
+    hidden = redaction.for_request(request)
+    link.initiators, link.pairs = hidden.redact(link.initiators), hidden.redact(link.pairs)
     report = last_reports().get(link.router.name)
     drifted = bool(report) and link.pk in topology.drifted_links({link.router.name: report}, [link])
-    return _page(request, "link.html", {"link": link, "drifted": drifted, "report": report, "section": "topology"})
+    return _page(request, "link.html", {"link": link, "drifted": drifted, "report": hidden.redact(report),
+                                        "section": "topology"})

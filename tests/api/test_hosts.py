@@ -179,8 +179,10 @@ def test_a_link_shows_the_initiators_it_zones(call, cast):
     device = cast["xraid1"]
     Link.objects.create(site=cast["remote"], device=device, router=cast["primary_rtr"], port=8, zone=device.zone,
                         remote_ip="127.0.0.22", state="up", initiators=["21:00:00:e0:8b:10:3a:02"])
-    [link] = call("bob", "GET", "/api/links/").json()["results"]
+    [link] = call("alice", "GET", "/api/links/").json()["results"]  # remote-site is in alice's scope
     assert link["initiators"] == ["21:00:00:e0:8b:10:3a:02"]
+    [link] = call("bob", "GET", "/api/links/").json()["results"]  # no site in bob's: its hosts' WWNs are hidden
+    assert link["initiators"] == []
 
 
 # --- connect and plan: `hosts` -----------------------------------------------------------------
@@ -219,17 +221,20 @@ def test_a_disconnect_takes_no_hosts(call, cast):
 
 def test_the_plan_takes_hosts_as_a_repeated_query_parameter(call, fcip):
     query = [("site", "remote-site"), ("device_description", "XRAID1")]
-    everyone = call("bob", "GET", "/api/plan/", params=query)
+    everyone = call("alice", "GET", "/api/plan/", params=query)
     assert everyone.status_code == 200, everyone.text
     assert everyone.json()["steps"][0]["initiators"] == ["10:00:00:10:9b:5e:c0:01", "21:00:00:e0:8b:10:3a:02"]
-    both = call("bob", "GET", "/api/plan/", params=[*query, ("hosts", "backup-server"), ("hosts", "management-server")])
+    both = call("alice", "GET", "/api/plan/",
+                params=[*query, ("hosts", "backup-server"), ("hosts", "management-server")])
     assert both.json()["steps"][0]["initiators"] == everyone.json()["steps"][0]["initiators"]
-    one = call("bob", "GET", "/api/plan/", params=[*query, ("hosts", "management-server")]).json()
+    one = call("alice", "GET", "/api/plan/", params=[*query, ("hosts", "management-server")]).json()
     assert [step["initiators"] for step in one["steps"]] == [["21:00:00:e0:8b:10:3a:02"]] * 2
     assert [step["vsan"] for step in one["steps"]] == [None, 10]
     assert all(step["notes"] for step in one["steps"])
-    twice = call("bob", "GET", "/api/plan/", params=[*query, ("hosts", "backup-server"), ("hosts", "backup-server")])
+    twice = call("alice", "GET", "/api/plan/", params=[*query, ("hosts", "backup-server"), ("hosts", "backup-server")])
     assert refused(twice)["field"] == "hosts[1]"
+    # A principal whose scope lacks remote-site gets the plan without remote-site's initiator WWNs.
+    assert call("bob", "GET", "/api/plan/", params=query).json()["steps"][0]["initiators"] == []
 
 
 def test_the_plan_of_a_disconnect_refuses_hosts(call, cast):
