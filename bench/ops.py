@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import Q
 
+from operations import ledger
 from operations.intake import submit
 from operations.models import Grant, Link, Operation
 from operations.pool import pool
@@ -206,6 +208,33 @@ def _in_thread(func, *args):
         connection.close()
 
 
+class _Sealer:
+    """Seals the ledger every `every` seconds on a thread of its own (a worker's chores, more often)."""
+
+    def __init__(self, every: float) -> None:
+        self.every, self.rounds, self.entries = every, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-sealer", daemon=True)
+
+    def __enter__(self) -> _Sealer:
+        if self.every > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.every):
+                done = ledger.seal()
+                self.rounds, self.entries = self.rounds + 1, self.entries + done.audit + done.operations
+        finally:
+            connection.close()
+
+
 def _load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
@@ -224,9 +253,12 @@ def main(argv: list[str]) -> int:
         help="simulator timing options for (c)",
     )
     parser.add_argument("--parts", default="abc", help="which measurements to run (default abc)")
+    parser.add_argument("--ledger", type=float, default=0.0, metavar="SECONDS",
+                        help="seal the ledger on a thread of its own every SECONDS while measuring, as the workers' "
+                        "chores do every FLEXZONE_LEDGER_SEAL_EVERY (0: not at all)")
     args = parser.parse_args(argv)
     p50 = p95 = ratio = efficiency = float("nan")
-    with BenchRegistry() as reg:
+    with BenchRegistry() as reg, _Sealer(args.ledger) as sealer:
         print(f"load average at start: {_load()} on {os.cpu_count()} CPUs", flush=True)
         if "a" in args.parts:
             overhead = measure_overhead(reg, args.ops)
@@ -256,6 +288,8 @@ def main(argv: list[str]) -> int:
                 flush=True,
             )
     print(f"load average at end: {_load()}")
+    if args.ledger:
+        print(f"ledger: sealed every {args.ledger:g} s, {sealer.rounds} seals, {sealer.entries} entries")
     print(
         f"overhead_p50_ms={p50:.1f} overhead_p95_ms={p95:.1f} warm_cold_ratio={ratio:.3f} "
         f"parallel_efficiency={efficiency:.2f}"

@@ -283,6 +283,12 @@ FLEXZONE_OPS_LEASE_EVERY = env_int("FLEXZONE_OPS_LEASE_EVERY", 10, minimum=1)  #
 FLEXZONE_OPS_SETTLE_EVERY = env_int("FLEXZONE_OPS_SETTLE_EVERY", 30, minimum=1)
 FLEXZONE_OPS_MAX_LEASE = env_float("FLEXZONE_OPS_MAX_LEASE", 30 * 86400.0, minimum=1.0)
 FLEXZONE_OPS_WORKER_CONCURRENCY = env_int("FLEXZONE_OPS_WORKER_CONCURRENCY", 20, minimum=1)
+# The tamper-evident ledger (operations/ledger.py): the chores seal new audit events and ended
+# operations into its hash chain every _SEAL_EVERY seconds and sign its head every _SIGN_EVERY seconds
+# with the Ed25519 key in FLEXZONE_LEDGER_KEY (made on first use; default: in FLEXZONE_SECRETS_DIR).
+FLEXZONE_LEDGER_SEAL_EVERY = env_int("FLEXZONE_LEDGER_SEAL_EVERY", 10, minimum=1)
+FLEXZONE_LEDGER_SIGN_EVERY = env_int("FLEXZONE_LEDGER_SIGN_EVERY", 300, minimum=1)
+FLEXZONE_LEDGER_KEY = env_path("FLEXZONE_LEDGER_KEY", FLEXZONE_SECRETS_DIR / "ledger-ed25519.pem")
 
 # --- Prometheus metrics (/metrics) ------------------------------------------------------------------
 # Processes that share this directory (the API's gunicorn workers, `manage.py worker` processes on the

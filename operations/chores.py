@@ -1,5 +1,6 @@
-"""Periodic chores: re-run operations whose worker died, remove links whose lease ran out, and settle
-the link records failed operations left stuck once their router answers again.
+"""Periodic chores: re-run operations whose worker died, remove links whose lease ran out, settle
+the link records failed operations left stuck once their router answers again, and seal the audit
+trail and ended operations into the ledger (operations/ledger.py).
 
 They run on a thread of their own in every process that runs operations (the thread queue's
 process, each `manage.py worker`), never in the operations' slots: twenty operations waiting on a
@@ -14,10 +15,11 @@ import threading
 import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from operations import queue
+from operations import ledger, queue
 from operations.conf import ops_settings
 from operations.converge import link_pairs
 from operations.desired import desired_settled_and_pending
@@ -201,10 +203,13 @@ def stop_chores_thread() -> None:
 
 
 def _chores_loop() -> None:
-    last_reap = last_leases = last_settle = time.monotonic()
+    last_reap = last_leases = last_settle = last_seal = time.monotonic()
     while not _chores_stop.wait(1.0):
         conf, now = ops_settings(), time.monotonic()
         try:
+            if now - last_seal >= settings.FLEXZONE_LEDGER_SEAL_EVERY:
+                ledger.seal()  # off every operation's path: one sealer at a time, the others skip
+                last_seal = now
             if now - last_reap >= conf.reap_every:
                 reap_stalled_operations()
                 last_reap = now

@@ -232,3 +232,37 @@ class Link(models.Model):
             errors["zone"] = "The link's zone must be the device's zone."
         if errors:
             raise ValidationError(errors)
+
+
+class LedgerEntry(models.Model):
+    """One record of the hash chain over the audit trail and the ended operations (operations/ledger.py):
+    `digest` covers the record's content, `hash` covers the entry before (`prev`) and this one."""
+
+    class Kind(models.TextChoices):
+        AUDIT = "audit"
+        OPERATION = "operation"
+
+    seq = models.PositiveBigIntegerField(primary_key=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    ref = models.BigIntegerField(help_text="the audit event's or the operation's id")
+    digest = models.CharField(max_length=64)
+    prev = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+    sealed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [models.UniqueConstraint(fields=["kind", "ref"], name="operations_ledger_one_entry_per_record")]
+
+
+class LedgerSignature(models.Model):
+    """The chain's head at `seq`, signed with the service's Ed25519 key."""
+
+    seq = models.PositiveBigIntegerField()
+    hash = models.CharField(max_length=64)
+    public_key = models.CharField(max_length=64, help_text="raw Ed25519 public key, hex")
+    signature = models.CharField(max_length=128, help_text="Ed25519 signature of the head, hex")
+    signed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["seq"]

@@ -29,6 +29,7 @@ QUICK: dict[str, list[str] | str] = {
     "manage.py plan --wwn 21:00:00:E0:8B:0E:95:17 --site 1": ["manage.py", "plan", "--wwn", "21:00:00:E0:8B:0E:95:17",
                                                               "--site", "1"],
     "manage.py routers list": ["manage.py", "routers", "list"],
+    "manage.py audit verify": ["manage.py", "audit", "verify"],
     "manage.py routers trust east-rtr": "needs the demo's SSH simulators: tests/operations/test_host_keys.py",
     "-m bench planner": ["-m", "bench", "planner", "--sites", "20", "--devices", "60", "--queries", "30"],
     "-m bench routers": ["-m", "bench", "routers", "--platform", "nishan_ips3000", "--scale", "0.01"],

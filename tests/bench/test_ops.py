@@ -29,3 +29,13 @@ def test_bench_ops_prints_the_three_figures_and_leaves_no_rows_behind(ops_settin
     assert not Site.objects.filter(name__startswith=bench.PREFIX).exists()
     assert not Router.objects.filter(name__startswith=bench.PREFIX).exists()
     assert not Link.objects.exists() and not Operation.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_ops_can_seal_the_ledger_while_it_measures(ops_settings, settings, tmp_path, capsys):
+    settings.FLEXZONE_LEDGER_KEY = tmp_path / "ledger-ed25519.pem"
+    assert bench.main(["--ops", "6", "--parts", "a", "--ledger", "0.05"]) == 0
+    out = capsys.readouterr().out
+    sealed = re.search(r"ledger: sealed every 0.05 s, (\d+) seals, (\d+) entries", out)
+    assert sealed, out
+    assert int(sealed.group(1)) > 0 and int(sealed.group(2)) >= 6  # the measured operations, as they ended

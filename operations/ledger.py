@@ -1,0 +1,293 @@
+"""A journal no one can quietly rewrite: a hash chain over the audit trail and the ended operations,
+its head signed with the service's own Ed25519 key.
+
+Each audit event, and each operation once it has ended, gets one `LedgerEntry`: `digest` is the
+SHA-256 of the record's content (canonical JSON), and `hash` is the SHA-256 of the entry before it
+(`prev`), its sequence number, kind, record id and digest. Changing a record changes its digest;
+deleting, inserting or reordering entries breaks the links; rewriting the whole chain consistently
+(anyone can compute SHA-256) no longer matches the heads signed with the key, which only the
+service holds (`FLEXZONE_LEDGER_KEY`, made on first use, 0600, never in the database).
+
+Writing the chain never sits on an operation's or a request's path, so it serializes nothing: the
+chores thread of each worker seals what was written since the last seal every
+`FLEXZONE_LEDGER_SEAL_EVERY` seconds, one sealer at a time (a PostgreSQL advisory lock that the
+others skip), and signs the head every `FLEXZONE_LEDGER_SIGN_EVERY` seconds. Audit events are sealed
+in id order. An operation is sealed once it and every operation before it have ended (its end is
+final then), so that in both tables every row up to the last sealed id is in the chain, and a row
+inserted there later is found.
+
+What it cannot see: a record changed in the moments between its writing and the next seal, and
+entries after the last signed head rewritten by someone who can also write the database (`verify`
+says how many entries no signature covers yet). `manage.py audit checkpoint` exports a signed head
+to keep elsewhere; `manage.py audit verify --checkpoint FILE` then also proves that the chain up to
+it is the one that was signed, even if the signatures table itself was rewritten.
+
+Left out of the digests: an audit event's links to its principal and operation (deleting a principal
+empties them; the principal's name and certificate fingerprint are kept and covered), and an
+operation's worker bookkeeping (phase, heartbeat, claim, queue job id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from operations.models import TERMINAL_STATES, LedgerEntry, LedgerSignature, Operation
+from registry.models import AuditEvent
+
+GENESIS = "0" * 64
+_LOCK_KEY = 0x666C787A6C656467  # "flxzledg": the sealer's advisory lock
+AUDIT_FIELDS = ("id", "principal_name", "cert_sha256", "cert_subject", "action", "method", "path", "outcome",
+                "status_code", "detail", "target", "before", "after", "remote_addr", "created_at")
+OPERATION_FIELDS = ("id", "kind", "principal_id", "request", "plan", "result", "state", "attempts", "error",
+                    "transcript", "registry_ms", "invocation_ms", "router_ms", "total_ms", "created_at",
+                    "started_at", "finished_at")
+SOURCES = {LedgerEntry.Kind.AUDIT: (AuditEvent, AUDIT_FIELDS),
+           LedgerEntry.Kind.OPERATION: (Operation, OPERATION_FIELDS)}
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def digest(row: dict[str, Any]) -> str:
+    """SHA-256 of a record's content: canonical JSON (sorted keys, no spaces, times in ISO 8601)."""
+    text = json.dumps({key: _canonical(value) for key, value in row.items()}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def link_hash(prev: str, seq: int, kind: str, ref: int, record_digest: str) -> str:
+    return hashlib.sha256(f"{prev}|{seq}|{kind}|{ref}|{record_digest}".encode()).hexdigest()
+
+
+def head_message(seq: int, head: str) -> bytes:
+    """What a signature covers: the chain's length and its last hash."""
+    return f"flexzone ledger head {seq} {head}".encode()
+
+
+# --- the key ----------------------------------------------------------------------------------------
+
+
+def key_path() -> Path:
+    return Path(settings.FLEXZONE_LEDGER_KEY)
+
+
+def signing_key() -> Ed25519PrivateKey:
+    """The service's ledger key, made on first use (a file readable by its owner only)."""
+    path = key_path()
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        pem = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption())
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        else:
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(pem)
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ValueError(f"{path}: not an Ed25519 private key")
+    return key
+
+
+def public_hex(key: Ed25519PrivateKey) -> str:
+    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
+
+
+# --- sealing ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sealed:
+    audit: int = 0
+    operations: int = 0
+    signed: LedgerSignature | None = None
+    skipped: bool = False  # another process was sealing
+
+
+def _watermark(kind: str) -> int:
+    return LedgerEntry.objects.filter(kind=kind).order_by("-ref").values_list("ref", flat=True).first() or 0
+
+
+def _unsealed(limit: int) -> list[tuple[str, dict[str, Any]]]:
+    """The records to seal next, in chain order: audit events by id; operations by id, up to the first
+    one that has not ended."""
+    audit = list(AuditEvent.objects.filter(pk__gt=_watermark(LedgerEntry.Kind.AUDIT)).order_by("pk")
+                 .values(*AUDIT_FIELDS)[:limit])
+    found = [(LedgerEntry.Kind.AUDIT, row) for row in audit]
+    operations = Operation.objects.filter(pk__gt=_watermark(LedgerEntry.Kind.OPERATION)).order_by("pk")
+    for row in operations.values(*OPERATION_FIELDS)[:limit]:
+        if row["state"] not in TERMINAL_STATES:
+            break
+        found.append((LedgerEntry.Kind.OPERATION, row))
+    return found
+
+
+def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
+    """Append what was written since the last seal to the chain; sign the head when `sign` (None: when
+    the last signature is older than FLEXZONE_LEDGER_SIGN_EVERY seconds, or there is none and the
+    chain is not empty). Returns what was done; skipped when another process holds the sealer's lock."""
+    sealed = Sealed()
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_LOCK_KEY])
+                if not cursor.fetchone()[0]:
+                    sealed.skipped = True
+                    return sealed
+        last = LedgerEntry.objects.order_by("-seq").first()
+        seq, prev = (last.seq, last.hash) if last else (0, GENESIS)
+        entries = []
+        for kind, row in _unsealed(limit):
+            seq, before, record_digest = seq + 1, prev, digest(row)
+            prev = link_hash(before, seq, kind, row["id"], record_digest)
+            entries.append(LedgerEntry(seq=seq, kind=kind, ref=row["id"], digest=record_digest, prev=before, hash=prev))
+            if kind == LedgerEntry.Kind.AUDIT:
+                sealed.audit += 1
+            else:
+                sealed.operations += 1
+        LedgerEntry.objects.bulk_create(entries)
+        if sign is None:
+            newest = LedgerSignature.objects.order_by("-signed_at").values_list("signed_at", "seq").first()
+            every = settings.FLEXZONE_LEDGER_SIGN_EVERY
+            sign = seq > 0 and (newest is None or (newest[1] < seq
+                                                   and (timezone.now() - newest[0]).total_seconds() >= every))
+        if sign and seq > 0:
+            key = signing_key()
+            sealed.signed = LedgerSignature.objects.create(
+                seq=seq, hash=prev, public_key=public_hex(key), signature=key.sign(head_message(seq, prev)).hex())
+    return sealed
+
+
+def checkpoint() -> dict[str, Any]:
+    """Seal, sign the head now, and return it as a document to keep outside this database."""
+    signed = seal(sign=True).signed
+    if signed is None:
+        signed = LedgerSignature.objects.order_by("-seq", "-signed_at").first()
+    if signed is None:
+        raise ValueError("the ledger is empty: nothing to sign yet")
+    return {"format": "flexzone-ledger-checkpoint/1", "seq": signed.seq, "hash": signed.hash,
+            "public_key": signed.public_key, "signature": signed.signature, "signed_at": signed.signed_at.isoformat()}
+
+
+# --- verification -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    entries: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    head: str = GENESIS
+    signed_seq: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def whole(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        if not self.whole:
+            return f"ledger NOT whole: {self.problems[0]}" + (f" (and {len(self.problems) - 1} more)"
+                                                              if len(self.problems) > 1 else "")
+        unsigned = self.entries - self.signed_seq
+        return (f"ledger whole: {self.entries} entries ({self.counts.get('audit', 0)} audit events, "
+                f"{self.counts.get('operation', 0)} operations), head {self.head[:16]}…, signed up to entry "
+                f"{self.signed_seq}" + (f"; {unsigned} entries not signed yet" if unsigned else ""))
+
+
+def _check_signature(public_key: str, seq: int, head: str, signature: str) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key)).verify(bytes.fromhex(signature),
+                                                                              head_message(seq, head))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def verify(checkpoint_doc: dict[str, Any] | None = None, *, chunk: int = 5000) -> Verdict:
+    """Walk the chain and the records it covers; name the first record or entry that is wrong."""
+    verdict = Verdict()
+    expected_key = public_hex(signing_key()) if key_path().exists() else None
+    hashes: dict[int, str] = {}
+    prev, expected_seq = GENESIS, 1
+    entries = LedgerEntry.objects.order_by("seq").values_list("seq", "kind", "ref", "digest", "prev", "hash")
+    for batch_start in range(0, LedgerEntry.objects.count(), chunk):
+        batch = list(entries[batch_start:batch_start + chunk])
+        records = {kind: {row["id"]: row for row in model.objects.filter(
+            pk__in=[ref for _s, k, ref, *_ in batch if k == kind]).values(*fields)}
+            for kind, (model, fields) in SOURCES.items()}
+        for seq, kind, ref, record_digest, entry_prev, entry_hash in batch:
+            if seq != expected_seq:
+                verdict.problems.append(f"entry {expected_seq} is missing or out of order (found entry {seq} there)")
+                return verdict
+            if entry_prev != prev or link_hash(prev, seq, kind, ref, record_digest) != entry_hash:
+                verdict.problems.append(f"entry {seq} ({kind} {ref}) does not follow from the entry before it: "
+                                        "entries were edited, inserted, deleted or reordered")
+                return verdict
+            row = records.get(kind, {}).get(ref)
+            if row is None:
+                verdict.problems.append(f"{_noun(kind)} {ref} (entry {seq}) was deleted")
+            elif digest(row) != record_digest:
+                verdict.problems.append(f"{_noun(kind)} {ref} (entry {seq}) was changed after it was sealed")
+            verdict.counts[kind] = verdict.counts.get(kind, 0) + 1
+            hashes[seq], prev, expected_seq = entry_hash, entry_hash, seq + 1
+    verdict.entries, verdict.head = expected_seq - 1, prev
+    for kind, (model, _fields) in SOURCES.items():
+        sealed = LedgerEntry.objects.filter(kind=kind).values_list("ref", flat=True)
+        inserted = (model.objects.filter(pk__lte=_watermark(kind)).exclude(pk__in=sealed).order_by("pk")
+                    .values_list("pk", flat=True).first())
+        if inserted is not None:
+            verdict.problems.append(f"{_noun(kind)} {inserted} is not in the ledger, though later ones are: "
+                                    "it was inserted after they were sealed")
+    for signature in LedgerSignature.objects.order_by("seq", "signed_at"):
+        if expected_key is None:
+            verdict.problems.append(f"there is no ledger key at {key_path()}: the signed heads cannot be checked")
+            break
+        if signature.public_key != expected_key:
+            verdict.problems.append(f"the signature of entry {signature.seq} is by another key")
+        elif hashes.get(signature.seq) != signature.hash or not _check_signature(
+                signature.public_key, signature.seq, signature.hash, signature.signature):
+            verdict.problems.append(f"the signed head at entry {signature.seq} does not match the ledger: "
+                                    "the chain was rewritten up to there")
+        else:
+            verdict.signed_seq = max(verdict.signed_seq, signature.seq)
+    if checkpoint_doc is not None:
+        _check_checkpoint(verdict, checkpoint_doc, hashes, expected_key)
+    return verdict
+
+
+def _check_checkpoint(verdict: Verdict, doc: dict[str, Any], hashes: dict[int, str], expected_key: str | None
+                      ) -> None:
+    try:
+        seq, head, key, signature = int(doc["seq"]), str(doc["hash"]), str(doc["public_key"]), str(doc["signature"])
+    except (KeyError, TypeError, ValueError):
+        verdict.problems.append("the checkpoint is not a flexzone ledger checkpoint (seq, hash, public_key, "
+                                "signature)")
+        return
+    if key != expected_key or not _check_signature(key, seq, head, signature):
+        verdict.problems.append("the checkpoint's signature is not by this service's ledger key")
+    elif hashes.get(seq) != head:
+        verdict.problems.append(f"the ledger differs from the checkpoint at entry {seq}: it was rewritten up to there")
+    else:
+        verdict.signed_seq = max(verdict.signed_seq, seq)
+
+
+def _noun(kind: str) -> str:
+    return "audit event" if kind == LedgerEntry.Kind.AUDIT else "operation"

@@ -1,0 +1,247 @@
+"""The tamper-evident ledger (operations/ledger.py) on PostgreSQL: each kind of tampering is done with
+plain SQL, as someone with database access would, and `manage.py audit verify` names the first record
+that is wrong."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, connections
+
+from operations import ledger
+from operations.models import LedgerEntry, LedgerSignature, Operation
+from registry.models import AuditEvent
+
+AUDIT, LEDGER, SIGNATURES, OPERATION = (model._meta.db_table for model in (AuditEvent, LedgerEntry, LedgerSignature,
+                                                                          Operation))
+
+
+@pytest.fixture
+def key(settings, tmp_path):
+    settings.FLEXZONE_LEDGER_KEY = tmp_path / "keys" / "ledger-ed25519.pem"
+    return settings.FLEXZONE_LEDGER_KEY
+
+
+def event(n: int) -> AuditEvent:
+    return AuditEvent.objects.create(principal_name="alice", action=f"site.update{n}", method="PATCH",
+                                     path=f"/api/sites/{n}/", outcome="allowed", status_code=200,
+                                     before={"router_port": n}, after={"router_port": n + 1})
+
+
+def ended(n: int, state: str = "succeeded") -> Operation:
+    return Operation.objects.create(kind="add", state=state, request={"site": f"s{n}"}, plan={"steps": []},
+                                    result={"links": [n]}, transcript=f"router said {n}")
+
+
+def sql(statement: str, params=()) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+
+
+def audit(*args) -> tuple[int, str, str]:
+    """manage.py audit ARGS: (exit status, stdout, stderr)."""
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("audit", *args, stdout=out, stderr=err)
+        status = 0
+    except SystemExit as exc:
+        status = int(exc.code)
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def sealed(db, key):
+    """Five audit events and three ended operations, sealed and signed."""
+    events = [event(n) for n in range(5)]
+    operations = [ended(n) for n in range(3)]
+    done = ledger.seal(sign=True)
+    assert (done.audit, done.operations, done.signed.seq) == (5, 3, 8)
+    return events, operations
+
+
+def test_an_untouched_ledger_is_whole_and_says_how_much_it_covers(sealed):
+    status, out, err = audit("verify")
+    assert (status, err) == (0, "")
+    assert "ledger whole: 8 entries (5 audit events, 3 operations)" in out and "signed up to entry 8" in out
+    later = event(99)
+    status, out, _err = audit("verify", "--no-seal")
+    assert status == 0 and "signed up to entry 8" in out and "9" not in out.split("entries")[0]
+    assert audit("verify")[0] == 0  # sealing first takes the new event in
+    assert LedgerEntry.objects.filter(kind="audit", ref=later.pk).exists()
+
+
+def test_an_edited_audit_event_is_named(sealed):
+    events, _operations = sealed
+    sql(f"UPDATE {AUDIT} SET after = %s::jsonb WHERE id = %s", [json.dumps({"router_port": 99}), events[2].pk])
+    status, out, err = audit("verify")
+    assert status == 1 and "NOT whole" in out
+    assert err.splitlines()[0] == f"audit event {events[2].pk} (entry 3) was changed after it was sealed"
+
+
+def test_an_edited_operation_is_named(sealed):
+    _events, operations = sealed
+    sql(f"UPDATE {OPERATION} SET transcript = 'nothing happened' WHERE id = %s", [operations[1].pk])
+    status, _out, err = audit("verify")
+    assert status == 1
+    assert err.splitlines()[0] == f"operation {operations[1].pk} (entry 7) was changed after it was sealed"
+
+
+def test_a_deleted_audit_event_is_named(sealed):
+    events, _operations = sealed
+    sql(f"DELETE FROM {AUDIT} WHERE id = %s", [events[0].pk])
+    status, _out, err = audit("verify")
+    assert status == 1 and err.splitlines()[0] == f"audit event {events[0].pk} (entry 1) was deleted"
+
+
+def test_a_deleted_ledger_entry_breaks_the_chain_there(sealed):
+    sql(f"DELETE FROM {LEDGER} WHERE seq = 4")
+    status, _out, err = audit("verify")
+    assert status == 1 and err.splitlines()[0] == "entry 4 is missing or out of order (found entry 5 there)"
+
+
+def test_an_audit_event_inserted_among_sealed_ones_is_named(db, key):
+    event(1)
+    with connection.cursor() as cursor:  # a rolled-back insert leaves a gap in the ids, as this does
+        cursor.execute(f"SELECT nextval(pg_get_serial_sequence('{AUDIT}', 'id'))")
+        gap = cursor.fetchone()[0]
+    event(2)
+    ledger.seal(sign=True)
+    sql(f"INSERT INTO {AUDIT} (id, principal_name, cert_sha256, cert_subject, action, method, path, outcome, "
+        "status_code, detail, target, remote_addr, created_at) VALUES (%s, 'mallory', '', '', 'site.delete', "
+        "'DELETE', '/api/sites/1/', 'allowed', 204, '', 'site:1', '', now())", [gap])
+    status, _out, err = audit("verify")
+    assert status == 1
+    assert err.splitlines()[0] == (f"audit event {gap} is not in the ledger, though later ones are: it was "
+                                   "inserted after they were sealed")
+
+
+def test_an_inserted_ledger_entry_breaks_the_chain(sealed):
+    sql(f"UPDATE {LEDGER} SET seq = seq + 1000 WHERE seq >= 3")  # make room in the middle
+    sql(f"UPDATE {LEDGER} SET seq = seq - 999 WHERE seq >= 1000")
+    sql(f"INSERT INTO {LEDGER} (seq, kind, ref, digest, prev, hash, sealed_at) "
+        f"SELECT 3, 'audit', 424242, digest, prev, hash, sealed_at FROM {LEDGER} WHERE seq = 2")
+    status, _out, err = audit("verify")
+    assert status == 1
+    assert err.splitlines()[0].startswith("entry 3 (audit 424242) does not follow from the entry before")
+
+
+def test_reordered_records_are_found(sealed):
+    events, _operations = sealed
+    first, second = events[1], events[2]
+    # Swap two events' content (their order in the trail), keeping the ids.
+    sql(f"UPDATE {AUDIT} SET action = CASE id WHEN %s THEN %s ELSE %s END WHERE id IN (%s, %s)",
+        [first.pk, second.action, first.action, first.pk, second.pk])
+    status, _out, err = audit("verify")
+    assert status == 1 and err.splitlines()[0] == f"audit event {first.pk} (entry 2) was changed after it was sealed"
+
+
+def test_reordered_ledger_entries_break_the_chain(sealed):
+    for move in ("seq = 1002 WHERE seq = 2", "seq = 2 WHERE seq = 3", "seq = 3 WHERE seq = 1002"):
+        sql(f"UPDATE {LEDGER} SET {move}")
+    status, _out, err = audit("verify")
+    assert status == 1 and err.splitlines()[0].startswith("entry 2 (audit")
+
+
+def rewrite_chain_from(seq: int) -> None:
+    """What someone without the key can do: recompute every hash from `seq` on, consistently."""
+    entries = list(LedgerEntry.objects.order_by("seq"))
+    prev = ledger.GENESIS if seq == 1 else entries[seq - 2].hash
+    for entry in entries[seq - 1:]:
+        model, fields = ledger.SOURCES[entry.kind]
+        row = model.objects.filter(pk=entry.ref).values(*fields).first()
+        record_digest = ledger.digest(row)
+        new_hash = ledger.link_hash(prev, entry.seq, entry.kind, entry.ref, record_digest)
+        sql(f"UPDATE {LEDGER} SET digest = %s, prev = %s, hash = %s WHERE seq = %s",
+            [record_digest, prev, new_hash, entry.seq])
+        prev = new_hash
+
+
+def test_a_chain_rewritten_consistently_no_longer_matches_its_signed_head(sealed):
+    events, _operations = sealed
+    sql(f"UPDATE {AUDIT} SET principal_name = 'bob' WHERE id = %s", [events[1].pk])
+    rewrite_chain_from(2)
+    status, _out, err = audit("verify")
+    assert status == 1
+    assert err.splitlines()[0] == ("the signed head at entry 8 does not match the ledger: the chain was rewritten "
+                                   "up to there")
+
+
+def test_a_checkpoint_kept_elsewhere_catches_a_rewrite_that_also_removed_the_signatures(sealed, tmp_path):
+    kept = tmp_path / "checkpoint.json"
+    status, out, _err = audit("checkpoint", "--output", str(kept))
+    assert status == 0 and "checkpoint written" in out
+    document = json.loads(kept.read_text())
+    assert document["seq"] == 8 and len(document["signature"]) == 128
+    assert audit("verify", "--checkpoint", str(kept))[0] == 0
+    events, _operations = sealed
+    sql(f"UPDATE {AUDIT} SET detail = 'quietly' WHERE id = %s", [events[4].pk])
+    rewrite_chain_from(5)
+    sql(f"DELETE FROM {SIGNATURES}")
+    assert audit("verify")[0] == 0  # without the checkpoint this rewrite cannot be told from the truth
+    status, _out, err = audit("verify", "--checkpoint", str(kept))
+    assert status == 1
+    assert err.splitlines()[0] == "the ledger differs from the checkpoint at entry 8: it was rewritten up to there"
+    # A checkpoint signed by another key is refused too.
+    document["signature"] = "00" * 64
+    kept.write_text(json.dumps(document))
+    assert audit("verify", "--checkpoint", str(kept))[2].splitlines()[0] == (
+        "the checkpoint's signature is not by this service's ledger key")
+
+
+def test_an_operation_is_sealed_once_it_and_every_earlier_one_have_ended(db, key):
+    first, second = ended(1, state="running"), ended(2)
+    assert ledger.seal().operations == 0  # the first has not ended: the second waits behind it
+    Operation.objects.filter(pk=first.pk).update(state="failed")
+    assert ledger.seal().operations == 2
+    assert list(LedgerEntry.objects.filter(kind="operation").values_list("ref", flat=True)) == [first.pk, second.pk]
+
+
+def test_the_key_is_made_once_readable_by_its_owner_only_and_never_in_the_database(db, key):
+    event(1)
+    ledger.seal(sign=True)
+    assert key.stat().st_mode & 0o777 == 0o600
+    made = key.read_bytes()
+    ledger.seal(sign=True)
+    assert key.read_bytes() == made
+    assert b"PRIVATE KEY" in made
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT public_key, signature FROM {SIGNATURES}")
+        assert all(len(public) == 64 for public, _signature in cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sealing_serializes_nothing_else(key):
+    """While a sealer holds the ledger's lock, audit events and operations are written and end as usual,
+    and a second sealer skips instead of waiting."""
+    event(1)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        other = connections.create_connection("default")
+        try:
+            with other.cursor() as cursor:
+                cursor.execute("BEGIN")
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ledger._LOCK_KEY])
+                holding.set()
+                release.wait(10)
+                cursor.execute("ROLLBACK")
+        finally:
+            other.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        event(2)
+        ended(3)
+        assert ledger.seal().skipped
+    finally:
+        release.set()
+        thread.join()
+    done = ledger.seal()
+    assert (done.skipped, done.audit, done.operations) == (False, 2, 1)
