@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.db.models import ProtectedError
+from django.http import JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -61,7 +65,29 @@ def _error(status_code: int, detail: str, code: str, errors: list[dict] | None =
     return Response(body, status=status_code, headers=headers)
 
 
+# A body over the limit is read on to this many bytes and dropped, so that a client that sends all of
+# its body before it reads the answer (most do) gets the JSON refusal instead of a reset connection.
+DRAIN_LIMIT = 64 << 20
+
+
+def too_large(request) -> Response:
+    """413: the request body is over DATA_UPLOAD_MAX_MEMORY_SIZE; nothing of it was used."""
+    stream = getattr(request, "_stream", None)
+    remaining = min(int(request.META.get("CONTENT_LENGTH") or 0), DRAIN_LIMIT)
+    try:
+        while stream is not None and remaining > 0 and (chunk := stream.read(min(remaining, 1 << 20))):
+            remaining -= len(chunk)
+    except OSError:
+        pass  # the client went away: the answer below is for the log and the audit trail
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    message = f"The request body is larger than the {limit} bytes this service accepts; nothing was done."
+    return _error(413, message, "request_too_large", [{"field": "body", "rule": "max_size", "message": message}])
+
+
 def exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        request = context.get("request")
+        return too_large(getattr(request, "_request", request))
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {api_settings.NON_FIELD_ERRORS_KEY: exc.messages}
@@ -101,3 +127,33 @@ def exception_handler(exc, context):
     code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
     headers = {key: value for key, value in response.items()}
     return _error(response.status_code, str(detail), code, headers=headers)
+
+
+def _api_path(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def not_found(request, exception=None):
+    """Django's 404 for a path no route matches: JSON under /api/, the usual page elsewhere."""
+    if not _api_path(request):
+        return defaults.page_not_found(request, exception)
+    return JsonResponse({"detail": f"No API endpoint at {request.path}.", "code": "not_found"}, status=404)
+
+
+def bad_request(request, exception=None):
+    """Django's 400 (a request refused before any view: a malformed host, too many fields, a body over
+    the limit outside DRF's parsing): JSON under /api/."""
+    if not _api_path(request):
+        return defaults.bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        response = too_large(request)
+        return JsonResponse(response.data, status=response.status_code)
+    return JsonResponse({"detail": "The request could not be read.", "code": "bad_request"}, status=400)
+
+
+def server_error(request):
+    """Django's 500: JSON under /api/ (the error itself is logged, never shown)."""
+    if not _api_path(request):
+        return defaults.server_error(request)
+    return JsonResponse({"detail": "The service failed to answer this request; it was logged.",
+                         "code": "server_error"}, status=500)

@@ -11,3 +11,8 @@ urlpatterns = [
     path("metrics", MetricsView.as_view(), name="metrics"),
     path("", include("api.console.urls")),
 ]
+
+# Under /api/ every answer is JSON, also when Django refuses a request before any view sees it.
+handler400 = "api.errors.bad_request"
+handler404 = "api.errors.not_found"
+handler500 = "api.errors.server_error"
