@@ -79,3 +79,13 @@ def for_request(request) -> Hidden:
         principal = getattr(request, "principal", None) or getattr(getattr(request, "user", None), "principal", None)
         request._hidden_initiators = hidden_initiators(principal)
     return request._hidden_initiators
+
+
+class InitiatorsScoped:
+    """A serializer whose answers name initiator WWNs: those outside the requesting principal's sites
+    are taken out (api/redaction.py)."""
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        return for_request(request).redact(data) if request is not None else data

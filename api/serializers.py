@@ -8,17 +8,20 @@ from collections.abc import Mapping
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models, transaction
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api import redaction
 from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
-from operations.models import Grant, Link, Operation
+from operations.models import Grant, Link, Operation, ZoningImage
 from registry import in_use
 from registry.models import ZONE_MAX, ZONE_MIN, AuditEvent, Device, Host, Initiator, Principal, Role, Router, Site, Zone
 from registry.validators import normalize_wwn, validate_description, validate_short_name
 from routers import hostkeys
+from routers.drivers import DRIVERS
+from routers.drivers.zoning_restore import differences as zoning_differences
 
 LEASE_MAX = 90 * 24 * 3600
 INITIATORS_MAX = 64
@@ -274,17 +277,7 @@ class DeviceSerializer(RegistrySerializer):
                   "updated_at"]
 
 
-class InitiatorsScoped:
-    """A serializer whose answers name initiator WWNs: those outside the requesting principal's sites
-    are taken out (api/redaction.py)."""
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        request = self.context.get("request")
-        return redaction.for_request(request).redact(data) if request is not None else data
-
-
-class LinkSerializer(InitiatorsScoped, RegistrySerializer):
+class LinkSerializer(redaction.InitiatorsScoped, RegistrySerializer):
     """A link as flexzone configured it; initiator WWNs (and pairs holding them) only of the
     principal's sites."""
 
@@ -351,18 +344,45 @@ class GrantSerializer(RegistrySerializer):
         return data
 
 
-class OperationSerializer(InitiatorsScoped, RegistrySerializer):
+class ZoningImageSerializer(RegistrySerializer):
+    """One of flexzone's zoning changes on an FCIP switch: the zoning in force before and after it, what
+    differs, and the commands that would put the before-image back (a dry run: never sent)."""
+
+    router = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    operation = serializers.IntegerField(source="operation_id", read_only=True, allow_null=True)
+    changes = serializers.SerializerMethodField(help_text="zones the change put in force (added), took out "
+                                                "(removed) and whose members it changed (changed)")
+    restore = serializers.SerializerMethodField(help_text="the commands that would put the before-image back, "
+                                                "relative to the zoning flexzone left; rendered, never sent")
+
+    class Meta:
+        model = ZoningImage
+        fields = ["id", "router", "operation", "taken_at", "before", "after", "changes", "restore"]
+        read_only_fields = fields
+
+    def get_changes(self, image: ZoningImage) -> dict[str, list[str]]:
+        added, removed, changed = zoning_differences(image.before, image.after or image.before)
+        return {"added": added, "removed": removed, "changed": changed}
+
+    def get_restore(self, image: ZoningImage) -> list[str]:
+        return DRIVERS[image.router.platform].render_restore(image.before, image.after)
+
+
+class OperationSerializer(redaction.InitiatorsScoped, RegistrySerializer):
     """State and phase timings for everyone; the router transcript only for admins; initiator WWNs
     (in the request, plan, commands, result and error) only of the principal's sites."""
 
     principal = serializers.SlugRelatedField(slug_field="name", read_only=True)
     url = serializers.SerializerMethodField()
+    zoning_images = serializers.SerializerMethodField(
+        help_text="admins, one operation at a time: the zoning in force on each FCIP switch before and after each "
+        "of its zoning changes (/api/zoning-history/); omitted otherwise")
 
     class Meta:
         model = Operation
         fields = ["id", "url", "kind", "state", "phase", "principal", "request", "plan", "result", "attempts",
-                  "error", "transcript", "registry_ms", "invocation_ms", "router_ms", "total_ms", "created_at",
-                  "started_at", "finished_at", "heartbeat_at"]
+                  "error", "transcript", "zoning_images", "registry_ms", "invocation_ms", "router_ms", "total_ms",
+                  "created_at", "started_at", "finished_at", "heartbeat_at"]
         read_only_fields = fields
 
     def get_url(self, operation: Operation) -> str:
@@ -376,7 +396,20 @@ class OperationSerializer(InitiatorsScoped, RegistrySerializer):
         user = getattr(request, "user", None)
         if getattr(user, "role", None) != Role.ADMIN:
             data.pop("transcript", None)
+        if not self._shows_zoning():
+            data.pop("zoning_images", None)
         return data
+
+    def _shows_zoning(self) -> bool:
+        user = getattr(self.context.get("request"), "user", None)
+        return getattr(user, "role", None) == Role.ADMIN and self.context.get("zoning_images", True)
+
+    @extend_schema_field(ZoningImageSerializer(many=True))
+    def get_zoning_images(self, operation: Operation) -> list[dict]:
+        if not self._shows_zoning():
+            return []
+        images = operation.zoning_images.select_related("router").order_by("taken_at", "pk")
+        return ZoningImageSerializer(images, many=True, context=self.context).data
 
 
 class PrincipalSerializer(RegistrySerializer):

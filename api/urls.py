@@ -17,6 +17,7 @@ router.register("grants", views.GrantViewSet, basename="grant")
 router.register("operations", views.OperationViewSet, basename="operation")
 router.register("principals", views.PrincipalViewSet, basename="principal")
 router.register("audit-events", views.AuditEventViewSet, basename="audit-event")
+router.register("zoning-history", views.ZoningHistoryViewSet, basename="zoning-history")
 
 urlpatterns = [
     path("health/", views.HealthView.as_view(), name="health"),

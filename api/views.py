@@ -27,7 +27,7 @@ from api.fields import validate_printable_ascii
 from api.permissions import require_scope, scoped_site_ids, within_site_scope
 from operations import planner, submit
 from operations.delta import with_delta
-from operations.models import TERMINAL_STATES, Grant, Link, Operation, OperationKind
+from operations.models import TERMINAL_STATES, Grant, Link, Operation, OperationKind, ZoningImage
 from registry.models import AuditEvent, Device, Host, Principal, Role, Router, Site, Zone
 
 log = logging.getLogger("flexzone.api")
@@ -209,6 +209,10 @@ class OperationViewSet(ReadOnlyRegistryViewSet):
     audit_noun = "operation"
     filters = {"state": "state", "kind": "kind"}
 
+    def get_serializer_context(self):
+        # The zoning images go with one operation read on its own, not with every row of a listing.
+        return {**super().get_serializer_context(), "zoning_images": self.action == "retrieve"}
+
 
 class PrincipalViewSet(RegistryViewSet):
     queryset = Principal.objects.prefetch_related("sites", "zones")
@@ -216,6 +220,19 @@ class PrincipalViewSet(RegistryViewSet):
     audit_noun = "principal"
     read_role = Role.ADMIN
     filters = {"name": "name", "role": "role"}
+
+
+class ZoningHistoryViewSet(ReadOnlyRegistryViewSet):
+    """The zoning in force on each FCIP switch before and after each of flexzone's changes, newest
+    first, each with the commands that would put its before-image back (rendered, never sent). Admins
+    only: the images hold every host's zoning on the fabric."""
+
+    queryset = ZoningImage.objects.select_related("router")
+    serializer_class = s.ZoningImageSerializer
+    audit_noun = "zoning-history"
+    read_role = Role.ADMIN
+    filters = {"router": "router__name", "operation": "operation_id"}
+    integer_filters = frozenset({"operation"})
 
 
 class AuditEventViewSet(ReadOnlyRegistryViewSet):

@@ -6,6 +6,7 @@
     flexzone --plan [--remove] --zone 2 --site primary-site    dry run: the exact router commands
     flexzone --sites | --zones | --devices | --routers | --hosts [--site S]
     flexzone --grants [--site S]                               who may reach what, until when
+    flexzone --zoning-history ROUTER                           zoning in force before/after each change (admin)
     flexzone --status 12 | --journal [12] | --reconcile [--repair [--policy router]] | --health
 
 Each flag also works as a word: `flexzone add --device-description XRAID1 --site remote-site`.
@@ -32,13 +33,13 @@ from cli.errors import DONE, USAGE, CliError
 
 PROGRAM = "flexzone"
 RECENT = -1
-ACTIONS = ("lsifcp", "add", "remove", "sites", "zones", "devices", "routers", "hosts", "grants", "status", "journal",
-           "reconcile", "health")
+ACTIONS = ("lsifcp", "add", "remove", "sites", "zones", "devices", "routers", "hosts", "grants", "zoning_history",
+           "status", "journal", "reconcile", "health")
 # Where an action's flag is stored when not under its own name (`--host NAME` fills `hosts`).
 ACTION_DESTS = {"hosts": "list_hosts"}
 # Subcommand words and the flag each stands for.
 WORDS = {
-    **{action: f"--{action}" for action in ACTIONS},
+    **{action.replace("_", "-"): f"--{action.replace('_', '-')}" for action in ACTIONS},
     "ls": "--lsifcp", "links": "--lsifcp", "list": "--lsifcp", "connect": "--add", "disconnect": "--remove",
     "rm": "--remove", "plan": "--plan", "operations": "--journal",
 }
@@ -66,6 +67,10 @@ def build_parser() -> Parser:
     exclusive.add_argument("--grants", action="store_true",
                            help="list grants: which site may reach which device, shared or exclusive, until when "
                                 "(--site: held by one site; --device-description: of one device)")
+    exclusive.add_argument("--zoning-history", metavar="ROUTER",
+                           help="admin: the zoning in force on an FCIP switch before and after each of flexzone's "
+                                "changes, newest first, with the commands that would put each before-image back "
+                                "(printed only, never sent)")
     exclusive.add_argument("--status", type=int, metavar="ID", help="state, phase and timings of an operation")
     exclusive.add_argument("--journal", nargs="?", type=int, const=RECENT, metavar="ID",
                            help="recent operations; with ID, one operation in full (plan, result, transcript)")
@@ -113,7 +118,8 @@ def _main(argv: Sequence[str]) -> int:
         parser.error("--plan goes with --add (the default) or --remove")
     if action is None and not args.plan and not args.show_config:
         parser.error("choose an action: --lsifcp, --add, --remove, --plan, --sites, --zones, --devices, "
-                     "--routers, --hosts, --grants, --status ID, --journal, --reconcile or --health")
+                     "--routers, --hosts, --grants, --zoning-history ROUTER, --status ID, --journal, --reconcile or "
+                     "--health")
     if args.hosts and (args.remove or not (args.add or args.plan)):
         parser.error("--host goes with --add or --plan (a disconnect removes the link for every host)")
     lease = _lease(parser, args)
@@ -125,7 +131,7 @@ def _main(argv: Sequence[str]) -> int:
         return plan(client, args)
     handlers = {
         "lsifcp": lsifcp, "sites": sites, "zones": zones, "devices": devices, "routers": routers, "hosts": hosts,
-        "grants": grants,
+        "grants": grants, "zoning_history": zoning_history,
         "status": status, "journal": journal, "reconcile": reconcile, "health": health,
     }
     if action in ("add", "remove"):
@@ -345,6 +351,30 @@ def grants(client: Client, args: argparse.Namespace) -> int:
                    "exclusive" if item.get("exclusive") else "shared", item.get("state"), item.get("origin"),
                    output.lease_text(item.get("expires_at")), ",".join(item.get("initiators") or []) or "-"]
                   for item in items])
+    return DONE
+
+
+def zoning_history(client: Client, args: argparse.Namespace) -> int:
+    items = client.get_all("/api/zoning-history/", router=args.zoning_history)
+    if args.json:
+        output.print_json([output.project("zoning_image", item) for item in items])
+        return DONE
+    if not items:
+        print(f"no zoning change of flexzone's recorded on {args.zoning_history}")
+        return DONE
+
+    def in_effect(image: dict | None) -> str:
+        return "?" if image is None else (image.get("in_effect") or "(none)")
+
+    output.table(["ID", "TAKEN", "OPERATION", "IN EFFECT", "ADDED", "REMOVED", "CHANGED"],
+                 [[item.get("id"), item.get("taken_at"), item.get("operation") or "-",
+                   f"{in_effect(item.get('before'))} -> {in_effect(item.get('after'))}",
+                   *(",".join(item["changes"].get(kind) or []) or "-" for kind in ("added", "removed", "changed"))]
+                  for item in items])
+    print("\nTo put a before-image back (relative to what flexzone left; read the switch first), an admin runs "
+          "these; flexzone never sends them:")
+    for item in items:
+        print(f"  #{item.get('id')}: " + ("; ".join(item.get("restore") or []) or "(nothing to undo)"))
     return DONE
 
 

@@ -26,6 +26,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
                   "registry_ms", "invocation_ms", "router_ms", "total_ms", "created_at", "started_at",
                   "finished_at"),
     "router_link": ("router", "port", "zone", "remote_ip", "state", "oper"),
+    "zoning_image": ("id", "router", "operation", "taken_at", "before", "after", "changes", "restore"),
 }
 
 

@@ -27,8 +27,8 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.holders import mark_down
-from operations.models import Grant, Link, Operation
-from registry.models import Device
+from operations.models import Grant, Link, Operation, ZoningImage
+from registry.models import Device, Router
 from routers.drivers.base import RouterDriver
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,11 @@ class Run:
         if text:
             self.transcripts.append(f"--- {name} ---\n{text.rstrip()}")
         self.warnings += [f"{name}: {warning}" for warning in driver.take_warnings()]
+        changes = driver.take_zoning_changes()
+        if changes:  # journaled at once: a crash later must not lose what was in force before
+            router = Router.objects.filter(name=driver.target.name).first()
+            ZoningImage.objects.bulk_create([ZoningImage(router=router, operation_id=self.op.pk, before=before,
+                                                         after=after) for before, after in changes if router])
 
     def phase(self, phase: str) -> None:
         if self.op.phase != phase:

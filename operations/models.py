@@ -266,3 +266,21 @@ class LedgerSignature(models.Model):
 
     class Meta:
         ordering = ["seq"]
+
+
+class ZoningImage(models.Model):
+    """The zoning in force on an FCIP switch (FOS: the effective configuration; MDS: one VSAN's active
+    zoneset) as read just before one of flexzone's zoning changes and as read after it. Admins see
+    them on the operation, and a restore renders (never runs) what would put a before-image back."""
+
+    router = models.ForeignKey(Router, on_delete=models.CASCADE, related_name="zoning_images")
+    operation = models.ForeignKey(Operation, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="zoning_images")
+    taken_at = models.DateTimeField(default=timezone.now)
+    before = models.JSONField(help_text="{in_effect, zones: {name: members}} (MDS: and vsan), read before the change")
+    after = models.JSONField(null=True, blank=True,
+                             help_text="the same, read after the change (null: the session ended before a read)")
+
+    class Meta:
+        ordering = ["-taken_at", "-id"]
+        indexes = [models.Index(fields=["router", "-taken_at"], name="operations_zoning_router_taken")]

@@ -22,6 +22,8 @@ from api.permissions import has_role, within_site_scope, within_zone_scope
 from operations.drift import DRIFT_KINDS, last_reports
 from operations.models import TERMINAL_STATES, Grant, Link, Operation
 from registry.models import Device, Host, Role, Router, Site, Zone
+from routers.drivers import DRIVERS
+from routers.drivers.zoning_restore import differences as zoning_differences
 
 PHASES = [(value, label.lower()) for value, label in Operation.Phase.choices]  # queued ... on router ... done
 RECENT = 50  # ended operations listed
@@ -115,8 +117,26 @@ def operation_page(request, pk: int):
         "op": op, "summary": describe(op), "done": done, "phase": phase, "phases": steps,
         "timing": timing_bar(op), "plan_steps": (op.plan or {}).get("steps") or [],
         "reports": reconcile_reports(op), "request_json": json.dumps(op.request, indent=2, sort_keys=True),
+        "zoning_images": zoning_images(op) if has_role(request.principal, Role.ADMIN) else [],
         "section": "operations",
     })
+
+
+def zoning_images(op: Operation) -> list[dict]:
+    """The zoning in force before and after each of the operation's zoning changes (admins' view)."""
+    shown = []
+    for image in op.zoning_images.select_related("router").order_by("taken_at", "pk"):
+        added, removed, changed = zoning_differences(image.before, image.after or image.before)
+        shown.append({
+            "id": image.pk, "router": image.router.name, "vsan": image.before.get("vsan"), "taken_at": image.taken_at,
+            "before_name": image.before.get("in_effect") or "(none)",
+            "after_name": "(not read)" if image.after is None else image.after.get("in_effect") or "(none)",
+            "changes": [("added", added), ("removed", removed), ("changed", changed)],
+            "restore": DRIVERS[image.router.platform].render_restore(image.before, image.after),
+            "before_json": json.dumps(image.before, indent=2, sort_keys=True),
+            "after_json": json.dumps(image.after, indent=2, sort_keys=True),
+        })
+    return shown
 
 
 def reconcile_reports(op: Operation) -> list[dict]:

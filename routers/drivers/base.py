@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import time
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from routers.platforms import WWN_RE, Platform, Transport
 
@@ -274,9 +274,39 @@ class RouterDriver:
         self.target = target
         self.deadline: float | None = None
         self._warnings: list[str] = []
+        self._zoning_changes: list[list[dict[str, Any] | None]] = []
 
     def warn(self, text: str) -> None:
         self._warnings.append(text)
+
+    # --- before- and after-images of the zoning in force (FCIP switches) -------------------------
+    def zoning_image(self, fabric: Any) -> dict[str, Any]:
+        """The configuration in force, as the engine journals it: its name and its zones' members."""
+        return {"in_effect": fabric.in_effect,
+                "zones": {name: sorted(members) for name, members in sorted(fabric.active.items())}}
+
+    def zoning_changed(self, before: Any) -> None:
+        """A zoning change was put in force; `before` is the zoning as read just before its first edit.
+        Its after-image is the next read of the zoning (the engine's verification reads it at once)."""
+        self._zoning_changes.append([self.zoning_image(before), None])
+
+    def zoning_read(self, fabric: Any) -> None:
+        """Every read of the zoning: the after-image of the changes made before it that have none yet."""
+        for change in self._zoning_changes:
+            if change[1] is None:
+                change[1] = self.zoning_image(fabric)
+
+    @staticmethod
+    def render_restore(before: dict[str, Any], after: dict[str, Any] | None) -> list[str]:
+        """The commands that would put a before-image back (FCIP switches; none elsewhere): rendered
+        for an admin, never sent."""
+        return []
+
+    def take_zoning_changes(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """(before, after) of each zoning change since the last call; after is None when the session
+        ended before the zoning was read again."""
+        changes, self._zoning_changes = self._zoning_changes, []
+        return [(before, after) for before, after in changes]
 
     def take_warnings(self) -> list[str]:
         warnings, self._warnings = self._warnings, []

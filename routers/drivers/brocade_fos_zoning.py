@@ -61,12 +61,15 @@ class FosZoningEdits:
     rejection: Callable[[str, str], Exception]
     warn: Callable[[str], None]
     _peek_transcript: Callable[[], str]
+    zoning_read: Callable[[Any], None]
     _transcript_on_refusal: Callable[[], Any]
     _conn: Any
 
     # --- reading -------------------------------------------------------------------------------
     def zoning(self) -> FosZoning:
-        return self.show("cfgshow", parse_cfgshow)
+        fabric = self.show("cfgshow", parse_cfgshow)
+        self.zoning_read(fabric)
+        return fabric
 
     def transaction(self) -> str | None:
         """None when no zoning transaction is open, else its token (as FOS prints it)."""

@@ -115,6 +115,7 @@ from routers.drivers.zoning import (
     refuse_staged_changes,
     touches,
 )
+from routers.drivers.zoning_restore import render_mds_restore
 from routers.platforms import Platform, Transport
 
 FCIP_IDS = range(1, 256)
@@ -184,6 +185,8 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
             lines += [f"no zone name {name} vsan {spec.vsan}" for name in zones]
             lines.append(f"zoneset activate name {ACTIVE_ZONESET} vsan {spec.vsan}")
         return [*lines, f"no interface fcip {spec.port}", f"no fcip profile {spec.port}", "end"]
+
+    render_restore = staticmethod(render_mds_restore)
 
     @classmethod
     def render_notes(cls, action: str, spec: LinkSpec) -> list[str]:
@@ -271,7 +274,12 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
             aliases = self.show("show device-alias database", parse_device_aliases)
             zones = {name: resolve(members, aliases) for name, members in zones.items()}
             active = {name: resolve(members, aliases) for name, members in active.items()}
-        return FabricZoning(configs=configs, zones=zones, in_effect=in_effect, active=active)
+        fabric = FabricZoning(configs=configs, zones=zones, in_effect=in_effect, active=active)
+        self.zoning_read(fabric)
+        return fabric
+
+    def zoning_image(self, fabric: FabricZoning) -> dict:
+        return {"vsan": self.target.vsan, **super().zoning_image(fabric)}
 
     # --- operations --------------------------------------------------------------------------
     def list_links(self) -> list[RouterLink]:
@@ -399,6 +407,8 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
             self.configure(["configure terminal", lines[-1], *last, "end"])
         elif first or lines or last:
             self.configure(["configure terminal", *first, *lines, *last, "end"])
+        if lines:
+            self.zoning_changed(fabric)
 
     def _check_vsan(self, spec: LinkSpec) -> None:
         if spec.vsan != self.target.vsan:
