@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from operations.models import Link, Operation
-from registry.models import AuditEvent, Host, Initiator, Principal, Router, Site
+from registry.models import AuditEvent, Host, Initiator, Principal
+from tests.conftest import demo_on_fcip
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 BACKUP = {"name": "backup-server", "site": "remote-site", "description": "Backup server",
@@ -32,10 +33,7 @@ def refused(response, status: int = 400) -> dict:
 def fcip(cast):
     """The cast's two sites on FCIP switches (as in tests/registry/test_planner_fcip.py), plus a second host at
     remote-site, so plans show which initiators they zone."""
-    Site.objects.filter(name="primary-site").update(router_port=24)
-    Site.objects.filter(name="remote-site").update(router_port=25)
-    Router.objects.filter(name="primary-rtr").update(platform="brocade_fos", transport="ssh")
-    Router.objects.filter(name="remote-rtr").update(platform="cisco_mds", transport="ssh", vsan=10)
+    demo_on_fcip()
     backup = Host.objects.create(site=cast["remote"], name="backup-server")
     Initiator.objects.create(host=backup, wwn="10:00:00:10:9b:5e:c0:01")
     return cast

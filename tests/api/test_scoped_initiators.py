@@ -12,6 +12,7 @@ from api.redaction import HIDDEN
 from operations.models import Link, Operation
 from operations.planner import plan_connect
 from registry.models import Device, Initiator, Router, Site
+from tests.conftest import demo_on_fcip
 
 SEGMENT_WWN = "21:00:00:e0:8b:10:5e:01"  # the demo's segment-server at primary-site
 
@@ -19,10 +20,7 @@ SEGMENT_WWN = "21:00:00:e0:8b:10:5e:01"  # the demo's segment-server at primary-
 @pytest.fixture
 def fcip_demo(cast):
     """The demo's two sites on FCIP switches (a FOS and an MDS): plans zone the requesting site's initiators."""
-    Site.objects.filter(name="primary-site").update(router_port=24)
-    Site.objects.filter(name="remote-site").update(router_port=25)
-    Router.objects.filter(name="primary-rtr").update(platform="brocade_fos", transport="ssh")
-    Router.objects.filter(name="remote-rtr").update(platform="cisco_mds", transport="ssh", vsan=10)
+    demo_on_fcip()
     return cast
 
 

@@ -8,6 +8,7 @@ from operations.models import Grant, Link, Operation
 from operations.planner import PlanError, plan_connect, plan_disconnect
 from registry.models import Device, Host, Initiator, Router, Site
 from routers.drivers.zoning import ACTIVE_ZONESET, EFFECTIVE
+from tests.conftest import demo_on_fcip
 
 XRAID1 = "20:00:00:04:53:00:01:a0"
 
@@ -15,10 +16,7 @@ XRAID1 = "20:00:00:04:53:00:01:a0"
 @pytest.fixture
 def fcip(demo):
     """The demo's two sites on FCIP switches: primary-rtr a Brocade FOS (VE 24), remote-rtr a Cisco MDS (fcip 25)."""
-    Site.objects.filter(name="primary-site").update(router_port=24)
-    Site.objects.filter(name="remote-site").update(router_port=25)
-    Router.objects.filter(name="primary-rtr").update(platform="brocade_fos", transport="ssh")
-    Router.objects.filter(name="remote-rtr").update(platform="cisco_mds", transport="ssh", vsan=10)
+    demo_on_fcip()
     return demo
 
 
