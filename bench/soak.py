@@ -30,7 +30,10 @@ failed or rolled back; what must hold after every step, and at the end, is check
 (g) each router lists up exactly the links the grants need: `operations.desired.desired_links`, the
     pure function of the grants (the locks) and the registry; each FCIP link zones exactly the union
     of its grants' (initiator, target) pairs, and its record says so;
-(h) the FCIP switches' zoning that flexzone did not create is exactly what their other admin made it.
+(h) the FCIP switches' zoning that flexzone did not create is exactly what their other admin made it;
+(i) each zoning change flexzone journaled (its before- and after-images) left the configuration in
+    force and every zone in force that flexzone did not create as they were;
+(j) the ledger (sealed every step) verifies whole, every LEDGER_EVERY steps and at the end.
 
 The walk's choices depend only on the seed, never on outcomes, so a seed replays the same requests,
 faults and kills (which operation wins a race may still differ). A violation raises AssertionError
@@ -64,6 +67,8 @@ from bench.soak_cast import PLATFORMS, Cast, build_cast, remove_cast, stop_simul
 from bench.soak_checks import (
     LIVE,
     holders_linked,
+    images_change_only_ours,
+    ledger_whole,
     locks_exclusive,
     others_zoning_untouched,
     registry_matches_routers,
@@ -71,10 +76,11 @@ from bench.soak_checks import (
     up_links_held,
 )
 from bench.soak_workers import SOAK_SETTINGS, execute_all
+from operations import ledger
 from operations.chores import expire_leases, settle_stranded_links
 from operations.errors import DeviceBusy
 from operations.intake import submit
-from operations.models import Grant, Link, Operation
+from operations.models import Grant, LedgerEntry, Link, Operation, ZoningImage
 from operations.planner import PlanError
 from operations.pool import pool
 from operations.runner import invoke
@@ -94,6 +100,7 @@ ACTIONS = (("add", 6), ("remove", 4), ("expire", 2), ("invoke", 3), ("zone", 1),
 HOLD_SECONDS = (0.3, 1.5)  # how long the other admin keeps the fabric's zoning in a step that holds it
 LEASES = (None, None, None, 600, 3600, 1)  # a 1 s lease runs out by itself and is found by a later expiry
 OUTAGE = 1000  # refused logins armed for a whole step: the router is down until the step ends
+LEDGER_EVERY = 25  # steps between full verifications of the ledger (it is sealed every step)
 
 
 # --- the walk ----------------------------------------------------------------------------------
@@ -124,6 +131,7 @@ class Soak:
         self.kills: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
         self.problems: list[str] = []  # what the walk itself saw go wrong (reported with the invariants)
+        self.checks = self.last_image = 0
         self.admin_zones = 0  # the other admins' own zones so far (each name new)
         self.foreign = {index: foreign_zoning(cast.sims[index]) for index in cast.admins}
 
@@ -368,9 +376,11 @@ class Soak:
 
     # Checking.
 
-    def check_invariants(self) -> list[str]:
-        """Every invariant, after all operations of a step have ended; the violations found, as text."""
+    def check_invariants(self, at_end: bool = False) -> list[str]:
+        """Every invariant, after all operations of a step have ended; the violations found, as text.
+        The ledger is sealed every step and verified every LEDGER_EVERY steps and at the end."""
         problems, self.problems = self.problems, []
+        self.checks += 1
         live = Operation.objects.filter(pk__in=self.ops, state__in=LIVE).values_list("pk", "state")
         problems += [f"operation {pk} is still {state} after its step" for pk, state in live]
         problems += registry_matches_routers(self.cast)
@@ -379,6 +389,12 @@ class Soak:
         problems += holders_linked(self.cast)
         problems += routers_carry_the_grants(self.cast)
         problems += others_zoning_untouched(self.cast, self.foreign)
+        found, self.last_image = images_change_only_ours(self.cast, self.last_image)
+        problems += found
+        if at_end or self.checks % LEDGER_EVERY == 0:
+            problems += ledger_whole()
+        else:
+            ledger.seal()
         return problems
 
     def summary(self, steps: int, started: float) -> dict[str, Any]:
@@ -390,6 +406,8 @@ class Soak:
             "operations": dict(sorted(ops.items())), "refused": dict(self.refused),
             "faults_armed": dict(self.faults_armed), "faults_fired": dict(self.faults_fired),
             "kills": dict(self.kills), "skipped": dict(self.skipped),
+            "zoning_images": ZoningImage.objects.filter(router__in=self.cast.routers).count(),
+            "ledger_entries": LedgerEntry.objects.count(),
         }
 
 
@@ -428,7 +446,7 @@ def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], 
                 soak.log += lines
                 out("\n".join(lines))
                 _raise_on(soak.check_invariants(), seed, done, soak.log)
-            _raise_on(soak.check_invariants(), seed, done, soak.log, at_end=True)
+            _raise_on(soak.check_invariants(at_end=True), seed, done, soak.log, at_end=True)
             return soak.summary(done, started)
         except AssertionError:
             failed = True

@@ -3,12 +3,17 @@ means)."""
 
 from __future__ import annotations
 
+import re
+
 from bench.soak_cast import Cast
+from operations import ledger
 from operations.desired import desired_for
 from operations.holders import between
-from operations.models import Grant, Link, Operation
+from operations.models import Grant, Link, Operation, ZoningImage
 from operations.runner import reconcile
 from routers.sim.admin import foreign_zoning
+
+OWN_ZONE = re.compile(r"fz_z\d+_(?:ve|fcip)\d+")  # flexzone's zones on FOS and MDS, as the drivers name them
 
 LIVE = (Operation.State.QUEUED, Operation.State.RUNNING)
 FCIP_PLATFORMS = ("brocade_fos", "cisco_mds")
@@ -113,3 +118,33 @@ def others_zoning_untouched(cast: Cast, foreign: dict[int, object]) -> list[str]
                        for key in {*before, *now} if before.get(key) != now.get(key)}
             problems.append(f"(h) {cast.routers[index].name}: zoning flexzone did not create changed: {changed}")
     return problems
+
+
+def _not_ours(image: dict) -> dict[str, list[str]]:
+    return {name: members for name, members in image["zones"].items() if not OWN_ZONE.match(name)}
+
+
+def images_change_only_ours(cast: Cast, after_id: int) -> tuple[list[str], int]:
+    """(i) each zoning change flexzone journaled (images newer than `after_id`) left the configuration
+    in force and every zone in force that flexzone did not create as they were before it; returns the
+    violations and the newest image's id."""
+    problems, newest = [], after_id
+    for image in ZoningImage.objects.filter(router__in=cast.routers, pk__gt=after_id).select_related("router"):
+        newest = max(newest, image.pk)
+        if image.after is None:
+            continue
+        before, after = image.before, image.after
+        if before["in_effect"] is not None and after["in_effect"] != before["in_effect"]:
+            problems.append(f"(i) {image.router.name}: operation {image.operation_id} put {after['in_effect']} in "
+                            f"force instead of {before['in_effect']}")
+        if _not_ours(before) != _not_ours(after):
+            problems.append(f"(i) {image.router.name}: operation {image.operation_id} changed zones in force it did "
+                            f"not create: before {_not_ours(before)}, after {_not_ours(after)}")
+    return problems, newest
+
+
+def ledger_whole() -> list[str]:
+    """(j) the ledger, sealed, verifies: no ended operation's record differs from what was sealed."""
+    ledger.seal()
+    verdict = ledger.verify()
+    return [f"(j) {problem}" for problem in verdict.problems]
