@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from api import audit
+from api import audit, redaction
 from operations.errors import DeviceBusy
 from operations.planner import PlanError
 from registry import in_use
@@ -85,6 +85,15 @@ def too_large(request) -> Response:
 
 
 def exception_handler(exc, context):
+    """Every error as JSON of the one shape; initiator WWNs outside the principal's sites taken out."""
+    response = _handled(exc, context)
+    request = context.get("request")
+    if response is not None and request is not None and isinstance(response.data, dict | list):
+        response.data = redaction.for_request(request).redact(response.data)
+    return response
+
+
+def _handled(exc, context):
     if isinstance(exc, RequestDataTooBig):
         request = context.get("request")
         return too_large(getattr(request, "_request", request))

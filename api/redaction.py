@@ -3,14 +3,16 @@
 A principal that is not admin and not `all_sites` sees the hosts of its own sites only, so it must not
 learn another site's initiator port WWNs from anything else either: not from a plan (the zone members
 and the command lines, where a WWN also appears without colons inside FCIP zone names), a link's
-initiators and pairs, an operation's request, plan, result or error, or the console pages built on
-them. Everything else in those answers stays as it is: which site holds which device is not hidden.
+initiators and pairs, an operation's request, plan, result or error, an error answer, or the console
+pages built on them. Everything else in those answers stays as it is: which site holds which device is
+not hidden.
 
-`hidden_initiators` names the WWNs a principal must not see: those of the hosts of every site outside
-its scope, and those recorded on the grants and links of such sites (a host deleted since keeps its
-WWNs there). A WWN one of its own sites' hosts has is never hidden. `redact` takes them out of any
-JSON-like value: a list item that is such a WWN, or a pair holding one, is left out; inside any other
-text the WWN (with or without colons, in either case) becomes `HIDDEN`.
+The rule is an allowlist, so that nothing the registry has forgotten (a host deleted since, a WWN
+read from a switch) slips through: every WWN in an answer (eight colon-separated bytes, or sixteen
+hex digits without colons as in a zone name) is hidden unless it is an initiator of one of the
+principal's own sites or a device's (a target's) WWN. `redact` takes hidden WWNs out of any JSON-like
+value: a list item that is one, or a pair holding one, is left out; inside any other text the WWN
+becomes `HIDDEN`.
 """
 
 from __future__ import annotations
@@ -19,57 +21,57 @@ import re
 from typing import Any
 
 from api.permissions import scoped_site_ids
-from operations.models import Grant, Link
-from registry.models import Initiator, Principal
+from registry.models import Device, Initiator, Principal
 
 HIDDEN = "<initiator hidden>"
+WWN_TOKEN = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{2}:){7}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:])"
+                       r"|(?<![0-9A-Fa-f])[0-9A-Fa-f]{16}(?![0-9A-Fa-f])")
+
+
+def _canonical(token: str) -> str:
+    digits = token.replace(":", "").lower()
+    return ":".join(digits[i:i + 2] for i in range(0, 16, 2))
 
 
 class Hidden:
-    """The initiator WWNs one principal must not see, with the pattern that finds them in text."""
+    """What one principal may see of WWNs: everything (`visible` None), or only the WWNs in `visible`."""
 
-    def __init__(self, wwns: set[str]) -> None:
-        self.wwns = frozenset(wwn.lower() for wwn in wwns)
-        forms = sorted({form for wwn in self.wwns for form in (wwn, wwn.replace(":", ""))}, key=len, reverse=True)
-        self._pattern = re.compile("|".join(map(re.escape, forms)), re.IGNORECASE) if forms else None
+    def __init__(self, visible: set[str] | None) -> None:
+        self.visible = None if visible is None else frozenset(wwn.lower() for wwn in visible)
 
-    def __bool__(self) -> bool:
-        return bool(self.wwns)
+    def hides(self, token: str) -> bool:
+        return self.visible is not None and _canonical(token) not in self.visible
 
-    def _hides(self, item: Any) -> bool:
+    def _hides_item(self, item: Any) -> bool:
         if isinstance(item, str):
-            return item.lower() in self.wwns
-        return isinstance(item, (list, tuple)) and any(isinstance(part, str) and part.lower() in self.wwns
-                                                         for part in item)
+            return WWN_TOKEN.fullmatch(item) is not None and self.hides(item)
+        return isinstance(item, (list, tuple)) and any(self._hides_item(part) for part in item if isinstance(part, str))
 
     def redact(self, value: Any) -> Any:
-        """`value` with every hidden WWN taken out (see the module's docstring); unchanged when none is."""
-        if self._pattern is None:
+        """`value` with every hidden WWN taken out (see the module's docstring); unchanged for a principal
+        who sees every site."""
+        if self.visible is None:
             return value
         if isinstance(value, str):
-            return self._pattern.sub(HIDDEN, value)
+            return WWN_TOKEN.sub(lambda found: HIDDEN if self.hides(found.group()) else found.group(), value)
         if isinstance(value, (list, tuple)):
-            return [self.redact(item) for item in value if not self._hides(item)]
+            return [self.redact(item) for item in value if not self._hides_item(item)]
         if isinstance(value, dict):
-            return {key: self.redact(item) for key, item in value.items()}
+            return {self.redact(key): self.redact(item) for key, item in value.items()}
         return value
 
 
-NOTHING = Hidden(set())
+NOTHING = Hidden(None)
 
 
 def hidden_initiators(principal: Principal | None) -> Hidden:
-    """The WWNs of initiators outside the principal's sites (none for an admin or an all_sites principal)."""
+    """What `principal` may see: every WWN for an admin or an all_sites principal, else its own sites'
+    initiators and the devices' WWNs only."""
     sites = scoped_site_ids(principal)
     if sites is None:
         return NOTHING
-    outside = set(Initiator.objects.exclude(host__site__in=sites).values_list("wwn", flat=True))
-    for model in (Grant, Link):
-        for wwns in model.objects.exclude(site__in=sites).exclude(initiators=[]).values_list(
-                "initiators", flat=True).distinct():
-            outside.update(wwns)
     own = set(Initiator.objects.filter(host__site__in=sites).values_list("wwn", flat=True))
-    return Hidden({wwn.lower() for wwn in outside} - {wwn.lower() for wwn in own})
+    return Hidden(own | set(Device.objects.values_list("wwn", flat=True)))
 
 
 def for_request(request) -> Hidden:

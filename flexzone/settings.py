@@ -289,6 +289,11 @@ FLEXZONE_OPS_WORKER_CONCURRENCY = env_int("FLEXZONE_OPS_WORKER_CONCURRENCY", 20,
 FLEXZONE_LEDGER_SEAL_EVERY = env_int("FLEXZONE_LEDGER_SEAL_EVERY", 10, minimum=1)
 FLEXZONE_LEDGER_SIGN_EVERY = env_int("FLEXZONE_LEDGER_SIGN_EVERY", 300, minimum=1)
 FLEXZONE_LEDGER_KEY = env_path("FLEXZONE_LEDGER_KEY", FLEXZONE_SECRETS_DIR / "ledger-ed25519.pem")
+# Public keys (hex, comma-separated) whose signatures `manage.py audit verify` also accepts: the other
+# worker hosts' keys when each has its own, or keys retired by a rotation.
+FLEXZONE_LEDGER_TRUSTED_KEYS = env_list("FLEXZONE_LEDGER_TRUSTED_KEYS", "")
+# A record sealed after records written more than this many seconds later is reported as inserted.
+FLEXZONE_LEDGER_GRACE = env_int("FLEXZONE_LEDGER_GRACE", 300, minimum=1)
 
 # --- Prometheus metrics (/metrics) ------------------------------------------------------------------
 # Processes that share this directory (the API's gunicorn workers, `manage.py worker` processes on the

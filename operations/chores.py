@@ -206,10 +206,13 @@ def _chores_loop() -> None:
     last_reap = last_leases = last_settle = last_seal = time.monotonic()
     while not _chores_stop.wait(1.0):
         conf, now = ops_settings(), time.monotonic()
-        try:
-            if now - last_seal >= settings.FLEXZONE_LEDGER_SEAL_EVERY:
+        if now - last_seal >= settings.FLEXZONE_LEDGER_SEAL_EVERY:
+            last_seal = now  # a seal that fails is tried again next period, not every second
+            try:
                 ledger.seal()  # off every operation's path: one sealer at a time, the others skip
-                last_seal = now
+            except Exception:  # noqa: BLE001 - never at the cost of the other chores (lease expiry above all)
+                log.exception("sealing the ledger failed")
+        try:
             if now - last_reap >= conf.reap_every:
                 reap_stalled_operations()
                 last_reap = now

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -102,9 +102,12 @@ class Run:
         self.warnings += [f"{name}: {warning}" for warning in driver.take_warnings()]
         changes = driver.take_zoning_changes()
         if changes:  # journaled at once: a crash later must not lose what was in force before
-            router = Router.objects.filter(name=driver.target.name).first()
-            ZoningImage.objects.bulk_create([ZoningImage(router=router, operation_id=self.op.pk, before=before,
-                                                         after=after) for before, after in changes if router])
+            try:
+                router = Router.objects.filter(name=driver.target.name).first()
+                ZoningImage.objects.bulk_create([ZoningImage(router=router, operation_id=self.op.pk, before=before,
+                                                             after=after) for before, after in changes if router])
+            except DatabaseError:  # never in place of what the router did or said
+                log.exception("operation %s: could not journal the zoning images of %s", self.op.pk, name)
 
     def phase(self, phase: str) -> None:
         if self.op.phase != phase:

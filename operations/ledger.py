@@ -33,7 +33,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +71,8 @@ def digest(row: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def link_hash(prev: str, seq: int, kind: str, ref: int, record_digest: str) -> str:
-    return hashlib.sha256(f"{prev}|{seq}|{kind}|{ref}|{record_digest}".encode()).hexdigest()
+def link_hash(prev: str, seq: int, kind: str, ref: int, record_digest: str, late: bool = False) -> str:
+    return hashlib.sha256(f"{prev}|{seq}|{kind}|{ref}|{record_digest}|{int(late)}".encode()).hexdigest()
 
 
 def head_message(seq: int, head: str) -> bytes:
@@ -122,28 +122,32 @@ class Sealed:
     skipped: bool = False  # another process was sealing
 
 
-def _watermark(kind: str) -> int:
-    return LedgerEntry.objects.filter(kind=kind).order_by("-ref").values_list("ref", flat=True).first() or 0
+def _grace() -> float:
+    return float(getattr(settings, "FLEXZONE_LEDGER_GRACE", 300))
 
 
-def _unsealed(limit: int) -> list[tuple[str, dict[str, Any]]]:
-    """The records to seal next, in chain order: audit events by id; operations by id, up to the first
-    one that has not ended."""
-    audit = list(AuditEvent.objects.filter(pk__gt=_watermark(LedgerEntry.Kind.AUDIT)).order_by("pk")
-                 .values(*AUDIT_FIELDS)[:limit])
-    found = [(LedgerEntry.Kind.AUDIT, row) for row in audit]
-    operations = Operation.objects.filter(pk__gt=_watermark(LedgerEntry.Kind.OPERATION)).order_by("pk")
-    for row in operations.values(*OPERATION_FIELDS)[:limit]:
-        if row["state"] not in TERMINAL_STATES:
-            break
-        found.append((LedgerEntry.Kind.OPERATION, row))
-    return found
+def _unsealed(limit: int) -> list[tuple[str, dict[str, Any], datetime | None]]:
+    """The records to seal next, in chain order, with when each was written: audit events by id, then
+    ended operations in the order they ended. Any row not sealed yet is taken, whatever its id: ids
+    are handed out at insert but rows become visible at commit, in another order."""
+    sealed = LedgerEntry.objects.values("ref")
+    audit = (AuditEvent.objects.exclude(pk__in=sealed.filter(kind=LedgerEntry.Kind.AUDIT)).order_by("pk")
+             .values(*AUDIT_FIELDS)[:limit])
+    ended = (Operation.objects.filter(state__in=TERMINAL_STATES)
+             .exclude(pk__in=sealed.filter(kind=LedgerEntry.Kind.OPERATION)).order_by("finished_at", "pk")
+             .values(*OPERATION_FIELDS)[:limit])
+    return ([(LedgerEntry.Kind.AUDIT, row, row["created_at"]) for row in audit]
+            + [(LedgerEntry.Kind.OPERATION, row, row["finished_at"]) for row in ended])
 
 
 def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
-    """Append what was written since the last seal to the chain; sign the head when `sign` (None: when
-    the last signature is older than FLEXZONE_LEDGER_SIGN_EVERY seconds, or there is none and the
-    chain is not empty). Returns what was done; skipped when another process holds the sealer's lock."""
+    """Append what was written since the last seal to the chain; then sign the head when `sign` (None:
+    when the last signature is older than FLEXZONE_LEDGER_SIGN_EVERY seconds, or there is none and the
+    chain is not empty). Returns what was done; skipped when another process holds the sealer's lock.
+
+    A record written (by its own clock) more than FLEXZONE_LEDGER_GRACE seconds before the previous
+    seal is sealed `late`: later records were sealed before it, so it was inserted afterwards (or its
+    transaction stayed open that long). `verify` names it."""
     sealed = Sealed()
     with transaction.atomic():
         if connection.vendor == "postgresql":
@@ -154,25 +158,29 @@ def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
                     return sealed
         last = LedgerEntry.objects.order_by("-seq").first()
         seq, prev = (last.seq, last.hash) if last else (0, GENESIS)
+        cutoff = last.sealed_at - timedelta(seconds=_grace()) if last else None
         entries = []
-        for kind, row in _unsealed(limit):
+        for kind, row, written in _unsealed(limit):
+            late = cutoff is not None and written is not None and written < cutoff
             seq, before, record_digest = seq + 1, prev, digest(row)
-            prev = link_hash(before, seq, kind, row["id"], record_digest)
-            entries.append(LedgerEntry(seq=seq, kind=kind, ref=row["id"], digest=record_digest, prev=before, hash=prev))
+            prev = link_hash(before, seq, kind, row["id"], record_digest, late)
+            entries.append(LedgerEntry(seq=seq, kind=kind, ref=row["id"], digest=record_digest, prev=before, hash=prev,
+                                       late=late))
             if kind == LedgerEntry.Kind.AUDIT:
                 sealed.audit += 1
             else:
                 sealed.operations += 1
         LedgerEntry.objects.bulk_create(entries)
-        if sign is None:
-            newest = LedgerSignature.objects.order_by("-signed_at").values_list("signed_at", "seq").first()
-            every = settings.FLEXZONE_LEDGER_SIGN_EVERY
-            sign = seq > 0 and (newest is None or (newest[1] < seq
-                                                   and (timezone.now() - newest[0]).total_seconds() >= every))
-        if sign and seq > 0:
-            key = signing_key()
-            sealed.signed = LedgerSignature.objects.create(
-                seq=seq, hash=prev, public_key=public_hex(key), signature=key.sign(head_message(seq, prev)).hex())
+    # Signing is its own step: a key that cannot be read must not undo the seal (verify then says how
+    # many entries no signature covers).
+    if sign is None:
+        newest = LedgerSignature.objects.order_by("-signed_at").values_list("signed_at", "seq").first()
+        age = None if newest is None else (timezone.now() - newest[0]).total_seconds()
+        sign = seq > 0 and (newest is None or (newest[1] < seq and age >= settings.FLEXZONE_LEDGER_SIGN_EVERY))
+    if sign and seq > 0:
+        key = signing_key()
+        sealed.signed = LedgerSignature.objects.create(
+            seq=seq, hash=prev, public_key=public_hex(key), signature=key.sign(head_message(seq, prev)).hex())
     return sealed
 
 
@@ -221,23 +229,32 @@ def _check_signature(public_key: str, seq: int, head: str, signature: str) -> bo
     return True
 
 
+def trusted_keys() -> set[str]:
+    """The public keys whose signatures verify accepts: this service's own (when its key file is here)
+    and FLEXZONE_LEDGER_TRUSTED_KEYS (the other hosts' keys, or retired ones), hex."""
+    keys = {key.strip().lower() for key in getattr(settings, "FLEXZONE_LEDGER_TRUSTED_KEYS", ()) if key.strip()}
+    if key_path().exists():
+        keys.add(public_hex(signing_key()))
+    return keys
+
+
 def verify(checkpoint_doc: dict[str, Any] | None = None, *, chunk: int = 5000) -> Verdict:
     """Walk the chain and the records it covers; name the first record or entry that is wrong."""
     verdict = Verdict()
-    expected_key = public_hex(signing_key()) if key_path().exists() else None
+    trusted = trusted_keys()
     hashes: dict[int, str] = {}
     prev, expected_seq = GENESIS, 1
-    entries = LedgerEntry.objects.order_by("seq").values_list("seq", "kind", "ref", "digest", "prev", "hash")
+    entries = LedgerEntry.objects.order_by("seq").values_list("seq", "kind", "ref", "digest", "prev", "hash", "late")
     for batch_start in range(0, LedgerEntry.objects.count(), chunk):
         batch = list(entries[batch_start:batch_start + chunk])
         records = {kind: {row["id"]: row for row in model.objects.filter(
             pk__in=[ref for _s, k, ref, *_ in batch if k == kind]).values(*fields)}
             for kind, (model, fields) in SOURCES.items()}
-        for seq, kind, ref, record_digest, entry_prev, entry_hash in batch:
+        for seq, kind, ref, record_digest, entry_prev, entry_hash, late in batch:
             if seq != expected_seq:
                 verdict.problems.append(f"entry {expected_seq} is missing or out of order (found entry {seq} there)")
                 return verdict
-            if entry_prev != prev or link_hash(prev, seq, kind, ref, record_digest) != entry_hash:
+            if entry_prev != prev or link_hash(prev, seq, kind, ref, record_digest, late) != entry_hash:
                 verdict.problems.append(f"entry {seq} ({kind} {ref}) does not follow from the entry before it: "
                                         "entries were edited, inserted, deleted or reordered")
                 return verdict
@@ -246,22 +263,19 @@ def verify(checkpoint_doc: dict[str, Any] | None = None, *, chunk: int = 5000) -
                 verdict.problems.append(f"{_noun(kind)} {ref} (entry {seq}) was deleted")
             elif digest(row) != record_digest:
                 verdict.problems.append(f"{_noun(kind)} {ref} (entry {seq}) was changed after it was sealed")
+            if late:
+                verdict.problems.append(f"{_noun(kind)} {ref} (entry {seq}) appeared only after later records had "
+                                        "been sealed: it was inserted afterwards")
             verdict.counts[kind] = verdict.counts.get(kind, 0) + 1
             hashes[seq], prev, expected_seq = entry_hash, entry_hash, seq + 1
     verdict.entries, verdict.head = expected_seq - 1, prev
-    for kind, (model, _fields) in SOURCES.items():
-        sealed = LedgerEntry.objects.filter(kind=kind).values_list("ref", flat=True)
-        inserted = (model.objects.filter(pk__lte=_watermark(kind)).exclude(pk__in=sealed).order_by("pk")
-                    .values_list("pk", flat=True).first())
-        if inserted is not None:
-            verdict.problems.append(f"{_noun(kind)} {inserted} is not in the ledger, though later ones are: "
-                                    "it was inserted after they were sealed")
-    for signature in LedgerSignature.objects.order_by("seq", "signed_at"):
-        if expected_key is None:
-            verdict.problems.append(f"there is no ledger key at {key_path()}: the signed heads cannot be checked")
+    for signature in LedgerSignature.objects.filter(seq__lte=verdict.entries).order_by("seq", "signed_at"):
+        if not trusted:
+            verdict.problems.append(f"there is no ledger key at {key_path()} and no FLEXZONE_LEDGER_TRUSTED_KEYS: "
+                                    "the signed heads cannot be checked")
             break
-        if signature.public_key != expected_key:
-            verdict.problems.append(f"the signature of entry {signature.seq} is by another key")
+        if signature.public_key not in trusted:
+            verdict.problems.append(f"the signature of entry {signature.seq} is by a key this service does not trust")
         elif hashes.get(signature.seq) != signature.hash or not _check_signature(
                 signature.public_key, signature.seq, signature.hash, signature.signature):
             verdict.problems.append(f"the signed head at entry {signature.seq} does not match the ledger: "
@@ -269,20 +283,33 @@ def verify(checkpoint_doc: dict[str, Any] | None = None, *, chunk: int = 5000) -
         else:
             verdict.signed_seq = max(verdict.signed_seq, signature.seq)
     if checkpoint_doc is not None:
-        _check_checkpoint(verdict, checkpoint_doc, hashes, expected_key)
+        _check_checkpoint(verdict, checkpoint_doc, hashes, trusted)
+    _check_unsigned(verdict)
     return verdict
 
 
-def _check_checkpoint(verdict: Verdict, doc: dict[str, Any], hashes: dict[int, str], expected_key: str | None
-                      ) -> None:
+def _check_unsigned(verdict: Verdict) -> None:
+    """Entries sealed long enough ago that a signature should cover them, and none does: the signatures
+    were removed (or the sealers cannot sign)."""
+    if verdict.entries <= verdict.signed_seq:
+        return
+    first = LedgerEntry.objects.filter(seq=verdict.signed_seq + 1).values_list("sealed_at", flat=True).first()
+    overdue = 2 * settings.FLEXZONE_LEDGER_SIGN_EVERY + _grace()
+    if first is not None and (timezone.now() - first).total_seconds() > overdue:
+        verdict.problems.append(f"entries {verdict.signed_seq + 1} to {verdict.entries} were sealed over {overdue:g} s "
+                                "ago and no signature covers them: the signatures were removed, or the sealers "
+                                f"cannot sign (key {key_path()})")
+
+
+def _check_checkpoint(verdict: Verdict, doc: dict[str, Any], hashes: dict[int, str], trusted: set[str]) -> None:
     try:
         seq, head, key, signature = int(doc["seq"]), str(doc["hash"]), str(doc["public_key"]), str(doc["signature"])
     except (KeyError, TypeError, ValueError):
         verdict.problems.append("the checkpoint is not a flexzone ledger checkpoint (seq, hash, public_key, "
                                 "signature)")
         return
-    if key != expected_key or not _check_signature(key, seq, head, signature):
-        verdict.problems.append("the checkpoint's signature is not by this service's ledger key")
+    if key not in trusted or not _check_signature(key, seq, head, signature):
+        verdict.problems.append("the checkpoint's signature is not by a key this service trusts")
     elif hashes.get(seq) != head:
         verdict.problems.append(f"the ledger differs from the checkpoint at entry {seq}: it was rewritten up to there")
     else:

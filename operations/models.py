@@ -248,6 +248,8 @@ class LedgerEntry(models.Model):
     digest = models.CharField(max_length=64)
     prev = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
+    late = models.BooleanField(default=False, help_text="written over FLEXZONE_LEDGER_GRACE seconds before the seal "
+                               "before this one: later records were sealed first (covered by `hash`)")
     sealed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -286,7 +286,8 @@ class RouterDriver:
                 "zones": {name: sorted(members) for name, members in sorted(fabric.active.items())}}
 
     def zoning_changed(self, before: Any) -> None:
-        """A zoning change was put in force; `before` is the zoning as read just before its first edit.
+        """A zoning change is about to go in force (called right before the command that commits it, so
+        that one which fails part-way is journaled too); `before` is the zoning as read last before it.
         Its after-image is the next read of the zoning (the engine's verification reads it at once)."""
         self._zoning_changes.append([self.zoning_image(before), None])
 

@@ -79,7 +79,7 @@ from routers.drivers.brocade_fos_show import (
     parse_circuit_details,
     parse_tunnel_table,
 )
-from routers.drivers.brocade_fos_zoning import ZONE_RE, FosZoningEdits, link_prefix
+from routers.drivers.brocade_fos_zoning import ZONE_CFG, ZONE_RE, FosZoningEdits, link_prefix
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof, netmiko_device_type
 from routers.drivers.telnet_login import PatientTelnet
 from routers.drivers.zoning import EFFECTIVE, check_fcip_add, fabric_links, link_zones, pair_zones, port_zones
@@ -169,7 +169,9 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
             lines.append(f'cfgenable "{EFFECTIVE}"')
         return lines
 
-    render_restore = staticmethod(render_fos_restore)
+    @staticmethod
+    def render_restore(before: dict, after: dict | None) -> list[str]:
+        return render_fos_restore(before, after, ZONE_RE, ZONE_CFG)
 
     @classmethod
     def render_notes(cls, action: str, spec: LinkSpec) -> list[str]:
@@ -285,7 +287,6 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
         if cfg is not None:
             ours = link_zones(fabric, ZONE_RE, spec) | set(pair_zones(link_prefix(spec), spec))
             self._transactional(lambda: self._apply(cfg, edits, fabric, ours))
-            self.zoning_changed(fabric)
         made = cfg is not None
         if tunnel is None:
             if not self.extension(tunnel_line, exists=TUNNEL_EXISTS):
@@ -326,7 +327,6 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
                 self.warn(stays)
         if ours:
             self._transactional(lambda: self._unzone(fabric, ours))
-            self.zoning_changed(fabric)
         else:
             raise LinkAbsent(f"no flexzone zone of link {spec.key} on the switch", router_message="",
                              transcript=self._peek_transcript())

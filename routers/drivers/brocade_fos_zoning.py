@@ -62,6 +62,7 @@ class FosZoningEdits:
     warn: Callable[[str], None]
     _peek_transcript: Callable[[], str]
     zoning_read: Callable[[Any], None]
+    zoning_changed: Callable[[Any], None]
     _transcript_on_refusal: Callable[[], Any]
     _conn: Any
 
@@ -192,13 +193,13 @@ class FosZoningEdits:
     def _apply(self, cfg: str, edits: list[str], fabric: FosZoning, ours: set[str]) -> None:
         for command in edits:
             self.zoning_edit(command)
-        self._still_as_read(fabric, cfg, ours)
+        self.zoning_changed(self._still_as_read(fabric, cfg, ours))  # journaled before it goes in force
         self.enable(cfg)
         if fabric.in_effect is None:
             self.warn(f"no zoning configuration was in effect on the fabric; flexzone created and enabled "
                       f"{cfg} for its zones (default zone access was {fabric.default_access})")
 
-    def _still_as_read(self, before: FosZoning, cfg: str, ours: set[str]) -> None:
+    def _still_as_read(self, before: FosZoning, cfg: str, ours: set[str]) -> FosZoning:
         """Just before enabling, inside this session's transaction (so nobody else can change the
         zoning any more): the configuration in effect must still be the one read before the first
         edit, and the defined one must hold nothing new but the link's zones. Otherwise another admin
@@ -212,6 +213,7 @@ class FosZoningEdits:
                 transcript=self._peek_transcript())
         if before.in_effect is not None and (refusal := refuse_staged_changes(now, cfg, ours)):
             raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
+        return now
 
     # --- a link's zones out --------------------------------------------------------------------
     def _check_unzone(self, fabric: FosZoning, ours: set[str]) -> None:
@@ -252,12 +254,13 @@ class FosZoningEdits:
         if held_elsewhere:
             self.warn(f"zones {', '.join(sorted(held_elsewhere))} stay defined: other configurations list them")
         if cfg is not None and touches(fabric, cfg, ours):
-            self._still_as_read(fabric, cfg, ours)
+            self.zoning_changed(self._still_as_read(fabric, cfg, ours))
             self.enable(cfg)
         elif self._own_token is not None:
             self.save()
 
     def _disable_own_cfg(self, fabric: FosZoning, ours: set[str]) -> None:
+        self.zoning_changed(fabric)
         output = self.confirm("cfgdisable")
         if "Updating flash" not in output:
             raise self.rejection("cfgdisable", output)

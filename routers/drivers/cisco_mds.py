@@ -186,7 +186,9 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
             lines.append(f"zoneset activate name {ACTIVE_ZONESET} vsan {spec.vsan}")
         return [*lines, f"no interface fcip {spec.port}", f"no fcip profile {spec.port}", "end"]
 
-    render_restore = staticmethod(render_mds_restore)
+    @staticmethod
+    def render_restore(before: dict, after: dict | None) -> list[str]:
+        return render_mds_restore(before, after, ZONE_RE, ZONESET)
 
     @classmethod
     def render_notes(cls, action: str, spec: LinkSpec) -> list[str]:
@@ -392,6 +394,7 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
         lines, zoneset, expect = zoning
         vsan = self.target.vsan
         if lines and status.enhanced:
+            self.zoning_changed(fabric)  # journaled before it goes in force (read under the lock)
             self.configure(["configure terminal", *first, *lines, f"zone commit vsan {vsan}", *last, "end"])
             self.verify_commit()
         elif zoneset is not None and lines and lines[-1].startswith("zoneset activate"):
@@ -404,11 +407,12 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
                     f"vsan {vsan}: the full zone database changed while flexzone edited it "
                     f"({describe_changes(changes)}); flexzone took its own edits back and activated nothing",
                     router_message="", transcript=self._peek_transcript())
+            self.zoning_changed(now)  # the read right before activating
             self.configure(["configure terminal", lines[-1], *last, "end"])
         elif first or lines or last:
+            if lines:
+                self.zoning_changed(fabric)
             self.configure(["configure terminal", *first, *lines, *last, "end"])
-        if lines:
-            self.zoning_changed(fabric)
 
     def _check_vsan(self, spec: LinkSpec) -> None:
         if spec.vsan != self.target.vsan:

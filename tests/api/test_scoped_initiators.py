@@ -103,3 +103,8 @@ def test_an_operation_of_another_site_hides_its_initiators_in_the_api_and_the_co
     assert scoped["result"]["pairs"] == [] and HIDDEN in scoped["error"]
     assert scoped["request"] == op.request  # nothing else changes
     assert shows_any(call("carol", "GET", "/api/operations/").text, wwns) == []
+    # A WWN the registry no longer knows (its host deleted since) stays hidden: only the principal's own
+    # sites' initiators and devices' WWNs are ever shown.
+    Initiator.objects.filter(host__site__name="remote-site").delete()
+    assert shows_any(call("carol", "GET", f"/api/operations/{op.pk}/").text, wwns) == []
+    assert shows_any(call("root", "GET", f"/api/operations/{op.pk}/").text, wwns) == wwns

@@ -14,7 +14,7 @@ from registry.models import Router
 from tests.api.conftest import api_server, call  # noqa: F401 - fixtures: a server that runs no operations
 
 PROD = {"prod_oradb1_vmax": ["10:00:00:90:fa:c7:43:10", "50:00:09:73:f0:2c:51:04"]}
-OURS = {"fz_z1_ve24_2100000e08b103a02_2000000453000100a0": ["20:00:00:04:53:00:01:a0", "21:00:00:e0:8b:10:3a:02"]}
+OURS = {"fz_z1_ve24_210000e08b103a02_20000004530001a0": ["20:00:00:04:53:00:01:a0", "21:00:00:e0:8b:10:3a:02"]}
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import threading
 import pytest
 from django.core.management import call_command
 from django.db import connection, connections
+from django.utils import timezone
 
 from operations import ledger
 from operations.models import LedgerEntry, LedgerSignature, Operation
@@ -104,27 +105,36 @@ def test_a_deleted_ledger_entry_breaks_the_chain_there(sealed):
     assert status == 1 and err.splitlines()[0] == "entry 4 is missing or out of order (found entry 5 there)"
 
 
-def test_an_audit_event_inserted_among_sealed_ones_is_named(db, key):
-    event(1)
-    with connection.cursor() as cursor:  # a rolled-back insert leaves a gap in the ids, as this does
-        cursor.execute(f"SELECT nextval(pg_get_serial_sequence('{AUDIT}', 'id'))")
-        gap = cursor.fetchone()[0]
-    event(2)
-    ledger.seal(sign=True)
-    sql(f"INSERT INTO {AUDIT} (id, principal_name, cert_sha256, cert_subject, action, method, path, outcome, "
-        "status_code, detail, target, remote_addr, created_at) VALUES (%s, 'mallory', '', '', 'site.delete', "
-        "'DELETE', '/api/sites/1/', 'allowed', 204, '', 'site:1', '', now())", [gap])
+def test_an_audit_event_inserted_among_sealed_ones_is_named(sealed):
+    # A row slipped in later, dated among the sealed ones (its transaction would have had to stay open
+    # for over FLEXZONE_LEDGER_GRACE seconds to be legitimate).
+    sql(f"INSERT INTO {AUDIT} (principal_name, cert_sha256, cert_subject, action, method, path, outcome, "
+        "status_code, detail, target, remote_addr, created_at) VALUES ('mallory', '', '', 'site.delete', "
+        "'DELETE', '/api/sites/1/', 'allowed', 204, '', 'site:1', '', now() - interval '1 hour')")
+    forged = AuditEvent.objects.get(principal_name="mallory").pk
     status, _out, err = audit("verify")
     assert status == 1
-    assert err.splitlines()[0] == (f"audit event {gap} is not in the ledger, though later ones are: it was "
-                                   "inserted after they were sealed")
+    assert err.splitlines()[0] == (f"audit event {forged} (entry 9) appeared only after later records had been "
+                                   "sealed: it was inserted afterwards")
+
+
+def test_rows_are_sealed_as_they_become_visible_whatever_their_ids(db, key):
+    """Ids are handed out at insert and rows seen at commit, in another order: a row with a lower id that
+    commits later is still sealed, and is not taken for an inserted one."""
+    later = event(2)
+    ledger.seal()
+    earlier = AuditEvent.objects.create(id=later.pk - 1, principal_name="slow", action="site.update", method="PATCH",
+                                        path="/api/sites/1/", outcome="allowed", status_code=200)
+    assert ledger.seal().audit == 1
+    assert LedgerEntry.objects.filter(kind="audit", ref=earlier.pk).exists()
+    assert audit("verify")[0] == 0
 
 
 def test_an_inserted_ledger_entry_breaks_the_chain(sealed):
     sql(f"UPDATE {LEDGER} SET seq = seq + 1000 WHERE seq >= 3")  # make room in the middle
     sql(f"UPDATE {LEDGER} SET seq = seq - 999 WHERE seq >= 1000")
-    sql(f"INSERT INTO {LEDGER} (seq, kind, ref, digest, prev, hash, sealed_at) "
-        f"SELECT 3, 'audit', 424242, digest, prev, hash, sealed_at FROM {LEDGER} WHERE seq = 2")
+    sql(f"INSERT INTO {LEDGER} (seq, kind, ref, digest, prev, hash, late, sealed_at) "
+        f"SELECT 3, 'audit', 424242, digest, prev, hash, late, sealed_at FROM {LEDGER} WHERE seq = 2")
     status, _out, err = audit("verify")
     assert status == 1
     assert err.splitlines()[0].startswith("entry 3 (audit 424242) does not follow from the entry before")
@@ -190,15 +200,38 @@ def test_a_checkpoint_kept_elsewhere_catches_a_rewrite_that_also_removed_the_sig
     document["signature"] = "00" * 64
     kept.write_text(json.dumps(document))
     assert audit("verify", "--checkpoint", str(kept))[2].splitlines()[0] == (
-        "the checkpoint's signature is not by this service's ledger key")
+        "the checkpoint's signature is not by a key this service trusts")
 
 
-def test_an_operation_is_sealed_once_it_and_every_earlier_one_have_ended(db, key):
+def test_an_operation_is_sealed_once_it_has_ended_whatever_runs_before_it(db, key):
     first, second = ended(1, state="running"), ended(2)
-    assert ledger.seal().operations == 0  # the first has not ended: the second waits behind it
-    Operation.objects.filter(pk=first.pk).update(state="failed")
-    assert ledger.seal().operations == 2
-    assert list(LedgerEntry.objects.filter(kind="operation").values_list("ref", flat=True)) == [first.pk, second.pk]
+    assert ledger.seal().operations == 1  # the second; the first is still running
+    Operation.objects.filter(pk=first.pk).update(state="failed", finished_at=timezone.now())
+    assert ledger.seal().operations == 1
+    assert list(LedgerEntry.objects.filter(kind="operation").values_list("ref", flat=True)) == [second.pk, first.pk]
+    assert audit("verify")[0] == 0
+
+
+def test_signatures_by_another_hosts_key_verify_once_it_is_trusted(sealed, settings, tmp_path):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    other = Ed25519PrivateKey.generate()
+    head = LedgerEntry.objects.order_by("-seq").first()
+    LedgerSignature.objects.create(seq=head.seq, hash=head.hash, public_key=ledger.public_hex(other),
+                                   signature=other.sign(ledger.head_message(head.seq, head.hash)).hex())
+    status, _out, err = audit("verify", "--no-seal")
+    assert status == 1 and err.splitlines()[0] == "the signature of entry 8 is by a key this service does not trust"
+    settings.FLEXZONE_LEDGER_TRUSTED_KEYS = [ledger.public_hex(other)]
+    assert audit("verify", "--no-seal")[0] == 0
+
+
+def test_entries_that_should_be_signed_by_now_and_are_not_are_reported(sealed, settings):
+    sql(f"DELETE FROM {SIGNATURES}")
+    assert audit("verify", "--no-seal")[0] == 0  # just sealed: a signature may still come
+    sql(f"UPDATE {LEDGER} SET sealed_at = sealed_at - interval '2 hours'")
+    status, _out, err = audit("verify", "--no-seal")
+    assert status == 1 and err.splitlines()[0].startswith("entries 1 to 8 were sealed over 900 s ago and no signature "
+                                                          "covers them")
 
 
 def test_the_key_is_made_once_readable_by_its_owner_only_and_never_in_the_database(db, key):
