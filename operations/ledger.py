@@ -11,10 +11,11 @@ service holds (`FLEXZONE_LEDGER_KEY`, made on first use, 0600, never in the data
 Writing the chain never sits on an operation's or a request's path, so it serializes nothing: the
 chores thread of each worker seals what was written since the last seal every
 `FLEXZONE_LEDGER_SEAL_EVERY` seconds, one sealer at a time (a PostgreSQL advisory lock that the
-others skip), and signs the head every `FLEXZONE_LEDGER_SIGN_EVERY` seconds. Audit events are sealed
-in id order. An operation is sealed once it and every operation before it have ended (its end is
-final then), so that in both tables every row up to the last sealed id is in the chain, and a row
-inserted there later is found.
+others skip), and signs the head every `FLEXZONE_LEDGER_SIGN_EVERY` seconds. Each seal takes every
+audit event and every ended operation (its end is final then) not sealed yet, whatever its id: ids
+are handed out at insert, rows seen at commit. A record written more than `FLEXZONE_LEDGER_GRACE`
+seconds before the previous seal is sealed `late` (later records went first), and verify reports it
+as inserted.
 
 What it cannot see: a record changed in the moments between its writing and the next seal, and
 entries after the last signed head rewritten by someone who can also write the database (`verify`
@@ -123,7 +124,7 @@ class Sealed:
 
 
 def _grace() -> float:
-    return float(getattr(settings, "FLEXZONE_LEDGER_GRACE", 300))
+    return float(settings.FLEXZONE_LEDGER_GRACE)
 
 
 def _unsealed(limit: int) -> list[tuple[str, dict[str, Any], datetime | None]]:
@@ -232,7 +233,7 @@ def _check_signature(public_key: str, seq: int, head: str, signature: str) -> bo
 def trusted_keys() -> set[str]:
     """The public keys whose signatures verify accepts: this service's own (when its key file is here)
     and FLEXZONE_LEDGER_TRUSTED_KEYS (the other hosts' keys, or retired ones), hex."""
-    keys = {key.strip().lower() for key in getattr(settings, "FLEXZONE_LEDGER_TRUSTED_KEYS", ()) if key.strip()}
+    keys = {key.strip().lower() for key in settings.FLEXZONE_LEDGER_TRUSTED_KEYS if key.strip()}
     if key_path().exists():
         keys.add(public_hex(signing_key()))
     return keys
