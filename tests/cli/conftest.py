@@ -37,9 +37,10 @@ FAST_OPERATIONS = {
 # A server started for a session shares the test database with every later test, whose operations
 # and leases are not its own (the soak abandons operations and lets leases run out on purpose): its
 # reaper and lease sweep would take them over, from a process that cannot even read those routers'
-# passwords. No test here needs them, so they wait a day.
+# passwords. No test here needs them, so they wait a day; so does the ledger's seal, which would write
+# into tables a test is flushing (a TRUNCATE deadlocked with it) and seal other tests' rows.
 IDLE_CHORES = {"FLEXZONE_OPS_REAP_EVERY": "86400", "FLEXZONE_OPS_LEASE_EVERY": "86400",
-               "FLEXZONE_OPS_SETTLE_EVERY": "86400"}
+               "FLEXZONE_OPS_SETTLE_EVERY": "86400", "FLEXZONE_LEDGER_SEAL_EVERY": "86400"}
 
 
 @pytest.fixture(scope="session")
