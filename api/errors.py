@@ -149,6 +149,20 @@ def not_found(request, exception=None):
     return JsonResponse({"detail": f"No API endpoint at {request.path}.", "code": "not_found"}, status=404)
 
 
+class JsonNotFoundUnderApi:
+    """Middleware: with DEBUG on, Django answers a path no route matches with its technical page, not
+    handler404; under /api/ that answer is the JSON 404 as well, so the contract holds in the demo."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code == 404 and _api_path(request) and "json" not in response.get("Content-Type", ""):
+            return not_found(request)
+        return response
+
+
 def bad_request(request, exception=None):
     """Django's 400 (a request refused before any view: a malformed host, too many fields, a body over
     the limit outside DRF's parsing): JSON under /api/."""

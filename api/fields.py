@@ -10,9 +10,17 @@ from __future__ import annotations
 import re
 
 from django.core.exceptions import ValidationError
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
+from rest_framework.exceptions import ErrorDetail
+
+from registry.validators import normalize_wwn
+from routers.platforms import WWN_ANY_CASE_PATTERN
 
 _ASCII_INT = re.compile(r"\A-?[0-9]{1,10}\Z")
+_DIGITS = re.compile(r"\A[0-9]+\Z")
+# Longer digit strings are out of every range here; int() of them would only cost time.
+_MAX_DIGITS = 30
+PRINTABLE_ASCII_PATTERN = r"^[\x20-\x7e]*$"  # as the API's schema states it (api/schema.py)
 _PRINTABLE_ASCII = re.compile(r"\A[\x20-\x7e]*\Z")
 
 
@@ -24,6 +32,22 @@ def validate_printable_ascii(value: str) -> None:
             "digits that look like ASCII ones).",
             code="printable_ascii",
         )
+
+
+def whole_number(raw: str, param: str, minimum: int, maximum: int | None = None) -> int:
+    """`raw` as an int within [minimum, maximum], or a 400 naming `param` and the rule it broke."""
+    if not _DIGITS.match(raw):
+        raise invalid(param, "A whole number written with ASCII digits is required.", "integer")
+    value = int(raw) if len(raw) <= _MAX_DIGITS else 10**_MAX_DIGITS
+    if value < minimum:
+        raise invalid(param, f"At least {minimum}.", "min_value")
+    if maximum is not None and value > maximum:
+        raise invalid(param, f"At most {maximum}.", "max_value")
+    return value
+
+
+def invalid(param: str, message: str, rule: str) -> exceptions.ValidationError:
+    return exceptions.ValidationError({param: [ErrorDetail(message, code=rule)]})
 
 
 class StrictCharField(serializers.CharField):
@@ -78,3 +102,20 @@ class StrictIPAddressField(serializers.IPAddressField):
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
         self.validators.insert(0, validate_printable_ascii)
+
+
+class WWNField(StrictCharField):
+    """A WWN as typed (printable ASCII, no padding), in any letter case; its value is the lower-case form."""
+
+    schema_pattern = WWN_ANY_CASE_PATTERN
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("max_length", 23)
+        super().__init__(**kwargs)
+
+    def run_validation(self, data=serializers.empty):
+        value = super().run_validation(data)
+        try:
+            return normalize_wwn(value)
+        except ValidationError as exc:
+            raise serializers.ValidationError(exc.messages[0], code="wwn_format") from None

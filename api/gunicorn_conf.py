@@ -32,6 +32,9 @@ workers = int(os.environ.get("FLEXZONE_API_WORKERS", "2"))
 keepalive = int(os.environ.get("FLEXZONE_API_KEEPALIVE", "5"))
 # Connections wait on operations (?wait=SECONDS), so the worker timeout must exceed the longest wait.
 timeout = 120
+# The longest request line gunicorn reads (its default is 4094): a plan naming the most hosts a request
+# may (HOSTS_MAX of 63 characters each) fits. A longer line is a 414 from gunicorn, documented as such.
+limit_request_line = 8190
 if settings.FLEXZONE_TRUST_PROXY_HEADERS:
     # Behind nginx: plain HTTP on a unix socket that only the proxy's group may open (0770).
     umask = 0o007

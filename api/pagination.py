@@ -1,11 +1,14 @@
-"""Limit/offset pagination with bounds: a huge limit or offset is refused or capped, never sent to SQL
-(PostgreSQL's LIMIT/OFFSET are 64-bit, so an overlong number would be a database error, a 500).
+"""Limit/offset pagination with bounds: a limit or offset that is not a whole number in range is a
+400 naming it (an overlong number never reaches SQL, where PostgreSQL's 64-bit LIMIT/OFFSET would make
+it a database error); a limit over the largest page is served as the largest page. The schema states
+the same bounds.
 
 The page is read first and counted only when it cannot tell the count itself: most lists fit in one
 page, and a page shorter than the limit ends the list, so those requests make one query, not two."""
 
-from rest_framework import exceptions
 from rest_framework.pagination import LimitOffsetPagination
+
+from api.fields import whole_number
 
 MAX_OFFSET = 10**9
 
@@ -13,11 +16,27 @@ MAX_OFFSET = 10**9
 class Pagination(LimitOffsetPagination):
     max_limit = 1000
 
+    def get_limit(self, request) -> int:
+        raw = request.query_params.get(self.limit_query_param)
+        if raw is None:
+            return self.default_limit
+        return min(whole_number(raw, self.limit_query_param, 1), self.max_limit)
+
     def get_offset(self, request) -> int:
-        offset = super().get_offset(request)
-        if offset > MAX_OFFSET:
-            raise exceptions.ValidationError({self.offset_query_param: [f"At most {MAX_OFFSET}."]})
-        return offset
+        raw = request.query_params.get(self.offset_query_param)
+        if raw is None:
+            return 0
+        return whole_number(raw, self.offset_query_param, 0, MAX_OFFSET)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.limit_query_param:
+                parameter["schema"]["minimum"] = 1
+                parameter["description"] += f" At most {self.max_limit}: a larger limit is served as {self.max_limit}."
+            elif parameter["name"] == self.offset_query_param:
+                parameter["schema"].update(minimum=0, maximum=MAX_OFFSET)
+        return parameters
 
     def paginate_queryset(self, queryset, request, view=None):
         self.request = request

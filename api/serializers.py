@@ -14,17 +14,18 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api import redaction
-from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField
+from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField, WWNField
 from operations.models import Grant, Link, Operation, ZoningImage
 from registry import in_use
 from registry.models import ZONE_MAX, ZONE_MIN, AuditEvent, Device, Host, Initiator, Principal, Role, Router, Site, Zone
-from registry.validators import normalize_wwn, validate_description, validate_short_name
+from registry.validators import validate_description, validate_short_name
 from routers import hostkeys
 from routers.drivers import DRIVERS
 from routers.drivers.zoning_restore import differences as zoning_differences
 
 LEASE_MAX = 90 * 24 * 3600
 INITIATORS_MAX = 64
+HOSTS_MAX = 64  # hosts one connect or plan may name
 
 
 def site_field(**kwargs) -> NaturalKeyField:
@@ -34,21 +35,6 @@ def site_field(**kwargs) -> NaturalKeyField:
 def zone_field(**kwargs) -> NaturalKeyField:
     key = StrictIntegerField(min_value=ZONE_MIN, max_value=ZONE_MAX)
     return NaturalKeyField(key, slug_field="zone_id", **kwargs)
-
-
-class WWNField(StrictCharField):
-    """A WWN as typed (printable ASCII, no padding), in any letter case; its value is the lower-case form."""
-
-    def __init__(self, **kwargs) -> None:
-        kwargs.setdefault("max_length", 23)
-        super().__init__(**kwargs)
-
-    def run_validation(self, data=serializers.empty):
-        value = super().run_validation(data)
-        try:
-            return normalize_wwn(value)
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.messages[0], code="wwn_format") from None
 
 
 class ItemsField(serializers.ListField):
@@ -467,6 +453,7 @@ def hosts_field() -> ItemsField:
         child=StrictCharField(max_length=63, validators=[validate_short_name]),
         required=False,
         allow_empty=False,
+        max_length=HOSTS_MAX,
         help_text="FCIP: zone only these hosts (names) of the requesting site; default all of its hosts",
     )
 

@@ -15,16 +15,19 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import audit, redaction
 from api import serializers as s
 from api.authentication import crl_cache
-from api.fields import validate_printable_ascii
+from api.fields import invalid
 from api.permissions import require_scope, scoped_site_ids, within_site_scope
+from api.schema import QueryFilter, query_filters
 from operations import planner, submit
 from operations.delta import with_delta
 from operations.models import TERMINAL_STATES, Grant, Link, Operation, OperationKind, ZoningImage
@@ -32,7 +35,6 @@ from registry.models import AuditEvent, Device, Host, Principal, Role, Router, S
 
 log = logging.getLogger("flexzone.api")
 _WAIT = re.compile(r"\A[0-9]{1,6}(\.[0-9]{1,3})?\Z")
-_DIGITS = re.compile(r"\A[0-9]{1,9}\Z")
 
 
 def _jsonable(data) -> dict:
@@ -80,7 +82,6 @@ class RegistryViewSet(AuditedView, viewsets.ModelViewSet):
     `site_scope` (a lookup to the row's site) limits reads to the principal's sites."""
 
     filters: dict[str, str] = {}
-    integer_filters: frozenset[str] = frozenset()
     site_scope: str | None = None
     lookup_value_regex = "[0-9]+"
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
@@ -89,18 +90,19 @@ class RegistryViewSet(AuditedView, viewsets.ModelViewSet):
         queryset = super().get_queryset()
         if self.site_scope is not None:
             queryset = within_site_scope(queryset, getattr(self.request.user, "principal", None), self.site_scope)
-        for param, lookup in self.filters.items():
-            value = self.request.query_params.get(param)
-            if value is None:
-                continue
-            if param in self.integer_filters and not _DIGITS.match(value):
-                raise exceptions.ValidationError({param: ["A whole number written with ASCII digits is required."]})
-            try:
-                validate_printable_ascii(value)
-            except Exception as exc:
-                raise exceptions.ValidationError({param: [str(exc.message)]}) from None
-            queryset = queryset.filter(**{lookup: value})
+        if self.action != "list":
+            return queryset
+        for query_filter in self.query_filters():
+            value = self.request.query_params.get(query_filter.param)
+            if value is not None:
+                queryset = queryset.filter(**{query_filter.lookup: query_filter.clean(value)})
         return queryset
+
+    @classmethod
+    def query_filters(cls) -> list[QueryFilter]:
+        """The list's filters, typed from the fields they filter on (api.schema): the schema and the
+        check of a value come from the same declaration."""
+        return query_filters(cls.queryset.model, cls.filters)
 
     def _target(self, instance) -> str:
         return f"{self.audit_noun}:{instance.pk}"
@@ -142,7 +144,6 @@ class ZoneViewSet(RegistryViewSet):
     serializer_class = s.ZoneSerializer
     audit_noun = "zone"
     filters = {"zone_id": "zone_id"}
-    integer_filters = frozenset({"zone_id"})
 
 
 class RouterViewSet(RegistryViewSet):
@@ -158,7 +159,6 @@ class DeviceViewSet(RegistryViewSet):
     audit_noun = "device"
     filters = {"description": "description__iexact", "wwn": "wwn__iexact", "zone": "zone__zone_id",
                "owner_site": "owner_site__name"}
-    integer_filters = frozenset({"zone"})
 
 
 class HostViewSet(RegistryViewSet):
@@ -232,7 +232,6 @@ class ZoningHistoryViewSet(ReadOnlyRegistryViewSet):
     audit_noun = "zoning-history"
     read_role = Role.ADMIN
     filters = {"router": "router__name", "operation": "operation_id"}
-    integer_filters = frozenset({"operation"})
 
 
 class AuditEventViewSet(ReadOnlyRegistryViewSet):
@@ -481,3 +480,18 @@ class HealthView(APIView):
         except Exception as exc:
             body.update(status="failing", crl=str(exc))
         return Response(body, status=200 if body["status"] == "ok" else 503)
+
+
+class SchemaView(SpectacularAPIView):
+    """The schema, in the format `?format=` names (json or yaml) or the one the Accept header asks for;
+    an empty `format` is refused like any other value outside the two (DRF would ignore it)."""
+
+    def handle_exception(self, exc):
+        # Its renderers write OpenAPI documents; an error is the API's JSON like everywhere else.
+        self.request.accepted_renderer, self.request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().handle_exception(exc)
+
+    def get(self, request, *args, **kwargs):
+        if request.query_params.get("format") == "":
+            raise invalid("format", "One of json or yaml, or leave it out.", "invalid_choice")
+        return super().get(request, *args, **kwargs)

@@ -103,6 +103,7 @@ MIDDLEWARE = [
     # Static files (the API docs' and the admin's scripts and styles) are served by the service
     # itself, from the installed packages: no page loads anything from another host.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "api.errors.JsonNotFoundUnderApi",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -177,7 +178,7 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True  # straight from the apps' sta
 FLEXZONE_SECRETS_DIR = env_path("FLEXZONE_SECRETS_DIR", BASE_DIR / ".demo" / "secrets")
 
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "flexzone API",
@@ -186,6 +187,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.document_errors"],
 }
 
 LOGGING = {

@@ -11,8 +11,11 @@ from django.core.exceptions import ValidationError
 
 from routers import hostkeys, platforms
 
-_SHORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-_DESCRIPTION = re.compile(r"^[A-Za-z0-9 _.,:/()#+@-]*$")
+# The patterns are public so that the API's schema states the same rules (api/schema.py).
+SHORT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+DESCRIPTION_PATTERN = r"^[A-Za-z0-9 _.,:/()#+@-]*$"
+_SHORT_NAME = re.compile(SHORT_NAME_PATTERN)
+_DESCRIPTION = re.compile(DESCRIPTION_PATTERN)
 _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 # Router secrets come from environment variables under one prefix only (an admin must not be able to
 # point a router at a host of their own and receive DATABASE_URL or the proxy secret as its login

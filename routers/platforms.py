@@ -52,6 +52,7 @@ WWN_RE = re.compile(WWN_PATTERN)
 WWN_MESSAGE = "A WWN is eight lower-case colon-separated hex bytes, e.g. 21:00:00:e0:8b:0e:95:17."
 # What a switch CLI accepts as a WWN (either letter case); the simulators parse members with it.
 WWN_ANY_CASE_RE = re.compile(WWN_PATTERN, re.IGNORECASE | re.ASCII)
+WWN_ANY_CASE_PATTERN = r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){7}$"  # the same, as a schema states it
 
 
 def normalize_wwn(value: str) -> str:
