@@ -12,6 +12,7 @@ import re
 from django.core.exceptions import ValidationError
 from rest_framework import exceptions, serializers
 from rest_framework.exceptions import ErrorDetail
+from rest_framework.relations import MANY_RELATION_KWARGS
 
 from registry.validators import normalize_wwn
 from routers.platforms import WWN_ANY_CASE_PATTERN
@@ -53,10 +54,17 @@ def invalid(param: str, message: str, rule: str) -> exceptions.ValidationError:
 class StrictCharField(serializers.CharField):
     """A CharField that keeps whitespace as given and accepts printable ASCII only."""
 
+    default_error_messages = {"invalid": "A string is required."}
+
     def __init__(self, **kwargs) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
         self.validators.append(validate_printable_ascii)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):  # DRF's CharField would take 0 as "0"; the schema says string
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class StrictIntegerField(serializers.IntegerField):
@@ -94,9 +102,37 @@ class NaturalKeyField(serializers.SlugRelatedField):
             raise serializers.ValidationError(exc.detail) from None
         return super().to_internal_value(key)
 
+    @classmethod
+    def many_init(cls, *args, **kwargs):
+        # As RelatedField.many_init, but a list only: DRF's ManyRelatedField iterates any iterable, so
+        # {} or {"a": 1} would be read as a list of its keys.
+        list_kwargs = {key: value for key, value in kwargs.items() if key in MANY_RELATION_KWARGS}
+        return ListOnlyRelatedField(child_relation=cls(*args, **kwargs), **list_kwargs)
+
+
+class ListOnlyRelatedField(serializers.ManyRelatedField):
+    def to_internal_value(self, data):
+        if not isinstance(data, list):
+            self.fail("not_a_list", input_type=type(data).__name__)
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: DRF's BooleanField also takes 0, 1, "yes", "off" and more, none of which
+    the schema's boolean allows."""
+
+    default_error_messages = {"invalid": "true or false (a JSON boolean) is required."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        self.fail("invalid")
+
 
 class StrictIPAddressField(serializers.IPAddressField):
     """An IP address exactly as given: no surrounding whitespace, printable ASCII."""
+
+    schema_fragment = {"anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}
 
     def __init__(self, **kwargs) -> None:
         kwargs.setdefault("trim_whitespace", False)

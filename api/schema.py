@@ -23,14 +23,29 @@ from drf_spectacular import openapi
 from drf_spectacular.utils import OpenApiParameter
 
 from api.fields import PRINTABLE_ASCII_PATTERN, invalid, validate_printable_ascii, whole_number
-from registry.validators import DESCRIPTION_PATTERN, SHORT_NAME_PATTERN, validate_description, validate_short_name
+from registry.models import VSAN_MAX, VSAN_MIN, VSAN_RESERVED, validate_vsan
+from registry.validators import (
+    DESCRIPTION_PATTERN,
+    SECRET_REF_PATTERN,
+    SHORT_NAME_PATTERN,
+    validate_description,
+    validate_host,
+    validate_secret_ref,
+    validate_short_name,
+)
 from routers.platforms import WWN_ANY_CASE_PATTERN, WWN_PATTERN
 
 # Most specific first: a field checked by several takes the first one's pattern (each implies the last).
 PATTERNS = {
     validate_short_name: SHORT_NAME_PATTERN,
     validate_description: DESCRIPTION_PATTERN,
+    validate_secret_ref: SECRET_REF_PATTERN,
     validate_printable_ascii: PRINTABLE_ASCII_PATTERN,
+}
+# Validators whose rule is not a pattern, as the schema states it (it replaces a printable-ASCII pattern).
+FRAGMENTS = {
+    validate_host: {"anyOf": [{"format": "ipv4"}, {"format": "ipv6"}, {"format": "hostname"}]},
+    validate_vsan: {"minimum": VSAN_MIN, "maximum": VSAN_MAX, "not": {"enum": [VSAN_RESERVED]}},
 }
 
 
@@ -39,7 +54,9 @@ ANY_CASE = {WWN_PATTERN: WWN_ANY_CASE_PATTERN}
 
 
 def pattern_of(field) -> str | None:
-    """The pattern a serializer or model field's validators enforce, as the schema states it."""
+    """The pattern a serializer or model field's validators enforce, as the schema states it (for a
+    relation written as a natural key, its key's)."""
+    field = getattr(field, "key_field", field)
     explicit = getattr(field, "schema_pattern", None)
     if explicit:
         return explicit
@@ -131,6 +148,13 @@ class AutoSchema(openapi.AutoSchema):
         # Only what a client writes: read-only text (a transcript, an audit detail) is whatever happened.
         if field.read_only:
             return
+        fragment = getattr(field, "schema_fragment", None) or next(
+            (fragment for validator, fragment in FRAGMENTS.items() if validator in field.validators), None)
+        if fragment:
+            schema.update(fragment)
+            if "anyOf" in fragment:
+                schema.pop("pattern", None)
+            return
         if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema:
             pattern = pattern_of(field)
             if pattern:
@@ -173,7 +197,11 @@ def _statuses(path: str, method: str, operation: dict) -> list[int]:
 
 def document_errors(result, generator, request, public):
     """Postprocessing hook: each operation lists every error status it can answer, with the one
-    error body (`Error`) the service gives for all of them."""
+    error body (`Error`) the service gives for all of them; request bodies take no field they do not
+    list (a misspelt field is a 400, api.serializers.KnownFieldsOnly)."""
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request") and component.get("type") == "object":
+            component["additionalProperties"] = False
     for path, methods in result.get("paths", {}).items():
         for method, operation in methods.items():
             responses = operation.setdefault("responses", {})

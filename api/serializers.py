@@ -6,6 +6,7 @@ import copy
 from collections.abc import Mapping
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
 from django.db import models, transaction
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
@@ -14,7 +15,14 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from api import redaction
-from api.fields import NaturalKeyField, StrictCharField, StrictIntegerField, StrictIPAddressField, WWNField
+from api.fields import (
+    NaturalKeyField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictIPAddressField,
+    WWNField,
+)
 from operations.models import Grant, Link, Operation, ZoningImage
 from registry import in_use
 from registry.models import ZONE_MAX, ZONE_MIN, AuditEvent, Device, Host, Initiator, Principal, Role, Router, Site, Zone
@@ -40,6 +48,8 @@ def zone_field(**kwargs) -> NaturalKeyField:
 class ItemsField(serializers.ListField):
     """A list whose entries are checked one by one: an entry at fault is reported by its position
     (`initiators[2]`), and an entry given twice (as the child reads it: WWNs in any case) is refused."""
+
+    schema_fragment = {"uniqueItems": True}
 
     def run_child_validation(self, data):
         values, errors, seen = [], [], {}
@@ -98,6 +108,7 @@ class RegistrySerializer(KnownFieldsOnly, serializers.ModelSerializer):
         models.SmallIntegerField: StrictIntegerField,
         models.BigIntegerField: StrictIntegerField,
         models.GenericIPAddressField: StrictIPAddressField,
+        models.BooleanField: StrictBooleanField,
     }
 
     def get_validators(self):
@@ -143,6 +154,7 @@ class SiteSerializer(RegistrySerializer):
             "id", "name", "display_name", "msan_id", "management_ip", "data_ip", "description", "router_port",
             "created_at", "updated_at",
         ]
+        extra_kwargs = {"msan_id": {"min_value": 1}}  # registry_site_msan_id_positive, stated in the schema
 
 
 class InitiatorsField(ItemsField):
@@ -407,16 +419,12 @@ class PrincipalSerializer(RegistrySerializer):
         fields = ["id", "name", "role", "cert_sha256", "cert_issuer", "cert_serial", "sites", "zones", "all_sites",
                   "all_zones", "revoked_at", "created_at"]
 
-    def validate_cert_sha256(self, value):
-        if value is not None and (len(value) != 64 or any(c not in "0123456789abcdef" for c in value)):
-            raise serializers.ValidationError("64 lower-case hex digits (SHA-256 of the DER certificate).",
-                                              code="sha256_hex")
-        return value
-
-    def validate_cert_serial(self, value):
-        if value and (len(value) > 40 or any(c not in "0123456789abcdef" for c in value)):
-            raise serializers.ValidationError("Lower-case hex without separators.", code="serial_hex")
-        return value
+        extra_kwargs = {
+            "cert_sha256": {"validators": [RegexValidator(
+                r"\A[0-9a-f]{64}\Z", "64 lower-case hex digits (SHA-256 of the DER certificate).", "sha256_hex")]},
+            "cert_serial": {"validators": [RegexValidator(
+                r"\A[0-9a-f]{1,40}\Z", "Lower-case hex without separators, at most 40 digits.", "serial_hex")]},
+        }
 
 
 class AuditEventSerializer(RegistrySerializer):
@@ -480,7 +488,7 @@ class ConnectSerializer(TargetSerializer):
 
 
 class ReconcileSerializer(KnownFieldsOnly, serializers.Serializer):
-    repair = serializers.BooleanField(default=False, help_text="converge registry and routers (admin only)")
+    repair = StrictBooleanField(default=False, help_text="converge registry and routers (admin only)")
     policy = serializers.ChoiceField(
         choices=["registry", "router"], default="registry", help_text="which side is the truth when repairing"
     )

@@ -354,14 +354,16 @@ class OperationView(AuditedView, APIView):
     @staticmethod
     def _wait_seconds(request) -> float:
         raw = request.query_params.get("wait")
-        if raw is None or raw == "":
+        if raw is None:
             return 0.0
         if not _WAIT.match(raw):
             raise exceptions.ValidationError({"wait": ["Seconds to wait, e.g. 30 or 2.5 (ASCII digits)."]})
         return min(float(raw), settings.FLEXZONE_API_MAX_WAIT)
 
 
-_WAIT_PARAM = OpenApiParameter("wait", float, description="block up to this many seconds for the result")
+_WAIT_SCHEMA = {"type": "string", "pattern": _WAIT.pattern.replace("\\A", "^").replace("\\Z", "$")}
+_WAIT_PARAM = OpenApiParameter("wait", _WAIT_SCHEMA, description="block up to this many seconds for the "
+                               "result (e.g. 30 or 2.5; at most FLEXZONE_API_MAX_WAIT, 60 by default)")
 _OPERATION_RESPONSES = {200: s.OperationSerializer, 202: s.OperationSerializer, **ERRORS}
 
 
@@ -434,7 +436,11 @@ class InvokeView(OperationView):
         return OperationKind.INVOKE, request
 
     def audit_action(self, request) -> str:
-        return f"invoke.{request.data.get('command', '')}"[:64] if isinstance(request.data, dict) else "invoke"
+        try:
+            data = request.data
+        except exceptions.APIException:  # a body that could not be parsed: the refusal is being answered
+            return "invoke"
+        return f"invoke.{data.get('command', '')}"[:64] if isinstance(data, dict) else "invoke"
 
 
 class PlanView(AuditedView, APIView):

@@ -188,6 +188,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.document_errors"],
+    # What a client sends (FooRequest) apart from what it reads (Foo): required, blank and write-only
+    # rules apply to the request only.
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 LOGGING = {

@@ -23,6 +23,8 @@ _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 SECRET_ENV_PREFIX = "FLEXZONE_ROUTER_SECRET_"
 _SECRET_ENV = re.compile(rf"^{SECRET_ENV_PREFIX}[A-Z0-9_]{{1,100}}$")
 _SECRET_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# The same rule as one pattern, for the API's schema ("no .." is the lookahead).
+SECRET_REF_PATTERN = rf"^(env:{SECRET_ENV_PREFIX}[A-Z0-9_]{{1,100}}|file:(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{{0,127}})$"
 
 
 def normalize_wwn(value: str) -> str:

@@ -1,9 +1,11 @@
-"""The served schema is an exact contract for reads: a client built from it sends what is accepted and
+"""The served schema is an exact contract: a client built from it sends what is accepted and
 is refused only for what the schema forbids, with the statuses and bodies the schema states.
 
 schemathesis runs from outside, as a client generator would: its own command line against the
-served /api/schema/, over mutual TLS with an admin certificate, GET operations only, every check on
-(`--checks all`), with the repository's schemathesis.toml. The quick form here runs a few examples
+served /api/schema/, over mutual TLS with an admin certificate, every operation (reads and writes,
+on the test database's registry, whose routers point at simulator addresses; the queue is manual, so
+nothing reaches a router), every check on (`--checks all`), with the repository's schemathesis.toml.
+The quick form here runs a few examples
 per operation with a fixed seed; FLEXZONE_CONTRACT_EXAMPLES=100 FLEXZONE_CONTRACT_SEED=N explores
 further (the seed is printed, and a failing one replays).
 """
@@ -20,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
-EXAMPLES = int(os.environ.get("FLEXZONE_CONTRACT_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("FLEXZONE_CONTRACT_EXAMPLES", "6"))
 SEED = int(os.environ.get("FLEXZONE_CONTRACT_SEED", "20261126"))
 
 
@@ -43,7 +45,7 @@ def run_schemathesis(api_server, schema: Path, *args: str) -> subprocess.Complet
     cert, key = api_server.pki.pair("root")
     argv = [str(SCHEMATHESIS), "--config-file", str(ROOT / "schemathesis.toml"), "--no-color", "run", str(schema),
             "--url", api_server.url, "--tls-verify", api_server.pki.ca_file, "--request-cert", cert,
-            "--request-cert-key", key, "--include-method", "GET", "--checks", "all", "--seed", str(SEED),
+            "--request-cert-key", key, "--checks", "all", "--seed", str(SEED),
             "--max-examples", str(EXAMPLES), *args]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "", "HOME": str(schema.parent)}
     return subprocess.run(argv, cwd=schema.parent, env=env, capture_output=True, text=True, timeout=600)
@@ -53,7 +55,7 @@ def run_schemathesis(api_server, schema: Path, *args: str) -> subprocess.Complet
 def test_schemathesis_finds_no_difference_between_the_schema_and_the_service(api_server, served_schema):
     print(f"schemathesis seed {SEED}, {EXAMPLES} examples per operation")
     result = run_schemathesis(api_server, served_schema)
-    print(result.stdout[-3000:])
+    print(result.stdout)
     assert result.returncode == 0, f"{result.stdout[-12000:]}\n{result.stderr[-2000:]}"
     tested = re.search(r"Tested: (\d+)", result.stdout)
     assert tested and int(tested.group(1)) >= 20, "schemathesis tested fewer GET operations than the API has"
@@ -118,3 +120,11 @@ def test_a_path_no_route_matches_is_a_json_404_under_api_even_with_debug_on(clie
     assert response.status_code == 404 and response["Content-Type"] == "application/json"
     assert response.json()["code"] == "not_found"
     assert client.get("/no-such-page/", secure=True)["Content-Type"].startswith("text/html")
+
+
+def test_an_invoke_whose_body_is_not_json_is_a_415_not_a_500(call, cast):
+    # Found by schemathesis: naming the audit action read the body again, outside the view's handling.
+    response = call("alice", "POST", "/api/invoke/", data='{"router": "primary-rtr", "command": "lsifcp"}',
+                    headers={"Content-Type": "text/plain"})
+    assert response.status_code == 415, response.text[:300]
+    assert response.json()["code"] == "unsupported_media_type"

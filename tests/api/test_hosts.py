@@ -117,7 +117,7 @@ def test_a_device_wwn_as_an_initiator_is_a_400_naming_its_position(call, cast):
         (["10:00:00:10:9b:5e:c0:01;"], "initiators[0]", "max_length"),
         (["１0:00:00:10:9b:5e:c0:01"], "initiators[0]", "printable_ascii"),
         ([" 10:00:00:10:9b:5e:c0:01"], "initiators[0]", "max_length"),
-        ([7], "initiators[0]", "wwn_format"),
+        ([7], "initiators[0]", "invalid"),  # a JSON string is required
         (["10:00:00:10:9b:5e:c0:01", "10:00:00:10:9B:5E:C0:01"], "initiators[1]", "duplicate"),
         ("10:00:00:10:9b:5e:c0:01", "initiators", "not_a_list"),
     ],
@@ -253,7 +253,7 @@ def test_the_schema_describes_hosts_and_the_fcip_fields_of_plan_steps(api_server
     assert components["Host"]["properties"]["initiators"]["type"] == "array"
     assert "vsan" in components["Router"]["properties"]
     assert components["Link"]["properties"]["initiators"].get("readOnly") is True
-    assert "hosts" in components["Connect"]["properties"]
-    assert "hosts" not in components["Target"]["properties"]  # a disconnect removes the link for every host
+    assert "hosts" in components["ConnectRequest"]["properties"]
+    assert "hosts" not in components["TargetRequest"]["properties"]  # a disconnect removes the link for every host
     plan_parameters = {p["name"] for p in schema["paths"]["/api/plan/"]["get"]["parameters"]}
     assert "hosts" in plan_parameters
