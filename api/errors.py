@@ -158,7 +158,9 @@ class JsonNotFoundUnderApi:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if response.status_code == 404 and _api_path(request) and "json" not in response.get("Content-Type", ""):
+        # Only a path no route matched: a view's own 404 (an object that does not exist) stays its own.
+        if (response.status_code == 404 and _api_path(request) and getattr(request, "resolver_match", None) is None
+                and "json" not in response.get("Content-Type", "")):
             return not_found(request)
         return response
 

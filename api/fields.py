@@ -68,21 +68,38 @@ class StrictCharField(serializers.CharField):
 
 
 class StrictIntegerField(serializers.IntegerField):
-    """An integer given as a JSON number or as ASCII digits; never a bool, float or Unicode digit."""
+    """An integer given as a JSON number, or, where the input is text (a query parameter: `text=True`),
+    as ASCII digits; never a bool, float, string in a JSON body, or Unicode digit."""
 
     default_error_messages = {"invalid": "A whole number written with ASCII digits is required."}
+
+    def __init__(self, *, text: bool = False, **kwargs) -> None:
+        self.text = text
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
         if isinstance(data, bool):
             self.fail("invalid")
         if isinstance(data, int):
             value = data
-        elif isinstance(data, str) and _ASCII_INT.match(data):
+        elif self.text and isinstance(data, str) and _ASCII_INT.match(data):
             value = int(data)
         else:
             self.fail("invalid")
         self.run_validators(value)
         return value
+
+
+class StrictFloatField(serializers.FloatField):
+    """A number given as a JSON number; never a bool or a string (DRF's FloatField reads true as 1.0
+    and "５" as 5.0)."""
+
+    default_error_messages = {"invalid": "A number (JSON) is required."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class NaturalKeyField(serializers.SlugRelatedField):

@@ -182,7 +182,7 @@ _URI_TOO_LONG = {"description": "the request line is longer than the server read
 
 
 def _statuses(path: str, method: str, operation: dict) -> list[int]:
-    if path == "/api/health/":
+    if path.startswith("/api/health/"):
         return []  # no authentication; 503 is documented with its own body
     statuses = [401, 403]
     takes_input = operation.get("requestBody") or any(p["in"] == "query" for p in operation.get("parameters", []))
@@ -199,15 +199,20 @@ def document_errors(result, generator, request, public):
     """Postprocessing hook: each operation lists every error status it can answer, with the one
     error body (`Error`) the service gives for all of them; request bodies take no field they do not
     list (a misspelt field is a 400, api.serializers.KnownFieldsOnly)."""
-    for name, component in result.get("components", {}).get("schemas", {}).items():
+    schemas = result.get("components", {}).get("schemas", {})
+    for name, component in schemas.items():
         if name.endswith("Request") and component.get("type") == "object":
             component["additionalProperties"] = False
+            # What a read returns may be sent back on a write and is ignored (KnownFieldsOnly).
+            read = schemas.get(name.removeprefix("Patched").removesuffix("Request"), {}).get("properties", {})
+            for field, spec in read.items():
+                if spec.get("readOnly") and field not in component.setdefault("properties", {}):
+                    component["properties"][field] = {"readOnly": True, "description": "ignored on a write"}
     for path, methods in result.get("paths", {}).items():
         for method, operation in methods.items():
             responses = operation.setdefault("responses", {})
             for status in _statuses(path, method, operation):
                 responses.setdefault(str(status), {"content": {"application/json": {"schema": _ERROR}},
                                                    "description": _WHY[status]})
-            if any(p["in"] == "query" for p in operation.get("parameters", [])):
-                responses.setdefault("414", dict(_URI_TOO_LONG))
+            responses.setdefault("414", dict(_URI_TOO_LONG))
     return result

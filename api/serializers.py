@@ -19,6 +19,7 @@ from api.fields import (
     NaturalKeyField,
     StrictBooleanField,
     StrictCharField,
+    StrictFloatField,
     StrictIntegerField,
     StrictIPAddressField,
     WWNField,
@@ -109,6 +110,7 @@ class RegistrySerializer(KnownFieldsOnly, serializers.ModelSerializer):
         models.BigIntegerField: StrictIntegerField,
         models.GenericIPAddressField: StrictIPAddressField,
         models.BooleanField: StrictBooleanField,
+        models.FloatField: StrictFloatField,
     }
 
     def get_validators(self):
@@ -420,7 +422,7 @@ class PrincipalSerializer(RegistrySerializer):
                   "all_zones", "revoked_at", "created_at"]
 
         extra_kwargs = {
-            "cert_sha256": {"validators": [RegexValidator(
+            "cert_sha256": {"allow_blank": False, "validators": [RegexValidator(
                 r"\A[0-9a-f]{64}\Z", "64 lower-case hex digits (SHA-256 of the DER certificate).", "sha256_hex")]},
             "cert_serial": {"validators": [RegexValidator(
                 r"\A[0-9a-f]{1,40}\Z", "Lower-case hex without separators, at most 40 digits.", "serial_hex")]},
@@ -468,6 +470,7 @@ def hosts_field() -> ItemsField:
 
 class PlanQuerySerializer(TargetSerializer):
     action = serializers.ChoiceField(choices=["connect", "disconnect"], default="connect")
+    zone = StrictIntegerField(required=False, min_value=ZONE_MIN, max_value=ZONE_MAX, text=True)  # a query: text
     hosts = hosts_field()
 
     def validate(self, attrs):

@@ -89,7 +89,7 @@ def assert_each_refused(post, path: str, base: dict, field: str, values: list, g
         ("/api/disconnect/", "device_description", HOSTILE_TEXT, "XRAID1", {"site": "remote-site"}),
         ("/api/disconnect/", "site", HOSTILE_TEXT, "remote-site", {"device_description": "XRAID1"}),
         ("/api/disconnect/", "wwn", HOSTILE_WWNS + HOSTILE_TEXT, "20:00:00:04:53:00:01:A0", {"site": "remote-site"}),
-        ("/api/disconnect/", "zone", HOSTILE_NUMBERS, "1", {"site": "remote-site"}),
+        ("/api/disconnect/", "zone", HOSTILE_NUMBERS, 1, {"site": "remote-site"}),
         ("/api/connect/", "duration", HOSTILE_NUMBERS, 3600, {"site": "remote-site", "device_description": "XRAID1"}),
     ],
 )
