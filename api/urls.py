@@ -4,7 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from api import views
+from api import health, views
 
 router = DefaultRouter()
 router.register("sites", views.SiteViewSet, basename="site")
@@ -20,7 +20,8 @@ router.register("audit-events", views.AuditEventViewSet, basename="audit-event")
 router.register("zoning-history", views.ZoningHistoryViewSet, basename="zoning-history")
 
 urlpatterns = [
-    path("health/", views.HealthView.as_view(), name="health"),
+    path("health/", health.HealthView.as_view(), name="health"),
+    path("health/live/", health.LiveView.as_view(), name="health-live"),
     path("plan/", views.PlanView.as_view(), name="plan"),
     path("connect/", views.ConnectView.as_view(), name="connect"),
     path("disconnect/", views.DisconnectView.as_view(), name="disconnect"),

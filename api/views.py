@@ -11,20 +11,18 @@ import time
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import exceptions, serializers, status, viewsets
-from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import audit, redaction
 from api import serializers as s
-from api.authentication import crl_cache
 from api.fields import invalid
 from api.permissions import require_scope, scoped_site_ids, within_site_scope
 from api.schema import QueryFilter, query_filters
@@ -457,35 +455,6 @@ class PlanView(AuditedView, APIView):
         query.is_valid(raise_exception=True)
         plan = with_delta(_plan(query.validated_data["action"], query.validated_data))
         return Response(redaction.for_request(request).redact(plan.as_dict()))
-
-
-class HealthView(APIView):
-    """Liveness and readiness: the database answers and the CRL is usable."""
-
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
-
-    @extend_schema(
-        responses={
-            200: inline_serializer("Health", {"status": serializers.CharField(), "database": serializers.CharField(),
-                                              "crl": serializers.CharField()}),
-            503: inline_serializer("HealthFailing", {"status": serializers.CharField(),
-                                                     "database": serializers.CharField(),
-                                                     "crl": serializers.CharField()}),
-        }
-    )
-    def get(self, request):
-        body = {"status": "ok", "database": "ok", "crl": "ok"}
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1")
-        except DatabaseError as exc:
-            body.update(status="failing", database=f"unreachable: {exc.__class__.__name__}")
-        try:
-            crl_cache()._current()
-        except Exception as exc:
-            body.update(status="failing", crl=str(exc))
-        return Response(body, status=200 if body["status"] == "ok" else 503)
 
 
 class SchemaView(SpectacularAPIView):

@@ -167,9 +167,3 @@ def test_the_plan_endpoint_answers_with_the_exact_router_commands(call, cast):
     assert unknown.status_code == 400
     assert unknown.json()["errors"][0]["field"] == "device_description"
     assert "XRAID1" in unknown.json()["errors"][0]["suggestions"]
-
-
-def test_health_answers_without_a_principal(call, cast):
-    response = call("eve", "GET", "/api/health/")
-    assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "crl": "ok"}

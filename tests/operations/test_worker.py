@@ -1,4 +1,5 @@
-"""Real worker processes (procrastinate on PostgreSQL): a worker SIGKILLed mid-operation."""
+"""Real worker processes (procrastinate on PostgreSQL): a worker SIGKILLed mid-operation, a worker
+stopped with SIGTERM mid-operation."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from operations import submit
@@ -91,6 +93,37 @@ def test_the_thread_queue_runs_operations_in_the_background(ops_lab, settings):
     )
     assert done.state == "succeeded", done.error
     assert_agreement(ops_lab)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_sigterm_lets_a_worker_finish_its_operation_log_out_and_let_go(lab_factory, settings, secrets_dir, tmp_path):
+    """The units' stop signal (deploy): the worker takes no new job, finishes the one it runs (bounded
+    by FLEXZONE_OPS_TOTAL_TIMEOUT), saves, logs out of every router, and leaves no lock or worker row."""
+    settings.FLEXZONE_OPS_QUEUE = "procrastinate"
+    lab = lab_factory(timing=TimingProfile(command=0.01, mutating_command=1.5), scale=1.0)
+    log = tmp_path / "worker.log"
+    worker = start_worker(secrets_dir, log)
+    try:
+        op = submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+        wait_for(lambda: Operation.objects.get(pk=op.pk).phase == "on_router", 30, "the first router step")
+        time.sleep(0.3)  # the add command is in flight on primary-rtr
+        queued = submit("add", {"site": "primary-site", "device_description": "XRAID2"})
+        os.killpg(worker.pid, signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0, log.read_text()[-3000:]
+        done = Operation.objects.get(pk=op.pk)
+        assert done.state == "succeeded" and "recovered" not in done.transcript, (done.error, log.read_text()[-3000:])
+        assert router_keys(lab.primary_sim) == {(8, 1, "127.0.0.22")}
+        assert Operation.objects.get(pk=queued.pk).state in ("queued", "succeeded")  # taken only if before the signal
+        # Logged out: the simulators see each session end (on their own loop, a moment after the exit).
+        wait_for(lambda: lab.primary_sim.active_sessions() == lab.remote_sim.active_sessions() == 0, 5, "logouts")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+            assert cursor.fetchone()[0] == 0
+            cursor.execute("SELECT count(*) FROM procrastinate_workers")
+            assert cursor.fetchone()[0] == 0
+    finally:
+        stop_workers([worker])
 
 
 def stop_workers(workers: list[subprocess.Popen]) -> None:
