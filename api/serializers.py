@@ -253,8 +253,8 @@ class RouterSerializer(RegistrySerializer):
         model = Router
         fields = [
             "id", "name", "site", "platform", "transport", "transport_security", "host", "port", "vsan", "username",
-            "secret_ref", "ssh_host_key", "ssh_host_key_sha256", "connect_timeout", "command_timeout", "created_at",
-            "updated_at",
+            "secret_ref", "ssh_host_key", "ssh_host_key_sha256", "connect_timeout", "command_timeout", "session_budget",
+            "created_at", "updated_at",
         ]
         extra_kwargs = {"secret_ref": {"write_only": True}}
 

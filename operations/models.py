@@ -286,3 +286,20 @@ class ZoningImage(models.Model):
     class Meta:
         ordering = ["-taken_at", "-id"]
         indexes = [models.Index(fields=["router", "-taken_at"], name="operations_zoning_router_taken")]
+
+
+class RouterSession(models.Model):
+    """A CLI session one process holds to a router (in use or idle in its pool), counted against the
+    router's session budget across every process on every host (operations/budget.py)."""
+
+    router = models.ForeignKey(Router, on_delete=models.CASCADE, related_name="flexzone_sessions")
+    holder = models.CharField(max_length=100, help_text="host:pid:nonce of the process holding it")
+    opened_at = models.DateTimeField(default=timezone.now)
+    heartbeat_at = models.DateTimeField(default=timezone.now)
+    release_wanted = models.BooleanField(default=False, help_text="another process needs the slot: log out when idle")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["router", "holder"], name="operations_routersession_one_per_process",
+                                    violation_error_message="A process holds one session per router."),
+        ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
+from operations import budget
 from operations.conf import ops_settings
 from operations.locking import try_router_lock
 from operations.metrics import report_sessions
@@ -86,6 +88,15 @@ class SessionPool:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.logins = 0  # counted for tests and the benchmark
+        self._holder: tuple[int, str] | None = None
+        self._budgeted: set[int] = set()  # routers whose sessions this pool counts in the session table
+
+    @property
+    def holder(self) -> str:
+        """This pool's name in the session table; a forked child gets its own."""
+        if self._holder is None or self._holder[0] != os.getpid():
+            self._holder = (os.getpid(), budget.process_holder())
+        return self._holder[1]
 
     # --- lending -------------------------------------------------------------------------------
     @contextmanager
@@ -95,15 +106,24 @@ class SessionPool:
         target: RouterTarget,
         absorb: Callable[[RouterDriver], None],
         deadline: float | None = None,
+        session_budget: int | None = None,
     ) -> Iterator[Lease]:
         """A logged-in session to the router; the caller must hold the router's lock.
 
         `absorb(driver)` is called at the end, success or not, to collect transcript and router time.
         `deadline` (time.monotonic()) caps every wait on the router while the caller holds the session.
+        `session_budget`: a new login is first counted against it across processes (operations.budget);
+        RouterBusy if other processes' sessions do not come free in time.
         """
         conf = ops_settings()
         lease = self._checkout(router_id, target, conf.keepalive) if conf.pool else None
         if lease is None:
+            if session_budget is not None:
+                wait_until = time.monotonic() + conf.router_wait
+                budget.claim(router_id, self.holder, session_budget, min(wait_until, deadline or wait_until))
+                with self._guard:
+                    self._budgeted.add(router_id)
+                self._ensure_thread()  # beats for the row while the session lives
             lease = Lease(self._factory(target), reused=False)
         lease.driver.deadline = deadline
         keep = False
@@ -131,11 +151,11 @@ class SessionPool:
         if entry is None:
             return None
         if entry.fingerprint != fingerprint(target):
-            _close_quietly(entry.driver)
+            self._discard(router_id, entry.driver)
             return None
         if time.monotonic() - entry.probed_at > keepalive and not entry.driver.is_alive():
             log.info("router %s: pooled session went stale; logging in again", target.name or router_id)
-            _close_quietly(entry.driver)
+            self._discard(router_id, entry.driver)
             return None
         return Lease(entry.driver, reused=True)
 
@@ -148,11 +168,23 @@ class SessionPool:
         if not keep:
             if lease.changed and save_mode != "never":
                 self._save(router_id, lease.driver)
-            _close_quietly(lease.driver)
+            self._discard(router_id, lease.driver)
             return
         with self._guard:
             self._entries[router_id] = _Entry(lease.driver, fingerprint(target))
         self._ensure_thread()
+
+    def _discard(self, router_id: int, driver: RouterDriver) -> None:
+        """Log out, and give the session's slot in the router's budget back."""
+        _close_quietly(driver)
+        with self._guard:
+            counted = router_id in self._budgeted
+            self._budgeted.discard(router_id)
+        if counted:
+            try:
+                budget.release(router_id, self.holder)
+            except Exception:  # noqa: BLE001 - the row then goes stale and is taken away
+                log.warning("router %s: could not give its session slot back", router_id, exc_info=True)
 
     def _save(self, router_id: int, driver: RouterDriver) -> None:
         try:
@@ -210,6 +242,7 @@ class SessionPool:
     def chores(self) -> None:
         """One round: save quiet routers' configurations, probe idle sessions, close old ones."""
         conf = ops_settings()
+        self._give_up_wanted()
         now = time.monotonic()
         with self._guard:
             candidates = list(self._entries.items())
@@ -233,12 +266,30 @@ class SessionPool:
                 entry.driver.take_transcript()
                 entry.driver.take_router_seconds()
                 if close or not entry.driver.is_alive():
-                    _close_quietly(entry.driver)
+                    self._discard(router_id, entry.driver)
                     continue
                 entry.probed_at = time.monotonic()
                 with self._guard:
                     self._entries.setdefault(router_id, entry)
         self._report_sessions()
+
+    def _give_up_wanted(self) -> None:
+        """Beat for this pool's rows in the session table, and log out of the idle sessions that
+        another process needs the slot of (it holds the router meanwhile, so they are idle)."""
+        with self._guard:
+            if not self._budgeted:
+                return
+        for router_id in budget.beat(self.holder):
+            with self._guard:
+                entry = self._entries.pop(router_id, None)
+                lent = router_id in self._budgeted and entry is None
+            if entry is not None:
+                log.info("router %s: its session budget is wanted by another process; logging out", router_id)
+                if router_id in self._unsaved and ops_settings().save_config != "never":
+                    self._save(router_id, entry.driver)
+                self._discard(router_id, entry.driver)
+            elif not lent:
+                budget.release(router_id, self.holder)
 
     def close_all(self) -> None:
         """Save what is unsaved (best effort), log out of every router, stop the chore thread."""
@@ -252,7 +303,7 @@ class SessionPool:
         for router_id, entry in entries.items():
             if router_id in unsaved and ops_settings().save_config != "never":
                 self._save(router_id, entry.driver)
-            _close_quietly(entry.driver)
+            self._discard(router_id, entry.driver)
         self._report_sessions()
 
 

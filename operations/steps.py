@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from operations.budget import budget_of
 from operations.conf import ops_settings
 from operations.errors import StepFailed
 from operations.journal import Run
@@ -94,7 +95,8 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
         try:
             with router_lock(router.pk, max(0.0, min(conf.router_wait, run.remaining()))):
                 run.phase(Phase.CONNECTING)
-                with pool.session(router.pk, target, run.absorb, deadline=run.deadline) as lease:
+                with pool.session(router.pk, target, run.absorb, deadline=run.deadline,
+                                  session_budget=budget_of(router)) as lease:
                     reused, in_session = lease.reused, True
                     run.phase(Phase.ON_ROUTER)
                     return work(lease, run.recovering or attempt > 1)

@@ -236,6 +236,11 @@ class Router(models.Model):
         validators=[validate_vsan],
         help_text="Cisco MDS: the VSAN whose active zoneset flexzone edits (1-4093, not 4079)",
     )
+    session_budget = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(64)],
+        help_text="the most CLI sessions flexzone holds to this router at once, over every process on every host "
+                  "(idle pooled ones included); empty: the platform's default, which leaves sessions for people",
+    )
     ssh_host_key = models.CharField(
         max_length=2000,
         blank=True,

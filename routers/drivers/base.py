@@ -269,6 +269,10 @@ class RouterDriver:
     # FCIP switches zone the requesting site's initiators with the target; iFCP gateways zone by
     # themselves (an iFCP zone is the gateway's own), so their links need no initiators.
     zones_initiators: ClassVar[bool] = False
+    # CLI sessions flexzone may hold to one router at once, over all its processes, unless the router
+    # says otherwise: far below what the device accepts (McData Eclipse 4, Nishan 8, FOS and MDS 32),
+    # so that people always get in.
+    session_budget: ClassVar[int] = 2
 
     def __init__(self, target: RouterTarget) -> None:
         self.target = target

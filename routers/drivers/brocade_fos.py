@@ -121,6 +121,7 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
 
     platform = Platform.BROCADE_FOS
     zones_initiators = True
+    session_budget = 4  # of the 32 CLI sessions the switch accepts
     device_types = {Transport.SSH: "brocade_fos", Transport.TELNET: "brocade_fos_telnet"}
     error_pattern = (r"(?mi)^\s*(?:.*failed[.:]|.*Object (?:exists|does not exist)\.|Error|error:|Usage|rbash:|"
                      r".*not found|.*Invalid|.*unreachable|.*already|.*Nothing to modify|.*does not exist|"

@@ -136,6 +136,7 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
 
     platform = Platform.CISCO_MDS
     zones_initiators = True
+    session_budget = 4  # of the 32 CLI sessions the switch accepts
     device_types = {Transport.SSH: "cisco_nxos", Transport.TELNET: "cisco_nxos_telnet"}
     error_pattern = rf"(?m)^% |not present|in use|does not exist|{BUSY}"
     zoneset = ZONESET

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from operations import submit
 from operations.locking import router_lock
-from operations.models import Grant, Operation
+from operations.models import Grant, Operation, RouterSession
 from registry.readiness import database_url
 from routers.sim.personality import TimingProfile
 from tests.operations.test_basics import assert_agreement, router_keys
@@ -122,6 +122,7 @@ def test_sigterm_lets_a_worker_finish_its_operation_log_out_and_let_go(lab_facto
             assert cursor.fetchone()[0] == 0
             cursor.execute("SELECT count(*) FROM procrastinate_workers")
             assert cursor.fetchone()[0] == 0
+        assert not RouterSession.objects.exists()  # its session slots are given back
     finally:
         stop_workers([worker])
 

@@ -1,0 +1,79 @@
+"""Each router's session budget, across every process on every host: flexzone never holds more CLI
+sessions to a router than its budget (`Router.session_budget`, or the platform's default), idle
+pooled sessions included, so that the sessions a device accepts are left for people.
+
+Every session a process opens is a `RouterSession` row, written before the login and deleted after the
+logout. A process that finds the budget taken asks the holders of idle sessions to give them up
+(`release_wanted`): their pools log those out within a chore round (pool.py) and delete the rows. It
+asks while holding the router (locking.router_lock, across processes), so every other session to that
+router is idle then. A row whose process stopped beating for FLEXZONE_OPS_STALE_AFTER seconds (it
+died) is taken away.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from operations.conf import ops_settings
+from operations.locking import RouterBusy
+from operations.models import RouterSession
+from registry.models import Router
+from routers.drivers import DRIVERS
+
+_POLL = 0.05  # s between looks while holders log out
+
+
+def process_holder() -> str:
+    """This process's name in the session table (a nonce tells a restarted pid apart)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"[:100]
+
+
+def budget_of(router: Router) -> int:
+    return router.session_budget or DRIVERS[router.platform].session_budget
+
+
+def claim(router_id: int, holder: str, budget: int, deadline: float) -> None:
+    """Count a session of `holder` to the router before it logs in, waiting (until the monotonic
+    `deadline`) for other processes to give idle ones up; RouterBusy if the budget stays taken. The
+    caller holds the router."""
+    asked = False
+    while True:
+        with transaction.atomic():
+            stale = timezone.now() - timedelta(seconds=ops_settings().stale_after)
+            RouterSession.objects.filter(router_id=router_id, heartbeat_at__lt=stale).delete()
+            held = list(RouterSession.objects.select_for_update().filter(router_id=router_id)
+                        .order_by("heartbeat_at").values_list("pk", "holder"))
+            if any(name == holder for _pk, name in held):
+                return  # already counted (a session replaced on the spot)
+            if len(held) < budget:
+                try:
+                    with transaction.atomic():
+                        RouterSession.objects.create(router_id=router_id, holder=holder)
+                    return
+                except IntegrityError:
+                    return  # counted meanwhile by another thread of this process
+            if not asked:  # the longest idle first: as many as it takes to leave one slot
+                RouterSession.objects.filter(pk__in=[pk for pk, _name in held[: len(held) - budget + 1]]).update(
+                    release_wanted=True)
+                asked = True
+        if time.monotonic() >= deadline:
+            raise RouterBusy(f"its session budget ({budget}) is held by other flexzone processes")
+        time.sleep(_POLL)
+
+
+def release(router_id: int, holder: str) -> None:
+    RouterSession.objects.filter(router_id=router_id, holder=holder).delete()
+
+
+def beat(holder: str) -> set[int]:
+    """Keep this process's rows alive; the routers whose sessions others want given up."""
+    rows = RouterSession.objects.filter(holder=holder)
+    rows.update(heartbeat_at=timezone.now())
+    return set(rows.filter(release_wanted=True).values_list("router_id", flat=True))
