@@ -303,3 +303,20 @@ class RouterSession(models.Model):
             models.UniqueConstraint(fields=["router", "holder"], name="operations_routersession_one_per_process",
                                     violation_error_message="A process holds one session per router."),
         ]
+
+
+class ZoningLock(models.Model):
+    """A Cisco MDS enhanced-mode zone session lock that a session of flexzone's may hold: written before
+    the session sends what may take it, deleted once the lock is seen freed. A worker that dies holding
+    one leaves the record, and the next session of any flexzone process to that switch frees the lock
+    (only if it is held by flexzone's account); without the record the lock would wait for a person."""
+
+    router = models.ForeignKey(Router, on_delete=models.CASCADE, related_name="zoning_locks")
+    vsan = models.PositiveSmallIntegerField()
+    recorded_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["router", "vsan"], name="operations_zoninglock_one_per_vsan",
+                                    violation_error_message="One zoning lock record per router and VSAN."),
+        ]

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from operations import zoning_locks
 from operations.budget import budget_of
 from operations.conf import ops_settings
 from operations.errors import StepFailed
@@ -98,6 +99,7 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
                 with pool.session(router.pk, target, run.absorb, deadline=run.deadline,
                                   session_budget=budget_of(router)) as lease:
                     reused, in_session = lease.reused, True
+                    zoning_locks.bind(lease.driver, router)
                     run.phase(Phase.ON_ROUTER)
                     return work(lease, run.recovering or attempt > 1)
         except RouterBusy:

@@ -222,6 +222,8 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
         conn = self.conn
         vsan = self.target.vsan
         held = vsan in self._holding
+        if not held:  # recorded before anything is sent: this session may take the lock, then die unseen
+            self._record_lock(vsan, True)
         mark = len(self._peek_transcript())
         with self._router_call(lines[1]), closed_session_is_eof(self):
             try:

@@ -19,6 +19,7 @@ lock's holder by user alone (``session: cli [USER]``), which a person using flex
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from netmiko.exceptions import ConfigInvalidException
 
@@ -123,6 +124,18 @@ class ZoneLocks:
     Mixed into CiscoMdsDriver, whose session (``conn``, ``target``, ``zone_status``) it uses."""
 
     _holding: set[int]
+    # Set by the engine: called with (vsan, True) when a session of ours is seen to take the lock and
+    # (vsan, False) when ours is freed, so that the record outlives this process (operations/zoning_locks.py).
+    on_lock_record: Callable[[int, bool], None] | None = None
+
+    def adopt_left_lock(self, vsan: int) -> None:
+        """A lock flexzone recorded taking, in a session of its own that is gone (another process's, which
+        died): freed like one this process's dead session left (claim_zoning)."""
+        _LEFT_LOCKS.add((self.target.host, self.target.port, vsan))
+
+    def _record_lock(self, vsan: int, holding: bool) -> None:
+        if self.on_lock_record is not None:
+            self.on_lock_record(vsan, holding)
 
     def _drop(self) -> None:
         for vsan in self._holding:
@@ -141,7 +154,9 @@ class ZoneLocks:
         super().close()
 
     def _track_lock(self, holding: bool) -> None:
-        (self._holding.add if holding else self._holding.discard)(self.target.vsan)
+        vsan = self.target.vsan
+        (self._holding.add if holding else self._holding.discard)(vsan)
+        self._record_lock(vsan, holding)
 
     def discard_zone_session(self) -> None:
         """Free our enhanced-mode lock and drop our pending changes (``no zone commit vsan N``).
@@ -163,6 +178,7 @@ class ZoneLocks:
                     pass
             return
         self._holding.discard(vsan)
+        self._record_lock(vsan, False)
 
     def claim_zoning(self) -> tuple[ZoneStatus, list[str]]:
         """Before any change: someone else's lock is ZoningBusy; a lock our own dead session was seen to
@@ -171,6 +187,7 @@ class ZoneLocks:
         key = (self.target.host, self.target.port, self.target.vsan)
         if status.holder is None:
             _LEFT_LOCKS.discard(key)
+            self._record_lock(self.target.vsan, False)  # nobody's: a record of ours is over (or was an intent)
             return status, []
         holder_user = re.search(r"\[(\S+)\]", status.holder)
         ours = key in _LEFT_LOCKS or self.target.vsan in self._holding  # left by a dead session, or by this one

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from operations import execute, reconcile, submit
 from operations.chores import settle_stranded_links
 from operations.delta import with_delta
-from operations.models import Grant, Link
+from operations.models import Grant, Link, ZoningLock
 from operations.planner import plan_connect, plan_disconnect
 from operations.pool import pool
 from registry.models import Device, Host, Initiator, Site
@@ -128,6 +128,26 @@ def test_a_connect_blocked_until_its_time_limit_fails_with_nothing_half_applied(
     assert_agreement(fcip_lab)
     assert not Grant.objects.exists()
     assert set(Link.objects.values_list("state", flat=True)) == {"failed"}
+
+
+@pytest.mark.django_db
+def test_a_zoning_lock_a_dead_worker_of_flexzones_left_is_freed_by_the_next_session(fcip_lab):
+    # Found by the soak (seed 644392951): a worker SIGKILLed in the middle of an MDS zoning change left
+    # flexzone's account holding the enhanced-mode lock, which NX-OS keeps until it is committed or
+    # discarded. Only the dead process knew it was flexzone's, so every later change waited for a person.
+    # Its record (written before its session sent what took the lock) is what any process reads now.
+    dead = fcip_lab.admins["remote-rtr"]  # a session with flexzone's own account, as the worker's was
+    dead.enhanced_mode()
+    dead.start_edit()
+    dead.close()  # the worker dies; the lock stays on the switch
+    fcip_lab.admins["remote-rtr"] = FabricAdmin(fcip_lab.sims["remote-rtr"], "cisco_mds")
+    ZoningLock.objects.create(router=fcip_lab.routers["remote-rtr"], vsan=1)
+    op = execute(submit("add", CONNECT).pk)
+    assert op.state == "succeeded", op.error
+    assert "freed the zoning lock of vsan 1 that a session of flexzone's left behind" in op.transcript
+    assert not ZoningLock.objects.exists()  # freed, then its own lock committed: nothing left recorded
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
 
 
 @pytest.mark.django_db
