@@ -50,9 +50,11 @@ def claim(router_id: int, holder: str, budget: int, deadline: float) -> None:
             RouterSession.objects.filter(router_id=router_id, heartbeat_at__lt=stale).delete()
             held = list(RouterSession.objects.select_for_update().filter(router_id=router_id)
                         .order_by("heartbeat_at").values_list("pk", "holder"))
-            if any(name == holder for _pk, name in held):
+            mine = [pk for pk, name in held if name == holder]
+            if mine and not RouterSession.objects.filter(pk=mine[0], release_wanted=True).exists():
                 return  # already counted (a session replaced on the spot)
-            if len(held) < budget:
+            # Ours but wanted by another process: our pool is giving it up; wait for that, then count anew.
+            if not mine and len(held) < budget:
                 try:
                     with transaction.atomic():
                         RouterSession.objects.create(router_id=router_id, holder=holder)
@@ -63,17 +65,23 @@ def claim(router_id: int, holder: str, budget: int, deadline: float) -> None:
                 RouterSession.objects.filter(pk__in=[pk for pk, _name in held[: len(held) - budget + 1]]).update(
                     release_wanted=True)
                 asked = True
+        time.sleep(_POLL)  # also when the deadline has passed: a caller that retries at once does not spin
         if time.monotonic() >= deadline:
             raise RouterBusy(f"its session budget ({budget}) is held by other flexzone processes")
-        time.sleep(_POLL)
 
 
 def release(router_id: int, holder: str) -> None:
     RouterSession.objects.filter(router_id=router_id, holder=holder).delete()
 
 
-def beat(holder: str) -> set[int]:
-    """Keep this process's rows alive; the routers whose sessions others want given up."""
+def release_all(holder: str) -> None:
+    RouterSession.objects.filter(holder=holder).delete()
+
+
+def beat(holder: str) -> tuple[set[int], set[int]]:
+    """Keep this process's rows alive: (routers it still has a row for, those others want given up). A
+    router missing from the first was taken away as stale: its session is no longer counted."""
     rows = RouterSession.objects.filter(holder=holder)
     rows.update(heartbeat_at=timezone.now())
-    return set(rows.filter(release_wanted=True).values_list("router_id", flat=True))
+    found = list(rows.values_list("router_id", "release_wanted"))
+    return {router_id for router_id, _wanted in found}, {router_id for router_id, wanted in found if wanted}

@@ -90,13 +90,16 @@ class SessionPool:
         self.logins = 0  # counted for tests and the benchmark
         self._holder: tuple[int, str] | None = None
         self._budgeted: set[int] = set()  # routers whose sessions this pool counts in the session table
+        self._wanted: set[int] = set()  # of those, the ones another process asked this pool to give up
+        self._beater: threading.Thread | None = None
 
     @property
     def holder(self) -> str:
         """This pool's name in the session table; a forked child gets its own."""
-        if self._holder is None or self._holder[0] != os.getpid():
-            self._holder = (os.getpid(), budget.process_holder())
-        return self._holder[1]
+        with self._guard:
+            if self._holder is None or self._holder[0] != os.getpid():
+                self._holder = (os.getpid(), budget.process_holder())
+            return self._holder[1]
 
     # --- lending -------------------------------------------------------------------------------
     @contextmanager
@@ -123,8 +126,14 @@ class SessionPool:
                 budget.claim(router_id, self.holder, session_budget, min(wait_until, deadline or wait_until))
                 with self._guard:
                     self._budgeted.add(router_id)
-                self._ensure_thread()  # beats for the row while the session lives
-            lease = Lease(self._factory(target), reused=False)
+                    self._wanted.discard(router_id)
+            try:
+                if session_budget is not None:
+                    self._ensure_beater()  # beats for the row while the session lives
+                lease = Lease(self._factory(target), reused=False)
+            except BaseException:
+                self._discard(router_id, None)
+                raise
         lease.driver.deadline = deadline
         keep = False
         try:
@@ -174,9 +183,10 @@ class SessionPool:
             self._entries[router_id] = _Entry(lease.driver, fingerprint(target))
         self._ensure_thread()
 
-    def _discard(self, router_id: int, driver: RouterDriver) -> None:
+    def _discard(self, router_id: int, driver: RouterDriver | None) -> None:
         """Log out, and give the session's slot in the router's budget back."""
-        _close_quietly(driver)
+        if driver is not None:
+            _close_quietly(driver)
         with self._guard:
             counted = router_id in self._budgeted
             self._budgeted.discard(router_id)
@@ -242,7 +252,7 @@ class SessionPool:
     def chores(self) -> None:
         """One round: save quiet routers' configurations, probe idle sessions, close old ones."""
         conf = ops_settings()
-        self._give_up_wanted()
+        self.give_up_wanted()
         now = time.monotonic()
         with self._guard:
             candidates = list(self._entries.items())
@@ -273,30 +283,55 @@ class SessionPool:
                     self._entries.setdefault(router_id, entry)
         self._report_sessions()
 
-    def _give_up_wanted(self) -> None:
-        """Beat for this pool's rows in the session table, and log out of the idle sessions that
-        another process needs the slot of (it holds the router meanwhile, so they are idle)."""
+    def _ensure_beater(self) -> None:
         with self._guard:
-            if not self._budgeted:
+            if self._beater is not None and self._beater.is_alive():
                 return
-        for router_id in budget.beat(self.holder):
-            with self._guard:
-                entry = self._entries.pop(router_id, None)
-                lent = router_id in self._budgeted and entry is None
-            if entry is not None:
-                log.info("router %s: its session budget is wanted by another process; logging out", router_id)
-                if router_id in self._unsaved and ops_settings().save_config != "never":
-                    self._save(router_id, entry.driver)
-                self._discard(router_id, entry.driver)
-            elif not lent:
-                budget.release(router_id, self.holder)
+            self._stop.clear()
+            self._beater = threading.Thread(target=self._beat, name="flexzone-pool-beat", daemon=True)
+            self._beater.start()
+
+    def _beat(self) -> None:
+        """Every FLEXZONE_OPS_HEARTBEAT seconds, on a thread of its own (a chore round may spend seconds
+        saving): keep this pool's rows in the session table alive, learn which of them another process
+        wants given up, and close idle sessions whose rows were taken away as stale."""
+        while not self._stop.wait(max(0.05, ops_settings().heartbeat)):
+            try:
+                with self._guard:
+                    if not self._budgeted:
+                        continue
+                present, wanted = budget.beat(self.holder)
+                with self._guard:
+                    self._wanted = wanted & self._budgeted
+                    lost = [router_id for router_id in self._budgeted - present if router_id in self._entries]
+                    entries = [self._entries.pop(router_id) for router_id in lost]
+                    self._budgeted -= set(lost)
+                for router_id, entry in zip(lost, entries, strict=True):
+                    log.warning("router %s: its session slot was taken away as stale; logging out", router_id)
+                    _close_quietly(entry.driver)
+                self.give_up_wanted()
+            except Exception:  # noqa: BLE001 - the beat must survive one bad round
+                log.exception("session pool beat failed")
+            finally:
+                connection.close()  # no connection held between rounds (a test database must be droppable)
+
+    def give_up_wanted(self) -> None:
+        """Log out of the idle sessions another process needs the slot of. It holds the router meanwhile,
+        so they are idle, and nothing is saved now (that would run beside its work): the running
+        configuration is saved with the next save of anyone's change."""
+        with self._guard:
+            wanted, self._wanted = self._wanted, set()
+            entries = {router_id: self._entries.pop(router_id) for router_id in wanted if router_id in self._entries}
+        for router_id, entry in entries.items():
+            log.info("router %s: its session slot is wanted by another process; logging out", router_id)
+            self._discard(router_id, entry.driver)
 
     def close_all(self) -> None:
         """Save what is unsaved (best effort), log out of every router, stop the chore thread."""
         self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=10)
+        for thread in (self._thread, self._beater):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=10)
         with self._guard:
             entries, self._entries = self._entries, {}
             unsaved = set(self._unsaved)
@@ -304,6 +339,14 @@ class SessionPool:
             if router_id in unsaved and ops_settings().save_config != "never":
                 self._save(router_id, entry.driver)
             self._discard(router_id, entry.driver)
+        if self._holder is not None:  # it has counted sessions: whatever a round or a failure left goes too
+            try:
+                budget.release_all(self.holder)
+            except Exception:  # noqa: BLE001 - they go stale and are taken back
+                log.warning("could not give this process's session slots back", exc_info=True)
+            with self._guard:
+                self._budgeted.clear()
+                self._wanted.clear()
         self._report_sessions()
 
 
