@@ -288,6 +288,9 @@ FLEXZONE_OPS_LEASE_EVERY = env_int("FLEXZONE_OPS_LEASE_EVERY", 10, minimum=1)  #
 FLEXZONE_OPS_SETTLE_EVERY = env_int("FLEXZONE_OPS_SETTLE_EVERY", 30, minimum=1)
 FLEXZONE_OPS_MAX_LEASE = env_float("FLEXZONE_OPS_MAX_LEASE", 30 * 86400.0, minimum=1.0)
 FLEXZONE_OPS_WORKER_CONCURRENCY = env_int("FLEXZONE_OPS_WORKER_CONCURRENCY", 20, minimum=1)
+# An operation waits this long (s) for the worker holding its router's session before any worker takes it
+# (operations/affinity.py); 0: every operation goes to the shared queue.
+FLEXZONE_OPS_AFFINITY_WAIT = env_float("FLEXZONE_OPS_AFFINITY_WAIT", 2.0, minimum=0.0)
 # The tamper-evident ledger (operations/ledger.py): the chores seal new audit events and ended
 # operations into its hash chain every _SEAL_EVERY seconds and sign its head every _SIGN_EVERY seconds
 # with the Ed25519 key in FLEXZONE_LEDGER_KEY (made on first use; default: in FLEXZONE_SECRETS_DIR).

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from operations import ledger, queue
+from operations import affinity, ledger, queue
 from operations.conf import ops_settings
 from operations.converge import link_pairs
 from operations.desired import desired_settled_and_pending
@@ -213,6 +213,8 @@ def _chores_loop() -> None:
             except Exception:  # noqa: BLE001 - never at the cost of the other chores (lease expiry above all)
                 log.exception("sealing the ledger failed")
         try:
+            if conf.queue == "procrastinate":
+                affinity.release_stale()  # a job waits on its session's holder for a few seconds at most
             if now - last_reap >= conf.reap_every:
                 reap_stalled_operations()
                 last_reap = now

@@ -27,6 +27,7 @@ class OpsSettings:
     settle_every: int
     max_lease: float
     worker_concurrency: int
+    affinity_wait: float
 
 
 def ops_settings() -> OpsSettings:
@@ -50,4 +51,5 @@ def ops_settings() -> OpsSettings:
         settle_every=getattr(settings, "FLEXZONE_OPS_SETTLE_EVERY", 30),
         max_lease=getattr(settings, "FLEXZONE_OPS_MAX_LEASE", 30 * 86400.0),
         worker_concurrency=getattr(settings, "FLEXZONE_OPS_WORKER_CONCURRENCY", 20),
+        affinity_wait=getattr(settings, "FLEXZONE_OPS_AFFINITY_WAIT", 2.0),
     )

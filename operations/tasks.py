@@ -15,18 +15,19 @@ from procrastinate import jobs, manager
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.django_connector import DjangoConnector
 
+from operations.affinity import SHARED
 from operations.runner import run_in_thread
 from operations.threads import operations_pool
 
-QUEUE = "operations"
+QUEUE = SHARED
 # Deferring and retrying always go through Django's own connection, also inside a worker (whose app
 # connector is async): the job then commits or rolls back with the caller's transaction.
 _django_jobs = manager.JobManager(DjangoConnector())
 
 
-def defer_operation(operation_id: int) -> int:
-    """Queue `run_operation` for an operation; returns the job id."""
-    deferrer = jobs.JobDeferrer(job_manager=_django_jobs, job=run_operation.configure().job)
+def defer_operation(operation_id: int, queue: str = QUEUE) -> int:
+    """Queue `run_operation` for an operation on `queue` (operations/affinity.py); returns the job id."""
+    deferrer = jobs.JobDeferrer(job_manager=_django_jobs, job=run_operation.configure(queue=queue).job)
     return deferrer.defer(operation_id=operation_id)
 
 

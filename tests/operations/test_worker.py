@@ -16,8 +16,10 @@ from django.db import connection
 from django.utils import timezone
 
 from operations import submit
+from operations.affinity import release_stale
 from operations.locking import router_lock
 from operations.models import Grant, Operation, RouterSession
+from registry.models import Router
 from registry.readiness import database_url
 from routers.sim.personality import TimingProfile
 from tests.operations.test_basics import assert_agreement, router_keys
@@ -160,3 +162,95 @@ def test_lease_expiry_runs_while_every_operation_slot_waits_on_a_busy_router(ops
                      f"lease expiry while both operation slots wait ({log})")
         finally:
             stop_workers([worker])
+
+
+# --- work goes where the session is (operations/affinity.py) -------------------------------------
+
+
+def job_queue(op: Operation) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT queue_name FROM procrastinate_jobs WHERE id = %s",
+                       [Operation.objects.get(pk=op.pk).job_id])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_operation_is_queued_for_the_process_holding_its_routers_sessions(ops_lab, settings):
+    settings.FLEXZONE_OPS_QUEUE = "procrastinate"
+    request = {"site": "remote-site", "device_description": "XRAID1"}
+    assert job_queue(submit("add", request)) == "operations"  # nobody holds a session: the shared queue
+    RouterSession.objects.create(router=ops_lab.remote_rtr, holder="host-b:2:bb")
+    for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
+        RouterSession.objects.create(router=router, holder="host-a:1:aa")
+    assert job_queue(submit("add", request)) == "operations@host-a:1:aa"  # the holder of both routers
+    RouterSession.objects.filter(holder="host-a:1:aa", router=ops_lab.remote_rtr).delete()
+    # One router each: the plan's first router's holder (the remote-site connect starts on primary-rtr).
+    first = Router.objects.get(pk=Operation.objects.latest("pk").plan["steps"][0]["router_id"]).name
+    expected = "operations@host-a:1:aa" if first == ops_lab.primary_rtr.name else "operations@host-b:2:bb"
+    assert job_queue(submit("add", request)) == expected
+    # A holder asked to give its session up, or one that stopped beating, is not waited for.
+    RouterSession.objects.update(release_wanted=True)
+    assert job_queue(submit("add", request)) == "operations"
+    RouterSession.objects.update(release_wanted=False, heartbeat_at=timezone.now() - timedelta(seconds=60))
+    assert job_queue(submit("add", request)) == "operations"
+    RouterSession.objects.update(heartbeat_at=timezone.now())
+    settings.FLEXZONE_OPS_AFFINITY_WAIT = 0  # routing off
+    assert job_queue(submit("add", request)) == "operations"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_waits_for_its_sessions_holder_only_so_long(ops_lab, settings):
+    settings.FLEXZONE_OPS_QUEUE = "procrastinate"
+    settings.FLEXZONE_OPS_AFFINITY_WAIT = 2.0
+    for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
+        RouterSession.objects.create(router=router, holder="host-a:1:aa")
+    busy = submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+    assert release_stale() == 0 and job_queue(busy) == "operations@host-a:1:aa"  # fresh, its holder alive
+    Operation.objects.filter(pk=busy.pk).update(created_at=timezone.now() - timedelta(seconds=3))
+    assert release_stale() == 1 and job_queue(busy) == "operations"  # its holder is busy: any worker takes it
+    dead = submit("add", {"site": "primary-site", "device_description": "XRAID2"})
+    assert job_queue(dead) == "operations@host-a:1:aa"
+    RouterSession.objects.update(heartbeat_at=timezone.now() - timedelta(seconds=60))  # the holder died
+    assert release_stale() == 1 and job_queue(dead) == "operations"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_routers_operations_run_where_its_session_is_and_move_when_that_worker_dies(
+        lab_factory, settings, secrets_dir, tmp_path):
+    settings.FLEXZONE_OPS_QUEUE = "procrastinate"
+    lab = lab_factory()
+    log = tmp_path / "workers.log"
+    workers = [start_worker(secrets_dir, log, concurrency=2) for _ in range(2)]
+    request = {"site": "remote-site", "device_description": "XRAID1"}
+
+    def run(kind: str) -> Operation:
+        op = submit(kind, request)
+        done = wait_for(lambda: (o := Operation.objects.get(pk=op.pk)).state not in ("queued", "running") and o,
+                        30, f"{kind} ({log})")
+        assert done.state == "succeeded", (done.error, log.read_text()[-3000:])
+        return done
+
+    def pid(op: Operation) -> int:
+        return int(op.claimed_by.split("#")[0].rsplit(":", 1)[1])
+
+    try:
+        wait_for(lambda: _listening_workers() == 2, 30, "both workers")
+        holder = pid(run("add"))
+        for kind in ("remove", "add", "remove", "add", "remove", "add"):
+            assert pid(run(kind)) == holder  # the worker whose pool holds both routers' sessions
+        assert lab.primary_sim.sessions_started == lab.remote_sim.sessions_started == 1  # one login each
+        dead = next(worker for worker in workers if worker.pid == holder)
+        os.killpg(dead.pid, signal.SIGKILL)
+        dead.wait()
+        # Its rows still look alive for FLEXZONE_OPS_STALE_AFTER: the job is queued for it, then moved.
+        assert pid(run("remove")) == next(worker.pid for worker in workers if worker is not dead)
+        assert_agreement(lab)
+    finally:
+        stop_workers(workers)
+
+
+def _listening_workers() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM procrastinate_workers")
+        return cursor.fetchone()[0]

@@ -27,6 +27,7 @@ class Command(DatabaseCommand):
 
         from operations.chores import start_chores_thread, stop_chores_thread
         from operations.pool import pool
+        from operations.affinity import own_queue
         from operations.tasks import QUEUE
 
         concurrency = options["concurrency"] or conf.worker_concurrency
@@ -39,7 +40,9 @@ class Command(DatabaseCommand):
         try:
             with app.replace_connector(app.connector.get_worker_connector()):
                 app.run_worker(
-                    queues=[QUEUE],
+                    # The shared queue, and this process's own: operations for routers its pool holds a
+                    # session to (operations/affinity.py).
+                    queues=[QUEUE, own_queue(pool.holder)],
                     concurrency=concurrency,
                     name=options["name"],
                     update_heartbeat_interval=conf.heartbeat,

@@ -90,6 +90,8 @@ class SimRouter:
             self.personality.seed_fabric(fabric_size)
         self.store.keep(self.personality, write=seed_zoning)
         self.sessions: set[Terminal] = set()  # connections past the session limit check
+        self.sessions_started = 0  # such connections so far (logins tried)
+        self.peak_sessions = 0  # the most of them open at once
         self.tasks: set[asyncio.Task[Any]] = set()  # one per connection, cancelled by aclose()
         self._session_counter = 0
         self._servers: list[Any] = []
@@ -198,6 +200,12 @@ class SimRouter:
         self._session_counter += 1
         return Terminal(transport, write, abort, close, self.store.transcript_logger(self._session_counter, transport),
                         session_id=self._session_counter)
+
+    def session_started(self, terminal: Terminal) -> None:
+        """A connection past the session limit check: counted, and the peak of concurrent ones kept."""
+        self.sessions.add(terminal)
+        self.sessions_started += 1
+        self.peak_sessions = max(self.peak_sessions, len(self.sessions))
 
     def refuses_session(self, terminal: Terminal) -> bool:
         """Over the session limit, or a session_limit fault: say so and close the connection."""

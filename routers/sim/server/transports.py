@@ -178,7 +178,7 @@ async def serve_connection(router: SimRouter, terminal: Terminal, read: Callable
     try:
         if router.refuses_session(terminal):
             return
-        router.sessions.add(terminal)
+        router.session_started(terminal)
         user = await login(terminal)
         session = Session(username=user, transport=terminal.transport, id=terminal.session_id,
                           paging=terminal.transport in router.personality.paged_transports)
