@@ -1,7 +1,8 @@
 """`python -m bench NAME [options]`: run one benchmark (or the soak) and print its figures.
 
 planner, ops, api and soak run on a temporary PostgreSQL database of their own (bench/database.py);
-routers needs no database. Without PostgreSQL they stop at once, saying what to set.
+scale deploys the service as the lab does, on a temporary database of its own too; routers needs no
+database. Without PostgreSQL they stop at once, saying what to set.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ def _api(argv: list[str]) -> int:
     return api.main(argv)
 
 
+def _scale(argv: list[str]) -> int:
+    from bench import scale
+
+    return scale.main(argv)
+
+
 def _soak(argv: list[str]) -> int:
     from bench import soak
 
@@ -50,6 +57,7 @@ BENCHMARKS: dict[str, tuple[Callable[[list[str]], int], bool]] = {  # name: (run
     "ops": (_ops, True),
     "api": (_api, True),
     "soak": (_soak, True),
+    "scale": (_scale, False),  # its deployment makes a database of its own (lab/deployment.py)
 }
 USAGE = f"usage: python -m bench {{{','.join(BENCHMARKS)}}} [options]   (NAME --help: its options)"
 
