@@ -9,8 +9,10 @@ routers (the first router's holder on a tie), else the shared queue.
 
 Nothing waits on one process for long (`release_stale`, run by every worker's chores each second):
 a job still waiting in a process's own queue after FLEXZONE_OPS_AFFINITY_WAIT seconds (its holder is
-busy), or whose holder no longer beats (it died, or gave its sessions up), goes back to the shared
-queue, and the workers listening there are told at once. FLEXZONE_OPS_AFFINITY_WAIT=0 turns routing
+busy) while nothing waits in the shared queue (so another worker may be idle), or whose holder no
+longer beats (it died, or gave its sessions up), goes back to the shared queue, and the workers
+listening there are told at once. Every worker also takes from the shared queue, oldest job first, so
+a job moved there runs before anything newer. FLEXZONE_OPS_AFFINITY_WAIT=0 turns routing
 off: every job goes to the shared queue.
 """
 
@@ -62,7 +64,9 @@ def queue_for(plan: dict[str, Any]) -> str:
 
 def release_stale() -> int:
     """Send back to the shared queue every job that waited in a process's own queue longer than
-    FLEXZONE_OPS_AFFINITY_WAIT, or whose process has no live session row any more; returns how many."""
+    FLEXZONE_OPS_AFFINITY_WAIT while the shared queue has nothing waiting (another worker may be idle;
+    when every worker has work, moving it would only cost a login), or whose process has no live
+    session row any more; returns how many."""
     conf = ops_settings()
     alive = timezone.now() - timedelta(seconds=conf.stale_after)
     waited = timezone.now() - timedelta(seconds=max(conf.affinity_wait, 0))
@@ -73,13 +77,15 @@ def release_stale() -> int:
                 UPDATE procrastinate_jobs AS job SET queue_name = %s
                 FROM {Operation._meta.db_table} AS op
                 WHERE op.job_id = job.id AND job.status = 'todo' AND job.queue_name LIKE %s
-                  AND (op.created_at < %s OR NOT EXISTS (
+                  AND ((op.created_at < %s AND NOT EXISTS (
+                      SELECT 1 FROM procrastinate_jobs AS shared WHERE shared.status = 'todo'
+                      AND shared.queue_name = %s)) OR NOT EXISTS (
                       SELECT 1 FROM {RouterSession._meta.db_table} AS s
                       WHERE %s || s.holder = job.queue_name AND s.heartbeat_at >= %s))
                 RETURNING job.id
             )
             SELECT count(pg_notify(%s, json_build_object('type', 'job_inserted', 'job_id', id)::text)) FROM moved
             """,
-            [SHARED, _OWN_PREFIX + "%", waited, _OWN_PREFIX, alive, f"procrastinate_queue_v1#{SHARED}"],
+            [SHARED, _OWN_PREFIX + "%", waited, SHARED, _OWN_PREFIX, alive, f"procrastinate_queue_v1#{SHARED}"],
         )
         return cursor.fetchone()[0]

@@ -72,6 +72,9 @@ def netmiko_device_type(name: str) -> Callable[[type[Connection]], type[Connecti
     return register
 
 
+LOGOUT_WAIT = 2.0  # s the device gets to end a session we logged out of
+
+
 class NetmikoDriver(RouterDriver):
     """A RouterDriver speaking through one netmiko connection.
 
@@ -182,9 +185,12 @@ class NetmikoDriver(RouterDriver):
                 pass
 
     def logout(self, conn: BaseConnection) -> None:
-        """Say goodbye politely where the device has a logout command."""
+        """Say goodbye politely where the device has a logout command, and wait (briefly) for the device
+        to end the session: only then has it given the session back, and the session budget's slot may
+        go to another login (a login right after our close could find the device still counting ours)."""
         if self.logout_command:
             conn.write_channel(self.logout_command + conn.RETURN)
+            wait_closed_by_peer(conn, min(LOGOUT_WAIT, self.target.command_timeout))
 
     def is_alive(self) -> bool:
         conn = self._conn
@@ -389,6 +395,26 @@ def _bad_host_key(exc: BaseException | None) -> paramiko.BadHostKeyException | N
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def wait_closed_by_peer(conn: BaseConnection, timeout: float) -> bool:
+    """Read until the device closes the session (telnet EOF; SSH channel EOF or close), at most
+    `timeout` seconds; whether it did."""
+    remote = conn.remote_conn
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if isinstance(remote, paramiko.Channel):
+                if remote.closed or remote.eof_received:
+                    return True
+                if remote.recv_ready():
+                    remote.recv(65535)
+            else:
+                remote.read_very_eager()  # EOFError once the device closed the connection
+        except (EOFError, OSError):
+            return True
+        time.sleep(0.01)
+    return False
 
 
 # --- Guards for the SSH platforms (Brocade FOS, Cisco MDS) ------------------------------------------

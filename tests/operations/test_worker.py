@@ -202,13 +202,21 @@ def test_an_operation_is_queued_for_the_process_holding_its_routers_sessions(ops
 def test_a_job_waits_for_its_sessions_holder_only_so_long(ops_lab, settings):
     settings.FLEXZONE_OPS_QUEUE = "procrastinate"
     settings.FLEXZONE_OPS_AFFINITY_WAIT = 2.0
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM procrastinate_jobs")  # jobs earlier tests left queued (not flushed)
+    request = {"site": "remote-site", "device_description": "XRAID1"}
+    waiting = submit("add", request)  # nobody holds a session: the shared queue
     for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
         RouterSession.objects.create(router=router, holder="host-a:1:aa")
-    busy = submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+    busy = submit("add", request)
     assert release_stale() == 0 and job_queue(busy) == "operations@host-a:1:aa"  # fresh, its holder alive
     Operation.objects.filter(pk=busy.pk).update(created_at=timezone.now() - timedelta(seconds=3))
+    # A job waits in the shared queue: every worker has work, and moving this one would only cost a login.
+    assert release_stale() == 0 and job_queue(busy) == "operations@host-a:1:aa"
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM procrastinate_jobs WHERE id = %s", [Operation.objects.get(pk=waiting.pk).job_id])
     assert release_stale() == 1 and job_queue(busy) == "operations"  # its holder is busy: any worker takes it
-    dead = submit("add", {"site": "primary-site", "device_description": "XRAID2"})
+    dead = submit("add", request)
     assert job_queue(dead) == "operations@host-a:1:aa"
     RouterSession.objects.update(heartbeat_at=timezone.now() - timedelta(seconds=60))  # the holder died
     assert release_stale() == 1 and job_queue(dead) == "operations"

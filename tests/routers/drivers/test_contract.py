@@ -216,6 +216,9 @@ def test_a_session_is_reused_and_closed(sim, driver_for, case):
     assert sim.active_sessions() == 1
     driver.close()
     assert not driver.is_alive()
+    # Closed means the device has ended the session: a login right after it (another process taking
+    # the session budget's slot) is not counted beside this one. Before, the device still held it.
+    assert sim.active_sessions() == 0
 
 
 def test_the_transcript_is_masked_and_router_seconds_are_counted(sim_factory, driver_for, platform, case):
