@@ -40,6 +40,7 @@ import json
 import math
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,7 +53,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from lab.database import server_url, socket_url
+from lab.database import server_url
 from lab.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,6 +137,7 @@ def main(argv: list[str]) -> int:
         finally:
             if lab:
                 lab.down()
+            shutil.rmtree(scratch, ignore_errors=True)  # the farms' specs hold the routers' passwords
     return _report(args, run, window, stats, budgets, drift, unreadable)
 
 
@@ -245,9 +247,8 @@ def _stream(run: Run, deployment: Deployment, args) -> tuple[float, float]:
     """Keep one operation in flight per pair until the window has passed; returns the window (monotonic)."""
     from django.db import connection
 
-    from operations.models import Operation
-
     from cli.errors import CliError
+    from operations.models import Operation
 
     clients = threading.local()  # a requests session per submitting thread
     window: list[float] = []
@@ -335,7 +336,8 @@ def _report(args, run: Run, window: tuple[float, float], stats: dict[str, dict],
 
     print(f"window {seconds:.1f} s: {len(run.done)} operations ended ({failed} not succeeded), "
           f"{ops_per_s:.2f} ops/s")
-    print(f"op time (claim to end, under load): p50 {pct(0.5):.0f} ms, p95 {pct(0.95):.0f} ms, mean {mean_s * 1000:.0f} ms")
+    print(f"op time (claim to end, under load): p50 {pct(0.5):.0f} ms, p95 {pct(0.95):.0f} ms, "
+          f"mean {mean_s * 1000:.0f} ms")
     print(f"ideal {args.workers} workers x {args.concurrency} threads / mean op time = {ideal:.2f} ops/s: "
           f"efficiency {efficiency:.2f}")
     print(f"router sessions: the most at once on one router {peak} (smallest budget {min(budgets.values())}), "

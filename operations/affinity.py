@@ -3,22 +3,26 @@ logged-in session to its router, so that it runs on that session instead of anot
 for the slot (a logout and a login: ~12 s on a McData Eclipse).
 
 Each `manage.py worker` takes jobs from the shared queue and from a queue of its own, named after its
-pool's holder (`operations@<host:pid:nonce>`, the name its `RouterSession` rows carry). `queue_for`
+pool's holder, the name its `RouterSession` rows carry (`operations@<digest of host:pid:nonce>`). `queue_for`
 picks the queue when an operation is submitted: the holder with live sessions to most of the plan's
 routers (the first router's holder on a tie), else the shared queue.
 
-Nothing waits on one process for long (`release_stale`, run by every worker's chores each second):
-a job still waiting in a process's own queue after FLEXZONE_OPS_AFFINITY_WAIT seconds (its holder is
-busy) while nothing waits in the shared queue (so another worker may be idle), or whose holder no
-longer beats (it died, or gave its sessions up), goes back to the shared queue, and the workers
-listening there are told at once. Every worker also takes from the shared queue, oldest job first, so
-a job moved there runs before anything newer. FLEXZONE_OPS_AFFINITY_WAIT=0 turns routing
-off: every job goes to the shared queue.
+Nothing waits on one process while another could run it (every worker's chores, each second): a
+worker with free slots and nothing waiting in its own queues takes the oldest jobs that waited in
+another process's queue longer than FLEXZONE_OPS_AFFINITY_WAIT seconds (`steal`: that process is
+busy; while every worker has work nothing moves, since moving would only cost a login), and a job
+whose process no longer beats (it died, or gave its sessions up) goes back to the shared queue
+(`release_stale`). Either way the workers listening on the new queue are told at once.
+FLEXZONE_OPS_AFFINITY_WAIT=0 turns routing off: every job goes to the shared queue.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -29,12 +33,18 @@ from operations.conf import ops_settings
 from operations.models import Operation, RouterSession
 
 SHARED = "operations"
+_serving: tuple[str, int] | None = None  # (own queue, slots) of this process, when it is a worker
+_running = 0  # operations this worker runs now
+_count_guard = threading.Lock()
 _OWN_PREFIX = SHARED + "@"
+DIGEST = 16  # hex digits of a holder's digest in its queue's name
 
 
 def own_queue(holder: str) -> str:
-    """The queue of the process whose pool holds sessions as `holder`."""
-    return _OWN_PREFIX + holder
+    """The queue of the process whose pool holds sessions as `holder`: named by a digest of it, since
+    procrastinate notifies on a channel named after the queue, and PostgreSQL refuses channel names over
+    63 bytes (a host name alone may be longer)."""
+    return _OWN_PREFIX + hashlib.md5(holder.encode(), usedforsecurity=False).hexdigest()[:DIGEST]
 
 
 def plan_routers(plan: dict[str, Any]) -> list[int]:
@@ -63,29 +73,69 @@ def queue_for(plan: dict[str, Any]) -> str:
 
 
 def release_stale() -> int:
-    """Send back to the shared queue every job that waited in a process's own queue longer than
-    FLEXZONE_OPS_AFFINITY_WAIT while the shared queue has nothing waiting (another worker may be idle;
-    when every worker has work, moving it would only cost a login), or whose process has no live
-    session row any more; returns how many."""
-    conf = ops_settings()
-    alive = timezone.now() - timedelta(seconds=conf.stale_after)
-    waited = timezone.now() - timedelta(seconds=max(conf.affinity_wait, 0))
+    """Send back to the shared queue every job waiting in the queue of a process that has no live
+    session row any more (it died, or gave its sessions up); returns how many."""
+    alive = timezone.now() - timedelta(seconds=ops_settings().stale_after)
+    return _move(SHARED, f"""NOT EXISTS (
+        SELECT 1 FROM {RouterSession._meta.db_table} AS s
+        WHERE %s || left(md5(s.holder), %s) = job.queue_name AND s.heartbeat_at >= %s)""",
+                 [_OWN_PREFIX, DIGEST, alive])
+
+
+def serve(queue: str, concurrency: int) -> None:
+    """This process is a worker taking jobs from `queue` (and the shared one) with `concurrency` slots."""
+    global _serving
+    _serving = (queue, concurrency)
+
+
+@contextmanager
+def running() -> Iterator[None]:
+    """Count an operation this worker runs in one of its slots."""
+    global _running
+    with _count_guard:
+        _running += 1
+    try:
+        yield
+    finally:
+        with _count_guard:
+            _running -= 1
+
+
+def steal() -> int:
+    """A worker with free slots and nothing waiting in its queues takes, into its own queue, the oldest
+    jobs that waited in another process's queue longer than FLEXZONE_OPS_AFFINITY_WAIT (that process is
+    busy): as many as it has free slots; returns how many. While every worker has work, nothing moves:
+    it would only cost a login."""
+    if _serving is None:
+        return 0
+    queue, concurrency = _serving
+    with _count_guard:
+        free = concurrency - _running
+    if free <= 0:
+        return 0
+    waited = timezone.now() - timedelta(seconds=max(ops_settings().affinity_wait, 0))
+    return _move(queue, """op.created_at < %s AND job.queue_name <> %s AND NOT EXISTS (
+        SELECT 1 FROM procrastinate_jobs AS mine WHERE mine.status = 'todo' AND mine.queue_name IN (%s, %s))""",
+                 [waited, queue, queue, SHARED], limit=free)
+
+
+def _move(queue: str, condition: str, params: list[Any], limit: int | None = None) -> int:
+    """Move the waiting jobs of processes' own queues that meet `condition` (on `job` and its operation
+    `op`), oldest first, at most `limit`, to `queue`, and wake the workers listening there."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            WITH moved AS (
-                UPDATE procrastinate_jobs AS job SET queue_name = %s
-                FROM {Operation._meta.db_table} AS op
-                WHERE op.job_id = job.id AND job.status = 'todo' AND job.queue_name LIKE %s
-                  AND ((op.created_at < %s AND NOT EXISTS (
-                      SELECT 1 FROM procrastinate_jobs AS shared WHERE shared.status = 'todo'
-                      AND shared.queue_name = %s)) OR NOT EXISTS (
-                      SELECT 1 FROM {RouterSession._meta.db_table} AS s
-                      WHERE %s || s.holder = job.queue_name AND s.heartbeat_at >= %s))
+            WITH picked AS (
+                SELECT job.id FROM procrastinate_jobs AS job JOIN {Operation._meta.db_table} AS op
+                  ON op.job_id = job.id
+                WHERE job.status = 'todo' AND job.queue_name LIKE %s AND ({condition})
+                ORDER BY job.id LIMIT %s FOR UPDATE OF job SKIP LOCKED
+            ), moved AS (
+                UPDATE procrastinate_jobs AS job SET queue_name = %s FROM picked WHERE job.id = picked.id
                 RETURNING job.id
             )
             SELECT count(pg_notify(%s, json_build_object('type', 'job_inserted', 'job_id', id)::text)) FROM moved
             """,
-            [SHARED, _OWN_PREFIX + "%", waited, SHARED, _OWN_PREFIX, alive, f"procrastinate_queue_v1#{SHARED}"],
+            [_OWN_PREFIX + "%", *params, limit, queue, f"procrastinate_queue_v1#{queue}"],
         )
         return cursor.fetchone()[0]

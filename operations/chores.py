@@ -213,8 +213,9 @@ def _chores_loop() -> None:
             except Exception:  # noqa: BLE001 - never at the cost of the other chores (lease expiry above all)
                 log.exception("sealing the ledger failed")
         try:
-            if conf.queue == "procrastinate":
-                affinity.release_stale()  # a job waits on its session's holder for a few seconds at most
+            if conf.queue == "procrastinate":  # a job waits on its sessions' holder only while nobody is idle
+                affinity.release_stale()
+                affinity.steal()
             if now - last_reap >= conf.reap_every:
                 reap_stalled_operations()
                 last_reap = now

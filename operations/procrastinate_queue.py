@@ -32,7 +32,8 @@ class ProcrastinateQueue:
             except ProcrastinateException:
                 log.info("job %s of operation %s is not retryable; deferring a new one", job_id, operation_id)
         with transaction.atomic():
-            Operation.objects.filter(pk=operation_id).update(job_id=defer_operation(operation_id, _queue_of(operation_id)))
+            job_id = defer_operation(operation_id, _queue_of(operation_id))
+            Operation.objects.filter(pk=operation_id).update(job_id=job_id)
 
     def start(self) -> None:
         """Nothing: the workers pick up queued jobs, and each worker runs the chores (see `manage.py worker`)."""

@@ -15,7 +15,7 @@ from procrastinate import jobs, manager
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.django_connector import DjangoConnector
 
-from operations.affinity import SHARED
+from operations.affinity import SHARED, running
 from operations.runner import run_in_thread
 from operations.threads import operations_pool
 
@@ -38,4 +38,5 @@ def retry_stalled_job(job_id: int) -> None:
 
 @app.task(name="flexzone.run_operation", queue=QUEUE)
 async def run_operation(operation_id: int) -> str:
-    return await asyncio.get_running_loop().run_in_executor(operations_pool(), run_in_thread, operation_id)
+    with running():  # a slot of this worker is busy (operations/affinity.py)
+        return await asyncio.get_running_loop().run_in_executor(operations_pool(), run_in_thread, operation_id)

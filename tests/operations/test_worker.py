@@ -15,8 +15,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from operations import submit
-from operations.affinity import release_stale
+from operations import affinity, submit
+from operations.affinity import own_queue, release_stale, steal
 from operations.locking import router_lock
 from operations.models import Grant, Operation, RouterSession
 from registry.models import Router
@@ -180,13 +180,19 @@ def test_an_operation_is_queued_for_the_process_holding_its_routers_sessions(ops
     request = {"site": "remote-site", "device_description": "XRAID1"}
     assert job_queue(submit("add", request)) == "operations"  # nobody holds a session: the shared queue
     RouterSession.objects.create(router=ops_lab.remote_rtr, holder="host-b:2:bb")
+    long_name = "a-host-name-of-sixty-three-bytes-as-dns-allows.storage.example:4194304:0f0f0f0f"
+    for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
+        RouterSession.objects.create(router=router, holder=long_name)
+    # PostgreSQL refuses a notification channel over 63 bytes: a queue named after the holder would fail.
+    assert job_queue(submit("add", request)) == own_queue(long_name)
+    RouterSession.objects.filter(holder=long_name).delete()
     for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
         RouterSession.objects.create(router=router, holder="host-a:1:aa")
-    assert job_queue(submit("add", request)) == "operations@host-a:1:aa"  # the holder of both routers
+    assert job_queue(submit("add", request)) == own_queue("host-a:1:aa")  # the holder of both routers
     RouterSession.objects.filter(holder="host-a:1:aa", router=ops_lab.remote_rtr).delete()
     # One router each: the plan's first router's holder (the remote-site connect starts on primary-rtr).
     first = Router.objects.get(pk=Operation.objects.latest("pk").plan["steps"][0]["router_id"]).name
-    expected = "operations@host-a:1:aa" if first == ops_lab.primary_rtr.name else "operations@host-b:2:bb"
+    expected = own_queue("host-a:1:aa") if first == ops_lab.primary_rtr.name else own_queue("host-b:2:bb")
     assert job_queue(submit("add", request)) == expected
     # A holder asked to give its session up, or one that stopped beating, is not waited for.
     RouterSession.objects.update(release_wanted=True)
@@ -199,27 +205,35 @@ def test_an_operation_is_queued_for_the_process_holding_its_routers_sessions(ops
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_job_waits_for_its_sessions_holder_only_so_long(ops_lab, settings):
+def test_a_job_waits_for_its_sessions_holder_only_while_no_worker_is_idle(ops_lab, settings, monkeypatch):
     settings.FLEXZONE_OPS_QUEUE = "procrastinate"
     settings.FLEXZONE_OPS_AFFINITY_WAIT = 2.0
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM procrastinate_jobs")  # jobs earlier tests left queued (not flushed)
-    request = {"site": "remote-site", "device_description": "XRAID1"}
-    waiting = submit("add", request)  # nobody holds a session: the shared queue
     for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
         RouterSession.objects.create(router=router, holder="host-a:1:aa")
+    request = {"site": "remote-site", "device_description": "XRAID1"}
     busy = submit("add", request)
-    assert release_stale() == 0 and job_queue(busy) == "operations@host-a:1:aa"  # fresh, its holder alive
+    # This process is an idle worker of two slots (host c), with nothing in its own queues.
+    idle = own_queue("host-c:3:cc")
+    monkeypatch.setattr(affinity, "_serving", (idle, 2))
+    assert release_stale() == steal() == 0 and job_queue(busy) == own_queue("host-a:1:aa")  # fresh, alive
     Operation.objects.filter(pk=busy.pk).update(created_at=timezone.now() - timedelta(seconds=3))
-    # A job waits in the shared queue: every worker has work, and moving this one would only cost a login.
-    assert release_stale() == 0 and job_queue(busy) == "operations@host-a:1:aa"
+    monkeypatch.setattr(affinity, "_running", 2)  # every slot busy: moving it would only cost a login
+    assert steal() == 0 and job_queue(busy) == own_queue("host-a:1:aa")
+    monkeypatch.setattr(affinity, "_running", 1)
+    assert steal() == 1 and job_queue(busy) == idle  # its holder is busy, and this worker is not
+    Operation.objects.filter(pk=busy.pk).delete()
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM procrastinate_jobs WHERE id = %s", [Operation.objects.get(pk=waiting.pk).job_id])
-    assert release_stale() == 1 and job_queue(busy) == "operations"  # its holder is busy: any worker takes it
-    dead = submit("add", request)
-    assert job_queue(dead) == "operations@host-a:1:aa"
+        cursor.execute("DELETE FROM procrastinate_jobs WHERE queue_name = %s", [idle])
+    waiting = submit("add", request)
+    Operation.objects.filter(pk=waiting.pk).update(created_at=timezone.now() - timedelta(seconds=3))
+    with connection.cursor() as cursor:  # ... but it has work of its own waiting: nothing moves
+        cursor.execute("INSERT INTO procrastinate_jobs (queue_name, task_name, args) VALUES (%s, 'x', '{}')",
+                       [idle])
+    assert steal() == 0 and job_queue(waiting) == own_queue("host-a:1:aa")
     RouterSession.objects.update(heartbeat_at=timezone.now() - timedelta(seconds=60))  # the holder died
-    assert release_stale() == 1 and job_queue(dead) == "operations"
+    assert release_stale() == 1 and job_queue(waiting) == "operations"
 
 
 @pytest.mark.slow

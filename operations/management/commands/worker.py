@@ -25,12 +25,13 @@ class Command(DatabaseCommand):
             raise CommandError("the worker needs FLEXZONE_OPS_QUEUE=procrastinate and DATABASE_URL=postgres://...")
         from procrastinate.contrib.django import app
 
+        from operations.affinity import own_queue, serve
         from operations.chores import start_chores_thread, stop_chores_thread
         from operations.pool import pool
-        from operations.affinity import own_queue
         from operations.tasks import QUEUE
 
         concurrency = options["concurrency"] or conf.worker_concurrency
+        serve(own_queue(pool.holder), concurrency)
         if options["verbosity"] < 2:
             # procrastinate logs every job at INFO, including our periodic sweeps every few seconds.
             logging.getLogger("procrastinate").setLevel(logging.WARNING)
