@@ -107,6 +107,9 @@ def main(argv: list[str]) -> int:
     farms: list[subprocess.Popen] = []
     deployment = Deployment(server, label="scale", fcip=False, env={
         "FLEXZONE_OPS_WORKER_CONCURRENCY": str(args.concurrency),
+        # The closing reconcile is one operation reading every router in turn (a login each where this
+        # worker holds no session): at 200 routers that is more than the default 180 s.
+        "FLEXZONE_OPS_TOTAL_TIMEOUT": str(max(180, 3 * args.routers)),
         **({"FLEXZONE_OPS_AFFINITY_WAIT": str(args.affinity_wait)} if args.affinity_wait is not None else {})})
     try:
         bind = lab.site("primary").mgmt_addr if lab else "127.0.0.1"
@@ -306,6 +309,7 @@ def _drain(run: Run, operation_model, timeout: float = 300.0) -> None:
 
 def _reconcile(deployment: Deployment) -> tuple[int, int]:
     """Reconcile through the API (a worker runs it): (differences found, routers it could not read)."""
+    started = time.monotonic()
     client = deployment.client("root", timeout=900.0)
     op = client.request("POST", "/api/reconcile/", params={"wait": "600"}, body={"repair": False}).json()
     while op["state"] not in ENDED:
@@ -314,8 +318,10 @@ def _reconcile(deployment: Deployment) -> tuple[int, int]:
     routers: dict[str, Any] = (op.get("result") or {}).get("routers", {})
     drift = sum(len(report.get(key, [])) for report in routers.values()
                 for key in ("missing", "extra", "mismatched", "unresolved"))
-    unreadable = sum(1 for report in routers.values() if "error" in report) + (op["state"] != "succeeded")
-    return drift, unreadable
+    errors = [f"{name}: {report['error']}" for name, report in routers.items() if "error" in report]
+    print(f"reconcile: {op['state']} in {time.monotonic() - started:.0f} s, {len(routers)} routers read"
+          + "".join(f"\n  unreadable {error[:200]}" for error in errors[:5]), flush=True)
+    return drift, len(errors) + (op["state"] != "succeeded")
 
 
 def _report(args, run: Run, window: tuple[float, float], stats: dict[str, dict], budgets: dict[str, int],
