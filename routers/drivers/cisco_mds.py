@@ -137,6 +137,7 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
     platform = Platform.CISCO_MDS
     zones_initiators = True
     session_budget = 4  # of the 32 CLI sessions the switch accepts
+    logout_command = "exit"  # at the exec prompt NX-OS ends the session (netmiko's own exit does not wait)
     device_types = {Transport.SSH: "cisco_nxos", Transport.TELNET: "cisco_nxos_telnet"}
     error_pattern = rf"(?m)^% |not present|in use|does not exist|{BUSY}"
     zoneset = ZONESET
