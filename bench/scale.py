@@ -21,7 +21,7 @@ operations that ended in the measured window, which starts when every pair has e
 - operations per second;
 - op time p50 and p95 (the journal's run time, claim to end, under this load);
 - efficiency: operations per second against the ideal W × concurrency ÷ mean op time (1.0: every
-  operation slot of every worker always busy);
+  operation slot of every worker always busy; with fewer pairs than slots, pairs ÷ mean op time);
 - the most concurrent sessions any router's simulator held, against the smallest session budget, and
   how many routers went over their own budget;
 - the database connections used (the most seen in pg_stat_activity, sampled, this process's excluded);
@@ -30,7 +30,7 @@ operations that ended in the measured window, which starts when every pair has e
 
 Its last line is the figures: `scale_ops_per_s=… scale_efficiency=… max_router_sessions=…
 min_session_budget=… drift=…`. Targets at N = 200, W = 4: efficiency ≥ 0.8, no router over its
-budget, no drift. The quick form (tests/bench/test_scale.py, `make test`) runs 8 routers and 2 workers.
+budget, no drift. The quick form (tests/bench/test_scale.py, `make test`) runs 16 routers and 2 workers.
 """
 
 from __future__ import annotations
@@ -103,8 +103,23 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     server = server_url()
     scratch = Path(tempfile.mkdtemp(prefix="fz-scale-"))
-    lab = _lab(args, scratch)
+    lab = None
     farms: list[subprocess.Popen] = []
+    try:
+        lab = _lab(args, scratch)
+        return _run(args, server, scratch, lab, farms)
+    finally:
+        for farm in farms:
+            if farm.poll() is None:
+                farm.kill()
+        try:
+            if lab:
+                lab.down()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)  # the farms' specs hold the routers' passwords
+
+
+def _run(args: argparse.Namespace, server: str, scratch: Path, lab, farms: list[subprocess.Popen]) -> int:
     deployment = Deployment(server, label="scale", fcip=False, env={
         "FLEXZONE_OPS_WORKER_CONCURRENCY": str(args.concurrency),
         # The closing reconcile is one operation reading every router in turn (a login each where this
@@ -132,15 +147,7 @@ def main(argv: list[str]) -> int:
         drift, unreadable = _reconcile(deployment)
         stats = _stop_farms(farms)
     finally:
-        for farm in farms:
-            if farm.poll() is None:
-                farm.kill()
-        try:
-            deployment.stop()
-        finally:
-            if lab:
-                lab.down()
-            shutil.rmtree(scratch, ignore_errors=True)  # the farms' specs hold the routers' passwords
+        deployment.stop()
     return _report(args, run, window, stats, budgets, drift, unreadable)
 
 
@@ -183,10 +190,14 @@ def _stop_farms(farms: list[subprocess.Popen]) -> dict[str, dict]:
     for farm in farms:
         farm.send_signal(signal.SIGTERM)
     for farm in farms:
-        line = farm.stdout.readline()
-        farm.wait(timeout=30)
-        if line:
-            stats.update(json.loads(line)["stats"])
+        try:
+            out, _ = farm.communicate(timeout=60)  # its last line is the counts
+        except subprocess.TimeoutExpired:
+            farm.kill()
+            raise RuntimeError("a router farm did not stop within 60 s of SIGTERM") from None
+        lines = out.strip().splitlines()
+        if lines:
+            stats.update(json.loads(lines[-1])["stats"])
     return stats
 
 
@@ -284,8 +295,8 @@ def _stream(run: Run, deployment: Deployment, args) -> tuple[float, float]:
             for pk, state, began, finished, error in ended:
                 pair = flying[pk]
                 pair.in_flight, pair.ended = None, pair.ended + 1
-                if window:
-                    run.done.append((now, (finished - began).total_seconds() if began else 0.0, state))
+                if window and began and finished:  # an operation that never started has no op time
+                    run.done.append((now, (finished - began).total_seconds(), state))
                 if state == "succeeded":
                     pair.next_kind = "disconnect" if pair.next_kind == "connect" else "connect"
                 else:
@@ -312,7 +323,10 @@ def _reconcile(deployment: Deployment) -> tuple[int, int]:
     started = time.monotonic()
     client = deployment.client("root", timeout=900.0)
     op = client.request("POST", "/api/reconcile/", params={"wait": "600"}, body={"repair": False}).json()
+    deadline = started + 1800
     while op["state"] not in ENDED:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"reconcile (operation {op['id']}) did not end within 30 minutes")
         time.sleep(0.5)
         op = client.get(op["url"])
     routers: dict[str, Any] = (op.get("result") or {}).get("routers", {})
@@ -330,21 +344,23 @@ def _report(args, run: Run, window: tuple[float, float], stats: dict[str, dict],
     times = sorted(run_s for _at, run_s, _state in run.done)
     ops_per_s = len(run.done) / seconds if seconds > 0 else 0.0
     mean_s = mean(times) if times else 0.0
-    ideal = args.workers * args.concurrency / mean_s if mean_s else 0.0
+    # At most one operation per pair is in flight: with fewer pairs than slots, the pairs are the limit.
+    ideal = min(args.workers * args.concurrency, len(run.pairs)) / mean_s if mean_s else 0.0
     efficiency = ops_per_s / ideal if ideal else 0.0
     peak = max((entry["peak"] for entry in stats.values()), default=0)
     over = sorted(name for name, entry in stats.items() if entry["peak"] > budgets.get(name, 0))
     logins = sum(entry["started"] for entry in stats.values())
     failed = sum(1 for _at, _run_s, state in run.done if state != "succeeded")
 
-    def pct(q: float) -> float:
-        return times[min(len(times) - 1, int(q * len(times)))] * 1000 if times else 0.0
+    def pct(q: float) -> float:  # nearest rank
+        return times[max(0, math.ceil(q * len(times)) - 1)] * 1000 if times else 0.0
 
     print(f"window {seconds:.1f} s: {len(run.done)} operations ended ({failed} not succeeded), "
           f"{ops_per_s:.2f} ops/s")
     print(f"op time (claim to end, under load): p50 {pct(0.5):.0f} ms, p95 {pct(0.95):.0f} ms, "
           f"mean {mean_s * 1000:.0f} ms")
-    print(f"ideal {args.workers} workers x {args.concurrency} threads / mean op time = {ideal:.2f} ops/s: "
+    print(f"ideal min({args.workers} workers x {args.concurrency} threads, {len(run.pairs)} pairs) / mean op time "
+          f"= {ideal:.2f} ops/s: "
           f"efficiency {efficiency:.2f}")
     print(f"router sessions: the most at once on one router {peak} (smallest budget {min(budgets.values())}), "
           f"over budget: {len(over)} router(s){' ' + ', '.join(over[:10]) if over else ''}; logins {logins}")

@@ -29,11 +29,13 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from operations.budget import WORKER_MARK
 from operations.conf import ops_settings
 from operations.models import Operation, RouterSession
 
 SHARED = "operations"
 _serving: tuple[str, int] | None = None  # (own queue, slots) of this process, when it is a worker
+_stopping: str | None = None  # the own queue of this worker once it stopped taking jobs
 _running = 0  # operations this worker runs now
 _count_guard = threading.Lock()
 _OWN_PREFIX = SHARED + "@"
@@ -62,8 +64,10 @@ def queue_for(plan: dict[str, Any]) -> str:
     if conf.affinity_wait <= 0 or not routers:
         return SHARED
     alive = timezone.now() - timedelta(seconds=conf.stale_after)
-    rows = list(RouterSession.objects.filter(router_id__in=routers, heartbeat_at__gte=alive, release_wanted=False)
-                .values_list("router_id", "holder"))
+    # Only workers take jobs from a queue: a CLI reconcile's sessions, say, are no place to send work.
+    rows = list(RouterSession.objects.filter(router_id__in=routers, heartbeat_at__gte=alive, release_wanted=False,
+                                             holder__startswith=WORKER_MARK)
+                .order_by("pk").values_list("router_id", "holder"))
     if not rows:
         return SHARED
     counts = Counter(holder for _router, holder in rows)
@@ -74,18 +78,31 @@ def queue_for(plan: dict[str, Any]) -> str:
 
 def release_stale() -> int:
     """Send back to the shared queue every job waiting in the queue of a process that has no live
-    session row any more (it died, or gave its sessions up); returns how many."""
-    alive = timezone.now() - timedelta(seconds=ops_settings().stale_after)
-    return _move(SHARED, f"""NOT EXISTS (
+    session row any more (it died, or gave its sessions up), and, while this worker is stopping,
+    every job waiting in its own queue; returns how many."""
+    stale = ops_settings().stale_after
+    moved = _move(SHARED, f"""NOT EXISTS (
         SELECT 1 FROM {RouterSession._meta.db_table} AS s
-        WHERE %s || left(md5(s.holder), %s) = job.queue_name AND s.heartbeat_at >= %s)""",
-                 [_OWN_PREFIX, DIGEST, alive])
+        WHERE %s || left(md5(s.holder), %s) = job.queue_name
+          AND s.heartbeat_at >= now() - make_interval(secs => %s))""",
+                  [_OWN_PREFIX, DIGEST, stale])
+    if _stopping is not None:
+        moved += _move(SHARED, "job.queue_name = %s", [_stopping])
+    return moved
 
 
 def serve(queue: str, concurrency: int) -> None:
     """This process is a worker taking jobs from `queue` (and the shared one) with `concurrency` slots."""
-    global _serving
-    _serving = (queue, concurrency)
+    global _serving, _stopping
+    _serving, _stopping = (queue, concurrency), None
+
+
+def stop_serving() -> None:
+    """The worker takes no new job (SIGTERM): it steals nothing more, and its chores hand what waits in
+    its own queue, or is routed there while it drains, to the shared queue."""
+    global _serving, _stopping
+    if _serving is not None:
+        _serving, _stopping = None, _serving[0]
 
 
 @contextmanager
@@ -106,28 +123,31 @@ def steal() -> int:
     jobs that waited in another process's queue longer than FLEXZONE_OPS_AFFINITY_WAIT (that process is
     busy): as many as it has free slots; returns how many. While every worker has work, nothing moves:
     it would only cost a login."""
-    if _serving is None:
+    serving = _serving
+    if serving is None:
         return 0
-    queue, concurrency = _serving
+    queue, concurrency = serving
     with _count_guard:
         free = concurrency - _running
     if free <= 0:
         return 0
-    waited = timezone.now() - timedelta(seconds=max(ops_settings().affinity_wait, 0))
-    return _move(queue, """op.created_at < %s AND job.queue_name <> %s AND NOT EXISTS (
+    wait = max(ops_settings().affinity_wait, 0)
+    return _move(queue, f"""job.queue_name <> %s AND EXISTS (
+        SELECT 1 FROM {Operation._meta.db_table} AS op WHERE op.id = (job.args ->> 'operation_id')::bigint
+        AND op.created_at < now() - make_interval(secs => %s)) AND NOT EXISTS (
         SELECT 1 FROM procrastinate_jobs AS mine WHERE mine.status = 'todo' AND mine.queue_name IN (%s, %s))""",
-                 [waited, queue, queue, SHARED], limit=free)
+                 [queue, wait, queue, SHARED], limit=free)
 
 
 def _move(queue: str, condition: str, params: list[Any], limit: int | None = None) -> int:
-    """Move the waiting jobs of processes' own queues that meet `condition` (on `job` and its operation
-    `op`), oldest first, at most `limit`, to `queue`, and wake the workers listening there."""
+    """Move the waiting jobs of processes' own queues that meet `condition` (on `job`), oldest first, at
+    most `limit`, to `queue`, and wake the workers listening there. Times are the database's clock, the
+    one every host's rows are compared on."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             WITH picked AS (
-                SELECT job.id FROM procrastinate_jobs AS job JOIN {Operation._meta.db_table} AS op
-                  ON op.job_id = job.id
+                SELECT job.id FROM procrastinate_jobs AS job
                 WHERE job.status = 'todo' AND job.queue_name LIKE %s AND ({condition})
                 ORDER BY job.id LIMIT %s FOR UPDATE OF job SKIP LOCKED
             ), moved AS (

@@ -30,9 +30,14 @@ from routers.drivers import DRIVERS
 _POLL = 0.05  # s between looks while holders log out
 
 
-def process_holder() -> str:
-    """This process's name in the session table (a nonce tells a restarted pid apart)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"[:100]
+WORKER_MARK = "worker@"  # begins the holder name of a `manage.py worker` (operations/affinity.py routes to it)
+
+
+def process_holder(worker: bool = False) -> str:
+    """This process's name in the session table (a nonce tells a restarted pid apart); a worker's is
+    marked, so that operations are routed only to processes that take jobs from a queue."""
+    mark = WORKER_MARK if worker else ""
+    return f"{mark}{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def budget_of(router: Router) -> int:

@@ -212,10 +212,13 @@ def _chores_loop() -> None:
                 ledger.seal()  # off every operation's path: one sealer at a time, the others skip
             except Exception:  # noqa: BLE001 - never at the cost of the other chores (lease expiry above all)
                 log.exception("sealing the ledger failed")
-        try:
-            if conf.queue == "procrastinate":  # a job waits on its sessions' holder only while nobody is idle
+        if conf.queue == "procrastinate":  # a job waits on its sessions' holder only while nobody is idle
+            try:
                 affinity.release_stale()
                 affinity.steal()
+            except Exception:  # noqa: BLE001 - never at the cost of the other chores
+                log.exception("moving jobs between the workers' queues failed")
+        try:
             if now - last_reap >= conf.reap_every:
                 reap_stalled_operations()
                 last_reap = now

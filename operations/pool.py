@@ -92,13 +92,14 @@ class SessionPool:
         self._budgeted: set[int] = set()  # routers whose sessions this pool counts in the session table
         self._wanted: set[int] = set()  # of those, the ones another process asked this pool to give up
         self._beater: threading.Thread | None = None
+        self.serves_queue = False  # a `manage.py worker`: operations are routed to it (affinity.py)
 
     @property
     def holder(self) -> str:
         """This pool's name in the session table; a forked child gets its own."""
         with self._guard:
             if self._holder is None or self._holder[0] != os.getpid():
-                self._holder = (os.getpid(), budget.process_holder())
+                self._holder = (os.getpid(), budget.process_holder(worker=self.serves_queue))
             return self._holder[1]
 
     # --- lending -------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ stopped with SIGTERM mid-operation."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -99,7 +100,8 @@ def test_the_thread_queue_runs_operations_in_the_background(ops_lab, settings):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_sigterm_lets_a_worker_finish_its_operation_log_out_and_let_go(lab_factory, settings, secrets_dir, tmp_path):
+def test_sigterm_lets_a_worker_finish_its_operation_log_out_and_let_go(lab_factory, settings, secrets_dir, tmp_path,
+                                                                         no_jobs_left):
     """The units' stop signal (deploy): the worker takes no new job, finishes the one it runs (bounded
     by FLEXZONE_OPS_TOTAL_TIMEOUT), saves, logs out of every router, and leaves no lock or worker row."""
     settings.FLEXZONE_OPS_QUEUE = "procrastinate"
@@ -115,8 +117,13 @@ def test_sigterm_lets_a_worker_finish_its_operation_log_out_and_let_go(lab_facto
         assert worker.wait(timeout=60) == 0, log.read_text()[-3000:]
         done = Operation.objects.get(pk=op.pk)
         assert done.state == "succeeded" and "recovered" not in done.transcript, (done.error, log.read_text()[-3000:])
-        assert router_keys(lab.primary_sim) == {(8, 1, "127.0.0.22")}
-        assert Operation.objects.get(pk=queued.pk).state in ("queued", "succeeded")  # taken only if before the signal
+        # The second add was taken only if it came before the signal; if not, the worker's own queue (it
+        # holds the routers' sessions) handed it to the shared one when procrastinate stopped taking jobs.
+        second = Operation.objects.get(pk=queued.pk).state
+        assert second in ("queued", "succeeded")
+        assert router_keys(lab.primary_sim) == {(8, 1, "127.0.0.22"), *([(8, 2, "127.0.0.22")] * (second != "queued"))}
+        if second == "queued":
+            assert job_queue(queued) == "operations", log.read_text()[-3000:]
         # Logged out: the simulators see each session end (on their own loop, a moment after the exit).
         wait_for(lambda: lab.primary_sim.active_sessions() == lab.remote_sim.active_sessions() == 0, 5, "logouts")
         with connection.cursor() as cursor:
@@ -167,6 +174,18 @@ def test_lease_expiry_runs_while_every_operation_slot_waits_on_a_busy_router(ops
 # --- work goes where the session is (operations/affinity.py) -------------------------------------
 
 
+@pytest.fixture
+def no_jobs_left():
+    """procrastinate's jobs are not flushed between tests: start and end with none."""
+    def clear():
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM procrastinate_jobs")
+
+    clear()
+    yield
+    clear()
+
+
 def job_queue(op: Operation) -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT queue_name FROM procrastinate_jobs WHERE id = %s",
@@ -175,24 +194,27 @@ def job_queue(op: Operation) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_operation_is_queued_for_the_process_holding_its_routers_sessions(ops_lab, settings):
+def test_an_operation_is_queued_for_the_process_holding_its_routers_sessions(ops_lab, settings, no_jobs_left):
     settings.FLEXZONE_OPS_QUEUE = "procrastinate"
     request = {"site": "remote-site", "device_description": "XRAID1"}
     assert job_queue(submit("add", request)) == "operations"  # nobody holds a session: the shared queue
-    RouterSession.objects.create(router=ops_lab.remote_rtr, holder="host-b:2:bb")
-    long_name = "a-host-name-of-sixty-three-bytes-as-dns-allows.storage.example:4194304:0f0f0f0f"
+    for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):  # a CLI's reconcile, say: it takes no jobs
+        RouterSession.objects.create(router=router, holder="cli-host:77:cc")
+    assert job_queue(submit("add", request)) == "operations"
+    RouterSession.objects.create(router=ops_lab.remote_rtr, holder="worker@host-b:2:bb")
+    long_name = "worker@a-host-name-of-sixty-three-bytes-as-dns-allows.storage.example:4194304:0f0f0f0f"
     for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
         RouterSession.objects.create(router=router, holder=long_name)
     # PostgreSQL refuses a notification channel over 63 bytes: a queue named after the holder would fail.
     assert job_queue(submit("add", request)) == own_queue(long_name)
     RouterSession.objects.filter(holder=long_name).delete()
     for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
-        RouterSession.objects.create(router=router, holder="host-a:1:aa")
-    assert job_queue(submit("add", request)) == own_queue("host-a:1:aa")  # the holder of both routers
-    RouterSession.objects.filter(holder="host-a:1:aa", router=ops_lab.remote_rtr).delete()
+        RouterSession.objects.create(router=router, holder="worker@host-a:1:aa")
+    assert job_queue(submit("add", request)) == own_queue("worker@host-a:1:aa")  # the holder of both routers
+    RouterSession.objects.filter(holder="worker@host-a:1:aa", router=ops_lab.remote_rtr).delete()
     # One router each: the plan's first router's holder (the remote-site connect starts on primary-rtr).
     first = Router.objects.get(pk=Operation.objects.latest("pk").plan["steps"][0]["router_id"]).name
-    expected = own_queue("host-a:1:aa") if first == ops_lab.primary_rtr.name else own_queue("host-b:2:bb")
+    expected = own_queue("worker@host-a:1:aa") if first == ops_lab.primary_rtr.name else own_queue("worker@host-b:2:bb")
     assert job_queue(submit("add", request)) == expected
     # A holder asked to give its session up, or one that stopped beating, is not waited for.
     RouterSession.objects.update(release_wanted=True)
@@ -205,22 +227,21 @@ def test_an_operation_is_queued_for_the_process_holding_its_routers_sessions(ops
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_job_waits_for_its_sessions_holder_only_while_no_worker_is_idle(ops_lab, settings, monkeypatch):
+def test_a_job_waits_for_its_sessions_holder_only_while_no_worker_is_idle(ops_lab, settings, monkeypatch,
+                                                                           no_jobs_left):
     settings.FLEXZONE_OPS_QUEUE = "procrastinate"
     settings.FLEXZONE_OPS_AFFINITY_WAIT = 2.0
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM procrastinate_jobs")  # jobs earlier tests left queued (not flushed)
     for router in (ops_lab.primary_rtr, ops_lab.remote_rtr):
-        RouterSession.objects.create(router=router, holder="host-a:1:aa")
+        RouterSession.objects.create(router=router, holder="worker@host-a:1:aa")
     request = {"site": "remote-site", "device_description": "XRAID1"}
     busy = submit("add", request)
     # This process is an idle worker of two slots (host c), with nothing in its own queues.
-    idle = own_queue("host-c:3:cc")
+    idle = own_queue("worker@host-c:3:cc")
     monkeypatch.setattr(affinity, "_serving", (idle, 2))
-    assert release_stale() == steal() == 0 and job_queue(busy) == own_queue("host-a:1:aa")  # fresh, alive
+    assert release_stale() == steal() == 0 and job_queue(busy) == own_queue("worker@host-a:1:aa")  # fresh, alive
     Operation.objects.filter(pk=busy.pk).update(created_at=timezone.now() - timedelta(seconds=3))
     monkeypatch.setattr(affinity, "_running", 2)  # every slot busy: moving it would only cost a login
-    assert steal() == 0 and job_queue(busy) == own_queue("host-a:1:aa")
+    assert steal() == 0 and job_queue(busy) == own_queue("worker@host-a:1:aa")
     monkeypatch.setattr(affinity, "_running", 1)
     assert steal() == 1 and job_queue(busy) == idle  # its holder is busy, and this worker is not
     Operation.objects.filter(pk=busy.pk).delete()
@@ -228,22 +249,32 @@ def test_a_job_waits_for_its_sessions_holder_only_while_no_worker_is_idle(ops_la
         cursor.execute("DELETE FROM procrastinate_jobs WHERE queue_name = %s", [idle])
     waiting = submit("add", request)
     Operation.objects.filter(pk=waiting.pk).update(created_at=timezone.now() - timedelta(seconds=3))
+    RouterSession.objects.create(router=ops_lab.primary_rtr, holder="worker@host-c:3:cc")  # alive
     with connection.cursor() as cursor:  # ... but it has work of its own waiting: nothing moves
         cursor.execute("INSERT INTO procrastinate_jobs (queue_name, task_name, args) VALUES (%s, 'x', '{}')",
                        [idle])
-    assert steal() == 0 and job_queue(waiting) == own_queue("host-a:1:aa")
-    RouterSession.objects.update(heartbeat_at=timezone.now() - timedelta(seconds=60))  # the holder died
+    assert steal() == 0 and job_queue(waiting) == own_queue("worker@host-a:1:aa")
+    RouterSession.objects.filter(holder="worker@host-a:1:aa").update(
+        heartbeat_at=timezone.now() - timedelta(seconds=60))  # the holder died
     assert release_stale() == 1 and job_queue(waiting) == "operations"
+    # This worker is told to stop (SIGTERM): what waits in its own queue goes to the others.
+    affinity.stop_serving()
+    assert steal() == 0 and release_stale() == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %s", [idle])
+        assert cursor.fetchone()[0] == 0
+    monkeypatch.setattr(affinity, "_stopping", None)
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_routers_operations_run_where_its_session_is_and_move_when_that_worker_dies(
-        lab_factory, settings, secrets_dir, tmp_path):
+        lab_factory, settings, secrets_dir, tmp_path, no_jobs_left):
     settings.FLEXZONE_OPS_QUEUE = "procrastinate"
     lab = lab_factory()
     log = tmp_path / "workers.log"
-    workers = [start_worker(secrets_dir, log, concurrency=2) for _ in range(2)]
+    # No stealing within the test: only the dead holder's rule can move its job.
+    workers = [start_worker(secrets_dir, log, concurrency=2, FLEXZONE_OPS_AFFINITY_WAIT="60") for _ in range(2)]
     request = {"site": "remote-site", "device_description": "XRAID1"}
 
     def run(kind: str) -> Operation:
@@ -276,3 +307,18 @@ def _listening_workers() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM procrastinate_workers")
         return cursor.fetchone()[0]
+
+
+def test_a_worker_told_to_stop_by_procrastinate_stops_serving_its_queue(monkeypatch):
+    """procrastinate says it stops taking jobs only in its log (`action="stopping_worker"`, its
+    Worker.stop): the worker command's filter turns that into affinity.stop_serving()."""
+    from operations.management.commands.worker import _StopWatch
+
+    monkeypatch.setattr(affinity, "_serving", ("operations@0123456789abcdef", 4))
+    monkeypatch.setattr(affinity, "_stopping", None)
+    watch = _StopWatch(logging.WARNING)
+    record = logging.LogRecord("procrastinate.worker", logging.INFO, __file__, 1, "Stop requested", None, None)
+    assert watch.filter(record) is False and affinity._serving is not None  # any other INFO record: hidden
+    record.action = "stopping_worker"
+    watch.filter(record)
+    assert affinity._serving is None and affinity._stopping == "operations@0123456789abcdef"

@@ -31,10 +31,15 @@ class Command(DatabaseCommand):
         from operations.tasks import QUEUE
 
         concurrency = options["concurrency"] or conf.worker_concurrency
+        pool.serves_queue = True  # its session rows say so: operations are routed here (affinity.py)
         serve(own_queue(pool.holder), concurrency)
         if options["verbosity"] < 2:
             # procrastinate logs every job at INFO, including our periodic sweeps every few seconds.
             logging.getLogger("procrastinate").setLevel(logging.WARNING)
+        # procrastinate says when it stops taking jobs (SIGTERM) only in its log: watch for it there.
+        worker_log = logging.getLogger("procrastinate.worker")
+        worker_log.addFilter(_StopWatch(logging.INFO if options["verbosity"] >= 2 else logging.WARNING))
+        worker_log.setLevel(logging.INFO)
         # Worker liveness for procrastinate matches ours, so a SIGKILLed worker's job is found stalled
         # as soon as its operation's heartbeat is.
         start_chores_thread()  # on a thread of their own: never waiting behind operations for a slot
@@ -53,3 +58,19 @@ class Command(DatabaseCommand):
         finally:
             stop_chores_thread()
             pool.close_all()
+
+
+class _StopWatch(logging.Filter):
+    """Tells operations/affinity.py when procrastinate stops taking jobs, so that what waits in this
+    worker's own queue goes to the others while it drains; passes records from `shown` up."""
+
+    def __init__(self, shown: int) -> None:
+        super().__init__()
+        self.shown = shown
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "action", None) == "stopping_worker":
+            from operations.affinity import stop_serving
+
+            stop_serving()
+        return record.levelno >= self.shown
