@@ -22,7 +22,7 @@ from operations.errors import StepFailed
 from operations.journal import Run
 from operations.models import Link, Operation
 from operations.planner import PlanStep, router_vsan
-from operations.steps import drive_to
+from operations.steps import converge_to
 from registry.models import Router
 from routers.drivers import DRIVERS
 from routers.drivers.base import LinkSpec, RouterLink, pairs_spec
@@ -52,17 +52,21 @@ def target_pairs(router: Router, key: Key, found: Iterable[Pair], *, joining: It
 
 
 def converge_link(run: Run, router: Router, key: Key, *, joining: Iterable[Pair] = (),
-                  leaving: tuple[int, list[int]] | None = None) -> set[Pair]:
-    """Holding the router: make the FCIP link at `key` zone exactly `target_pairs` (the router read
-    first), verified by reading back. Returns the pairs it zones now (empty: no grant needs any, and
-    nothing was sent: the link is the remove's to take down)."""
-    applied: set[Pair] = set()
+                  leaving: tuple[int, list[int]] | None = None, applied: LinkSpec | None = None,
+                  read: bool = True) -> set[Pair]:
+    """Holding the router: make the FCIP link at `key` zone exactly `target_pairs`, verified by
+    reading back. Returns the pairs it zones now. Empty: no grant needs any, and the link comes off
+    (`applied`: what flexzone put there) or, without `applied`, nothing is sent.
 
-    def want(listing: list[RouterLink]) -> LinkSpec | None:
-        found = next((link.pairs for link in listing if link.key == key), ())
+    `read`: the router is listed first, so that pending grants keep the pairs already there (a link
+    others share); a link only this operation is making is decided from the grants alone."""
+    applied_pairs: set[Pair] = set()
+
+    def want(listing: list[RouterLink] | None) -> LinkSpec | None:
+        found = next((link.pairs for link in listing or () if link.key == key), ())
         pairs = target_pairs(router, key, found, joining=joining, leaving=leaving)
-        applied.clear()  # each attempt decides afresh: only what the last one applied is returned
-        applied.update(pairs)
+        applied_pairs.clear()  # each attempt decides afresh: only what the last one applied is returned
+        applied_pairs.update(pairs)
         if not pairs:
             return None
         try:
@@ -72,11 +76,11 @@ def converge_link(run: Run, router: Router, key: Key, *, joining: Iterable[Pair]
                              untouched=True) from None
 
     try:
-        drive_to(run, router, want)
+        converge_to(run, router, want, applied=applied, read=read)
     except ValueError as exc:  # the driver's own checks (a VE port range, a VSAN), before anything is sent
         raise StepFailed(router.name, f"cannot be configured from the registry: {exc}", permanent=True,
                          untouched=True) from None
-    return applied
+    return applied_pairs
 
 
 def record_pairs(link: Link, pairs: set[Pair]) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from operations.converge import claims_more, lacks_pairs
-from operations.holders import other_holder
+from operations.desired import keepers
 from operations.models import Link, Operation
 from operations.planner import Plan, PlanStep
 from registry.models import Device, Site
@@ -46,12 +46,13 @@ def with_delta(plan: Plan) -> Plan:
                                                                                      "operation")
         .defer("operation__transcript")
     }
-    steps = [_step_delta(plan.action, step, links.get((step.router_id, step.port, step.remote_ip)), site_id, leaving)
-             for step in plan.steps]
+    stays = keepers({step.router_id for step in plan.steps}, site_id, leaving) if plan.action == "remove" else {}
+    steps = [_step_delta(plan.action, step, links.get((step.router_id, step.port, step.remote_ip)),
+                         stays.get((step.router_id, step.spec.key))) for step in plan.steps]
     return replace(plan, steps=steps)
 
 
-def _step_delta(action: str, step: PlanStep, link: Link | None, site_id: int, leaving: list[int]) -> PlanStep:
+def _step_delta(action: str, step: PlanStep, link: Link | None, other: tuple[int, int] | None) -> PlanStep:
     zoning = DRIVERS[step.platform].zones_initiators
     if link is None:
         if action == "add":
@@ -76,7 +77,6 @@ def _step_delta(action: str, step: PlanStep, link: Link | None, site_id: int, le
                                                                      "place; only the zones it lacks are sent"])
         return replace(step, delta="shared", commands=[], notes=[*step.notes, f"already up for {holder}: nothing is "
                                                                               "sent"])
-    other = other_holder(link, site_id, leaving)
     if other is None:
         return replace(step, delta="remove")
     needs = f"{Site.objects.get(pk=other[0]).name}'s hold of {Device.objects.get(pk=other[1]).description}"

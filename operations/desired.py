@@ -170,3 +170,15 @@ def holds_text(want: Want) -> str:
     devices = dict(Device.objects.filter(pk__in=[device for _site, device in want.grants])
                    .values_list("pk", "description"))
     return ", ".join(sorted(f"{sites[site]} holds {devices[device]}" for site, device in want.grants))
+
+
+def keepers(router_ids: Iterable[int], site: int, leaving: Iterable[int]) -> dict[tuple[int, Key], tuple[int, int]]:
+    """The links that stay when `site`'s grants of `leaving` end: per (router, key) the desired state
+    still names, the (site, device) of one settled grant that needs it (the site's own first, then
+    the lowest device: the record is handed to it). A grant taken by an operation still queued or
+    running does not keep a link: that operation runs after the one asking (requests of one zone
+    between two sites run in submission order), finds the link gone and makes it again, and if it
+    fails it leaves nothing that no grant needs."""
+    wanted = desired_for(router_ids, settled=True, without=(site, leaving))
+    return {(router, key): min(want.grants, key=lambda grant: (grant[0] != site, grant[1]))
+            for router, wants in wanted.items() for key, want in wants.items()}

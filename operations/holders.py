@@ -23,7 +23,7 @@ from registry import in_use
 from registry.models import Device, Host, Initiator, Site
 
 # Plain SQL names its tables from the models: each app owns its tables.
-OPERATION, LOCK, DEVICE, SITE = (model._meta.db_table for model in (Operation, Grant, Device, Site))
+LOCK, DEVICE, SITE = (model._meta.db_table for model in (Grant, Device, Site))
 
 class LockableDevice(NamedTuple):
     pk: int
@@ -120,26 +120,6 @@ def between(one: int, other: int) -> Q:
     return Q(site_id=one, device__owner_site_id=other) | Q(site_id=other, device__owner_site_id=one)
 
 
-# A link joins two sites for one zone: the site that asked and the device's owner. It serves every
-# hold of a device of that zone between the same two sites, whichever of them asked: remote-site's
-# hold of primary-site's XRAID1 and primary-site's hold of a remote-site device of zone 1 need the
-# same two sessions. The requesting site's own other holds are preferred (the link stays its own).
-# A lock taken at submit by an add that has not run yet does not count: the add runs after this
-# remove (requests sharing a link run in submission order), finds the link gone and makes it again,
-# and if it fails instead it leaves no link behind that nobody holds.
-_OTHER_HOLDER_SQL = f"""
-    SELECT held.site_id, held.device_id
-      FROM {LOCK} AS held JOIN {DEVICE} AS device ON device.id = held.device_id
-      LEFT JOIN {OPERATION} AS taker ON taker.id = held.operation_id
-     WHERE device.zone_id = %(zone)s
-       AND ((held.site_id = %(a)s AND device.owner_site_id = %(b)s)
-            OR (held.site_id = %(b)s AND device.owner_site_id = %(a)s))
-       AND NOT (held.site_id = %(site)s AND held.device_id = ANY(%(leaving)s))
-       AND (taker.id IS NULL OR taker.state NOT IN ('queued', 'running'))
-     ORDER BY held.site_id <> %(site)s, held.device_id LIMIT 1
-"""
-
-
 def _served_by(link: Link, site_id: int, leaving: list[int]):
     """The settled locks, other than `site_id`'s on `leaving`, whose holds `link` serves (same zone,
     same two sites)."""
@@ -148,20 +128,6 @@ def _served_by(link: Link, site_id: int, leaving: list[int]):
         .exclude(site_id=site_id, device_id__in=leaving)
         .exclude(operation__state__in=(Operation.State.QUEUED, Operation.State.RUNNING))
     )
-
-
-def other_holder(link: Link, site_id: int, leaving: list[int]) -> tuple[int, int] | None:
-    """(site, device) of a hold other than `site_id`'s on `leaving` that this link serves, if any.
-    Plain SQL on PostgreSQL: every remove asks (see `python -m bench ops`)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_OTHER_HOLDER_SQL, {"zone": link.zone_id, "a": link.site_id,
-                                               "b": link.device.owner_site_id, "site": site_id,
-                                               "leaving": list(leaving)})
-            row = cursor.fetchone()
-        return (row[0], row[1]) if row else None
-    held = _served_by(link, site_id, leaving).order_by("device_id").values_list("site_id", "device_id")
-    return next((pair for pair in held if pair[0] == site_id), None) or held.first()
 
 
 def holders_expiries(link: Link, site_id: int, excluding: list[int]) -> list[datetime | None]:

@@ -21,14 +21,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from operations.converge import claims_more, converge_link, lacks_pairs, link_pairs, record_pairs
-from operations.desired import plan_initiators
+from operations.desired import keepers, plan_initiators
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import (
     between,
     holders_expiries,
     link_lease,
     mark_down,
-    other_holder,
     plan_ids,
     renewed_since,
     take_locks,
@@ -198,7 +197,13 @@ def execute_add(run: Run) -> None:
             extended.append((step, link))
         elif ours:
             try:
-                drive(run, link.router, step.spec, "add")
+                if DRIVERS[link.router.platform].zones_initiators:
+                    # What the grants need there: this one's pairs, and any a settled grant lost.
+                    pairs = converge_link(run, link.router, step.spec.key, joining=step.spec.all_pairs(), read=False)
+                    if pairs != set(step.spec.all_pairs()):
+                        record_pairs(Link.objects.select_related("device").get(pk=link.pk), pairs)
+                else:
+                    drive(run, link.router, step.spec, "add")
             except StepFailed as exc:
                 found = None if exc.untouched or exc.timed_out else look(run, link.router, step.spec)
                 if found == "holds":  # the step's work was done after all (a lost reply, then faults)
@@ -327,14 +332,15 @@ def execute_remove(run: Run) -> None:
                 continue
         try:
             if shrink:
-                pairs = converge_link(run, router, step.spec.key, leaving=leaving)
+                pairs = converge_link(run, router, step.spec.key, leaving=leaving, applied=step.spec)
                 if pairs:
                     record_pairs(Link.objects.select_related("device").get(pk=link.pk), pairs)
                     shrunk.append((step, link))
                     continue
-                # The grant that keeps it zones nothing (no initiators): the link comes off after all.
+                # The grant that keeps it zones nothing (no initiators): the link came off after all.
                 previous[link.pk] = Link.State.UP
-            drive(run, router, step.spec, "remove")
+            else:
+                drive(run, router, step.spec, "remove")
         except StepFailed as exc:
             found = None if exc.untouched or exc.timed_out or shrink else look(run, router, step.spec)
             if found == "absent":  # gone after all (a lost reply, then faults): the step is done
@@ -424,6 +430,9 @@ def _links_for_remove(
         ]
         previous: dict[int, str | None] = {}
         kept: dict[int, tuple[int, int]] = {}  # step index -> the (site, device) the link now serves
+        # What stays is what the desired state still names once this site's grants of these devices
+        # end (V1 is literal: its rmifcp removes what it names).
+        stays = {} if op.plan.get("raw") else keepers({step.router_id for step in steps}, ids["site"], leaving)
         markers = []
         for index, link in enumerate(links):
             if link is None:
@@ -438,9 +447,9 @@ def _links_for_remove(
                 continue
             if _busy_elsewhere(link, op):
                 raise InFlight(link)
-            # V1 is literal; an up link another hold needs is handed to it (an FCIP one then shrinks).
-            up = link.state == Link.State.UP and not op.plan.get("raw")
-            holder = other_holder(link, ids["site"], leaving) if up else None
+            # An up link another grant needs is handed to it (an FCIP one then shrinks).
+            step = steps[index]
+            holder = stays.get((step.router_id, step.spec.key)) if link.state == Link.State.UP else None
             if holder is not None:
                 lease = link_lease(holders_expiries(link, ids["site"], leaving))
                 holder_site, holder_device = holder

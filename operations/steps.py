@@ -150,10 +150,14 @@ def _is_transient(exc: RouterError) -> bool:
     return exc.transient or (isinstance(exc, RouterAuthError) and bool(_SESSION_LIMIT.search(str(exc))))
 
 
-def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool) -> None:
-    """Make the router hold (add) or not hold (remove) the link, then read it back to verify."""
+def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool,
+           listing: list[RouterLink] | None = None) -> None:
+    """Make the router hold (add) or not hold (remove) the link, then read it back to verify.
+    `listing`: what the router listed just now, on this hold (an add needs no second look)."""
     driver = lease.driver
-    if read_first:
+    if action == "add" and listing is not None:
+        needed = not _holds_in(listing, spec, driver.zones_initiators)
+    elif read_first:
         needed = not _holds(driver, spec) if action == "add" else _lists(driver, spec)
     else:
         needed = True
@@ -178,37 +182,52 @@ def _lists(driver: RouterDriver, spec: LinkSpec) -> bool:
 
 
 def _holds(driver: RouterDriver, spec: LinkSpec) -> bool:
-    """Whether the router holds the link as the spec wants it.
+    return _holds_in(driver.list_links(), spec, driver.zones_initiators)
+
+
+def _holds_in(listing: list[RouterLink], spec: LinkSpec, zoning: bool) -> bool:
+    """Whether a router's listing holds the link as the spec wants it.
 
     On FCIP switches a listed link may be only part-way there (zones defined but not in force, a
     tunnel down) or zone other members: it holds only when it is up and zones exactly the spec's
     (initiator, target) pairs, so a retry after a lost reply finishes the link instead of taking
     the key for it. (The iFCP gateways' listing has no members; there the key is the link.)
     """
-    for link in driver.list_links():
+    for link in listing:
         if link.key == spec.key:
-            if not driver.zones_initiators:
+            if not zoning:
                 return True
             return link.state == "up" and set(link.pairs) == set(spec.all_pairs())
     return False
 
 
-def drive(run: Run, router: Router, spec: LinkSpec, action: str) -> None:
-    with_router(run, router, lambda lease, read_first: _apply(run, lease, spec, action, read_first))
+def converge_to(run: Run, router: Router, want: Callable[[list[RouterLink] | None], LinkSpec | None], *,
+                applied: LinkSpec | None = None, read: bool = False) -> LinkSpec | None:
+    """Holding the router, make one link (one key) carry what `want` says: the LinkSpec it must hold,
+    or None: nothing of it (then `applied`, what flexzone put there, comes off; without it nothing is
+    sent). Verified by reading back, like every change; returns the spec now held (None: none).
 
+    `want` is handed the router's listing when `read` (what a link must carry depends on what is there:
+    a shared FCIP link, whose pending grants keep only the pairs already on it), else None: a link
+    this operation alone is changing is decided from the grants. Either way a retry, or a run in
+    recovery, looks at the router before it changes anything. It is level-triggered: run again, it
+    sends nothing when the router already holds what is wanted."""
 
-def drive_to(run: Run, router: Router, want: Callable[[list[RouterLink]], LinkSpec | None]) -> LinkSpec | None:
-    """Holding the router, read it and make it hold the link `want` works out from that listing (None:
-    nothing to do), verified like any step; returns the spec applied. What a shared link must carry
-    depends on what the router has, so it is decided while no other operation can change it."""
-
-    def work(lease: Lease, _read_first: bool) -> LinkSpec | None:
-        spec = want(lease.driver.list_links())
+    def work(lease: Lease, read_first: bool) -> LinkSpec | None:
+        listing = lease.driver.list_links() if read else None
+        spec = want(listing)
         if spec is not None:
-            _apply(run, lease, spec, "add", read_first=True)
+            _apply(run, lease, spec, "add", read_first, listing)
+        elif applied is not None:
+            _apply(run, lease, applied, "remove", read_first)
         return spec
 
     return with_router(run, router, work)
+
+
+def drive(run: Run, router: Router, spec: LinkSpec, action: str) -> None:
+    """Converge one link to a fixed answer: `spec` held (add) or nothing of it (remove)."""
+    converge_to(run, router, lambda _listing: spec if action == "add" else None, applied=spec)
 
 
 def look(run: Run, router: Router, spec: LinkSpec) -> str | None:

@@ -530,3 +530,24 @@ def test_a_disconnect_never_hands_an_fcip_link_to_another_site_s_queued_connect(
     assert held == Link.objects.filter(state="up").exists(), "a link is up without a holder, or the reverse"
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
+
+
+@pytest.mark.django_db
+def test_a_connect_converges_the_link_to_every_grant_even_when_a_record_was_lost(fcip_lab):
+    # Failed before: an add of a link with no record drove its own plan, so the switches were left
+    # zoning XRAID4 only and XRAID1's grant (settled; its records lost, as when the database is
+    # restored from a backup older than the link) lost its path. An add converges the link to the grants.
+    xraid4()
+    initiator = fcip_lab_initiator()
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    Link.objects.all().delete()  # the records are gone; the grant and the switches' zones stay
+    done = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk)
+    assert done.state == "succeeded", done.error
+    both = pairs_of((initiator, XRAID1), (initiator, XRAID4))
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == both, name
+    assert {frozenset(map(tuple, link.pairs)) for link in Link.objects.filter(state="up")} == {
+        frozenset({(initiator, XRAID1), (initiator, XRAID4)})}
+    assert fcip_lab.production_everywhere()
+    assert_agreement(fcip_lab)
+    assert reconcile_clean()
