@@ -53,13 +53,14 @@ def target_pairs(router: Router, key: Key, found: Iterable[Pair], *, joining: It
 
 def converge_link(run: Run, router: Router, key: Key, *, joining: Iterable[Pair] = (),
                   leaving: tuple[int, list[int]] | None = None, applied: LinkSpec | None = None,
-                  read: bool = True) -> set[Pair]:
+                  read: bool = True, decided: list[LinkSpec] | None = None) -> set[Pair]:
     """Holding the router: make the FCIP link at `key` zone exactly `target_pairs`, verified by
     reading back. Returns the pairs it zones now. Empty: no grant needs any, and the link comes off
     (`applied`: what flexzone put there) or, without `applied`, nothing is sent.
 
     `read`: the router is listed first, so that pending grants keep the pairs already there (a link
-    others share); a link only this operation is making is decided from the grants alone."""
+    others share); a link only this operation is making is decided from the grants alone. `decided`
+    receives the spec the last attempt set out to apply (what to look for should it fail)."""
     applied_pairs: set[Pair] = set()
 
     def want(listing: list[RouterLink] | None) -> LinkSpec | None:
@@ -70,10 +71,13 @@ def converge_link(run: Run, router: Router, key: Key, *, joining: Iterable[Pair]
         if not pairs:
             return None
         try:
-            return pairs_spec(*key, local_ip=router.site.data_ip, pairs=pairs, vsan=router_vsan(router) or 1)
+            spec = pairs_spec(*key, local_ip=router.site.data_ip, pairs=pairs, vsan=router_vsan(router) or 1)
         except ValueError as exc:  # a registry value the platform refuses: nothing was sent
             raise StepFailed(router.name, f"cannot be configured from the registry: {exc}", permanent=True,
                              untouched=True) from None
+        if decided is not None:
+            decided[:] = [spec]
+        return spec
 
     try:
         converge_to(run, router, want, applied=applied, read=read)

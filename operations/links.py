@@ -39,7 +39,7 @@ from operations.rollback import grow_back, lease_due_again, put_back_removed, ro
 from operations.steps import drive, look, read_router
 from registry.models import Device, Router, Site
 from routers.drivers import DRIVERS
-from routers.drivers.base import RouterLink
+from routers.drivers.base import LinkSpec, RouterLink
 
 T = TypeVar("T")
 Kind, State = Operation.Kind, Operation.State
@@ -196,18 +196,21 @@ def execute_add(run: Run) -> None:
             run.notes.append(f"{link}: shared, its zoning extended in place for {step.device}")
             extended.append((step, link))
         elif ours:
+            decided = [step.spec]  # what this step sets out to put on the router
             try:
                 if DRIVERS[link.router.platform].zones_initiators:
                     # What the grants need there: this one's pairs, and any a settled grant lost.
-                    pairs = converge_link(run, link.router, step.spec.key, joining=step.spec.all_pairs(), read=False)
-                    if pairs != set(step.spec.all_pairs()):
-                        record_pairs(Link.objects.select_related("device").get(pk=link.pk), pairs)
+                    converge_link(run, link.router, step.spec.key, joining=step.spec.all_pairs(), read=False,
+                                  decided=decided)
+                    _record_applied(link, decided[0])
                 else:
                     drive(run, link.router, step.spec, "add")
             except StepFailed as exc:
-                found = None if exc.untouched or exc.timed_out else look(run, link.router, step.spec)
+                found = None if exc.untouched or exc.timed_out else look(run, link.router, decided[0])
                 if found == "holds":  # the step's work was done after all (a lost reply, then faults)
                     run.notes.append(f"{link}: the router holds it after all ({exc}); carrying on")
+                    if DRIVERS[link.router.platform].zones_initiators:
+                        _record_applied(link, decided[0])
                     done.append((step, link, True))
                     continue
                 # Steps not yet sent never reached a router, nor did a refused login, nor one the
@@ -240,6 +243,11 @@ def execute_add(run: Run) -> None:
         run.renew_initiators = plan_initiators(plan)
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat(),
                  **run.waited()}
+
+
+def _record_applied(link: Link, spec: LinkSpec) -> None:
+    """An FCIP link's record says what was applied: the pairs its zones hold now."""
+    record_pairs(Link.objects.select_related("device").get(pk=link.pk), set(spec.all_pairs()))
 
 
 def _take_locks_or_fail(op: Operation, plan: dict[str, Any], expires_at) -> None:

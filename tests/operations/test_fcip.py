@@ -551,3 +551,34 @@ def test_a_connect_converges_the_link_to_every_grant_even_when_a_record_was_lost
     assert fcip_lab.production_everywhere()
     assert_agreement(fcip_lab)
     assert reconcile_clean()
+
+
+@pytest.mark.django_db
+def test_an_add_that_gave_up_after_its_convergence_took_effect_carries_on_with_every_grants_pairs(
+        fcip_lab, monkeypatch):
+    # Failed before: the look after the failure compared the switch with this step's own pairs, found
+    # the converged link (XRAID1's grant's pairs too) "partial", and the rollback took it all off.
+    from operations import links
+    from operations.errors import StepFailed
+
+    xraid4()
+    initiator = fcip_lab_initiator()
+    assert execute(submit("add", CONNECT).pk).state == "succeeded"
+    Link.objects.all().delete()  # the records are gone; the grant and the switches' zones stay
+    real, failed = links.converge_link, []
+
+    def gives_up_after_it_took_effect(run, router, key, **options):
+        pairs = real(run, router, key, **options)
+        if not failed:  # the first router's reply is lost, and the retries run into other faults
+            failed.append(router.name)
+            raise StepFailed(router.name, "gave up after 5 attempts: the reply was lost", permanent=False)
+        return pairs
+
+    monkeypatch.setattr(links, "converge_link", gives_up_after_it_took_effect)
+    done = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk)
+    assert failed and done.state == "succeeded", done.error
+    assert "holds it after all" in done.transcript
+    for name in PLATFORMS:
+        assert pairs_in_force(fcip_lab, name) == pairs_of((initiator, XRAID1), (initiator, XRAID4)), name
+    assert_agreement(fcip_lab)
+    assert reconcile_clean()
