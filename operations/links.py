@@ -39,7 +39,7 @@ from operations.rollback import grow_back, lease_due_again, put_back_removed, ro
 from operations.steps import drive, look, read_router
 from registry.models import Device, Router, Site
 from routers.drivers import DRIVERS
-from routers.drivers.base import LinkSpec, RouterLink
+from routers.drivers.base import RouterLink
 
 T = TypeVar("T")
 Kind, State = Operation.Kind, Operation.State
@@ -202,7 +202,7 @@ def execute_add(run: Run) -> None:
                     # What the grants need there: this one's pairs, and any a settled grant lost.
                     converge_link(run, link.router, step.spec.key, joining=step.spec.all_pairs(), read=False,
                                   decided=decided)
-                    _record_applied(link, decided[0])
+                    record_pairs(link, set(decided[0].all_pairs()))
                 else:
                     drive(run, link.router, step.spec, "add")
             except StepFailed as exc:
@@ -210,7 +210,7 @@ def execute_add(run: Run) -> None:
                 if found == "holds":  # the step's work was done after all (a lost reply, then faults)
                     run.notes.append(f"{link}: the router holds it after all ({exc}); carrying on")
                     if DRIVERS[link.router.platform].zones_initiators:
-                        _record_applied(link, decided[0])
+                        record_pairs(link, set(decided[0].all_pairs()))
                     done.append((step, link, True))
                     continue
                 # Steps not yet sent never reached a router, nor did a refused login, nor one the
@@ -243,11 +243,6 @@ def execute_add(run: Run) -> None:
         run.renew_initiators = plan_initiators(plan)
     op.result = {"links": [link.pk for _, link, _ in done], "lease_expires_at": expires_at and expires_at.isoformat(),
                  **run.waited()}
-
-
-def _record_applied(link: Link, spec: LinkSpec) -> None:
-    """An FCIP link's record says what was applied: the pairs its zones hold now."""
-    record_pairs(Link.objects.select_related("device").get(pk=link.pk), set(spec.all_pairs()))
 
 
 def _take_locks_or_fail(op: Operation, plan: dict[str, Any], expires_at) -> None:
