@@ -108,3 +108,27 @@ def test_the_rules_see_an_import_inside_a_function_and_a_relative_one(tmp_path):
     assert {"registry.models", "lab.experiments.base", "api.views"} <= names
     assert not _allowed("registry.models", ALLOWED["lab"]) and _allowed("routers.sim.loop", ALLOWED["lab"])
     assert not _allowed("routersx", {"routers"})
+
+
+def imported_test_modules(path: Path, root: Path = ROOT) -> set[str]:
+    """The test modules (tests.….test_*) and the top-level conftest a file imports."""
+    return {name for name in imported_modules(path, root)
+            if name == "tests.conftest" or name.startswith("tests.conftest.") or (name.startswith("tests.") and any(
+                part.startswith("test_") for part in name.split(".")[1:]))}
+
+
+def test_no_test_imports_another_test_module():
+    # What tests share lives in tests/support (helpers) and in conftests (fixtures).
+    found = {str(path.relative_to(ROOT)): names for path in sorted((ROOT / "tests").rglob("*.py"))
+             if (names := imported_test_modules(path))}
+    assert not found, f"import the shared helper from tests.support instead: {found}"
+
+
+def test_the_test_import_rule_sees_a_test_module_and_the_root_conftest(tmp_path):
+    probe = tmp_path / "tests" / "api" / "test_probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("from tests.operations.test_basics import x\nfrom tests.conftest import y\n"
+                     "from tests.support.sims import wire\n")
+    assert imported_test_modules(probe, root=tmp_path) == {"tests.operations.test_basics",
+                                                           "tests.operations.test_basics.x", "tests.conftest",
+                                                           "tests.conftest.y"}

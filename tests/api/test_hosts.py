@@ -10,7 +10,7 @@ import pytest
 
 from operations.models import Link, Operation
 from registry.models import AuditEvent, Host, Initiator, Principal
-from tests.conftest import demo_on_fcip
+from tests.support.registry import demo_on_fcip
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 BACKUP = {"name": "backup-server", "site": "remote-site", "description": "Backup server",

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import http.client
-import json
-import ssl
 import time
-from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -16,6 +12,7 @@ from cryptography.hazmat.primitives import serialization
 
 from api import pki
 from api.authentication import crl_cache  # noqa: F401  (imported so a broken module fails collection)
+from tests.support.mtls import connection_for, get
 
 
 def refusal(server, name: str | None) -> str:
@@ -23,19 +20,6 @@ def refusal(server, name: str | None) -> str:
     with pytest.raises((requests.exceptions.SSLError, requests.exceptions.ConnectionError)) as caught:
         server.session(name).get(f"{server.url}/api/sites/", timeout=10)
     return str(caught.value)
-
-
-def connection_for(server, name: str) -> http.client.HTTPSConnection:
-    context = ssl.create_default_context(cafile=server.pki.ca_file)
-    context.load_cert_chain(*server.pki.pair(name))
-    parts = urlsplit(server.url)
-    return http.client.HTTPSConnection(parts.hostname, parts.port, context=context, timeout=10)
-
-
-def get(connection: http.client.HTTPSConnection, path: str) -> tuple[int, dict]:
-    connection.request("GET", path)
-    response = connection.getresponse()
-    return response.status, json.loads(response.read() or b"{}")
 
 
 def test_alice_lists_the_sites_over_mutual_tls(api_server, cast):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from django.utils import timezone
 
 from registry.models import Principal, Site
-from tests.api.test_mtls import connection_for as keep_alive
-from tests.api.test_mtls import get
+from tests.support.mtls import connection_for as keep_alive
+from tests.support.mtls import get
 
 
 def test_a_role_change_and_a_revocation_count_from_the_next_request_on_the_same_connection(api_server, cast):

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from api import read_cache
 from registry.models import Principal, Site
 from registry.readiness import database_url
-from tests.api.test_mtls import connection_for, get
+from tests.support.mtls import connection_for, get
 
 # Headers gunicorn writes for each answer itself; everything else must be the same whoever answered.
 PER_ANSWER = {"date", "server", "connection", "keep-alive"}

@@ -12,7 +12,7 @@ from api.redaction import HIDDEN
 from operations.models import Link, Operation
 from operations.planner import plan_connect
 from registry.models import Device, Initiator, Router, Site
-from tests.conftest import demo_on_fcip
+from tests.support.registry import demo_on_fcip
 
 SEGMENT_WWN = "21:00:00:e0:8b:10:5e:01"  # the demo's segment-server at primary-site
 

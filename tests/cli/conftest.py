@@ -20,7 +20,8 @@ import pytest
 
 from cli.config import write_config
 from tests.api.conftest import ROOT, api_pki, cast, running_server  # noqa: F401 - fixtures
-from tests.routers.conftest import PASSWORD, sim_factory  # noqa: F401 - fixture
+from tests.routers.conftest import sim_factory  # noqa: F401 - fixture
+from tests.support.sims import wire
 
 FAST_OPERATIONS = {
     "FLEXZONE_OPS_QUEUE": "thread",
@@ -86,14 +87,6 @@ class Lab:
     remote_sim: object
 
 
-def _wire(router, address: tuple[str, int], secrets: Path) -> None:
-    """Point a registry router at a simulator and give the service the simulator's password."""
-    router.host, router.port = address
-    router.connect_timeout, router.command_timeout = 5.0, 3.0
-    router.save()
-    (secrets / router.secret_ref.removeprefix("file:")).write_text(PASSWORD + "\n")
-
-
 @pytest.fixture
 def lab(cli_server, cast, sim_factory, secrets_dir, settings) -> Iterator[Lab]:  # noqa: F811
     """The cast's registry with both demo routers played by simulators on loopback."""
@@ -102,8 +95,8 @@ def lab(cli_server, cast, sim_factory, secrets_dir, settings) -> Iterator[Lab]: 
     settings.FLEXZONE_OPS_QUEUE = "manual"  # the server's threads run operations; never queue from this process
     primary = sim_factory("mcdata_eclipse", telnet=("127.0.0.1", 0))
     remote = sim_factory("nishan_ips3000", telnet=("127.0.0.1", 0))
-    _wire(cast["primary_rtr"], primary.addresses["telnet"], secrets_dir)
-    _wire(cast["remote_rtr"], remote.addresses["telnet"], secrets_dir)
+    wire(cast["primary_rtr"], primary.addresses["telnet"], secrets_dir, command_timeout=3.0)
+    wire(cast["remote_rtr"], remote.addresses["telnet"], secrets_dir, command_timeout=3.0)
     yield Lab(cli_server, cast, primary, remote)
 
 

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from operations.models import Link, Operation
-from tests.cli.conftest import _wire
+from tests.support.sims import wire
 
 # Installed before any script of a page runs (Playwright adds it over the devtools protocol, past the
 # page's Content-Security-Policy): every phase the operation page shows, in order, however it gets there.
@@ -39,7 +39,7 @@ def slow_eclipse(lab, sim_factory, secrets_dir):
     """The lab with primary-rtr played by an Eclipse at 0.3 of its real timing (a 3.6 s login instead of 12 s),
     so that an operation stays in its phases long enough for a page re-read twice a second to see them."""
     sim = sim_factory("mcdata_eclipse", telnet=("127.0.0.1", 0), scale=0.3)
-    _wire(lab.demo["primary_rtr"], sim.addresses["telnet"], secrets_dir)
+    wire(lab.demo["primary_rtr"], sim.addresses["telnet"], secrets_dir)
     return lab
 
 

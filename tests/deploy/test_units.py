@@ -27,7 +27,8 @@ from api import metrics as api_metrics
 from operations import metrics as ops_metrics
 from registry.readiness import database_url
 from tests.api.conftest import ROOT, _wait_for_listening, api_pki, cast  # noqa: F401 - fixtures
-from tests.routers.conftest import PASSWORD, sim_factory  # noqa: F401 - fixture
+from tests.routers.conftest import sim_factory  # noqa: F401 - fixture
+from tests.support.sims import wire
 
 DEPLOY = ROOT / "deploy"
 
@@ -111,10 +112,7 @@ def test_the_units_serve_a_connect_and_stop_on_their_own_signal(cast, api_pki, s
     shutil.copytree(api_pki.dir, pki_dir)
     host = Host(tmp_path, pki_dir, secrets_dir)
     for router, kind in ((cast["primary_rtr"], "mcdata_eclipse"), (cast["remote_rtr"], "nishan_ips3000")):
-        router.host, router.port = sim_factory(kind, telnet=("127.0.0.1", 0)).addresses["telnet"]
-        router.save()
-        secrets_dir.mkdir(exist_ok=True)
-        (secrets_dir / router.secret_ref.removeprefix("file:")).write_text(PASSWORD + "\n")
+        wire(router, sim_factory(kind, telnet=("127.0.0.1", 0)).addresses["telnet"], secrets_dir, command_timeout=10.0)
     api_log, worker_log = tmp_path / "api.log", tmp_path / "worker.log"
     api = host.start("flexzone-api.service", api_log)
     worker = host.start("flexzone-worker@.service", worker_log)

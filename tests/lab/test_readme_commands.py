@@ -14,8 +14,6 @@ from __future__ import annotations
 import csv
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,6 +21,7 @@ import psycopg
 import pytest
 
 from lab.database import maintenance_url
+from tests.support.lab import run_lab
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOWN = re.compile(r"^(?:sudo (?:--preserve-env=DATABASE_URL )?)?\.venv/bin/python -m lab ([^#]*?)\s*(?:#.*)?$")
@@ -39,16 +38,6 @@ def readme_lab_commands() -> list[str]:
     text = (ROOT / "README.md").read_text()
     return [found.group(1) for block in re.findall(r"```sh\n(.*?)```", text, re.S) for line in block.splitlines()
             if (found := SHOWN.match(line.strip()))]
-
-
-def run_lab(argv: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """`python -m lab ARGV` from the repository, with nothing of ours in the environment but `env`."""
-    keep = {name: value for name, value in os.environ.items()
-            if not name.startswith(("FLEXZONE_", "DATABASE_URL", "DJANGO_", "PYTEST_"))}
-    env = {**keep, "FLEXZONE_SQLITE_PATH": str(tmp_path / "default.sqlite3"), "FLEXZONE_LAB_DIR": str(tmp_path / "run"),
-           **env}
-    return subprocess.run([sys.executable, "-m", "lab", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=240)
 
 
 def lab_databases(server: str) -> set[str]:

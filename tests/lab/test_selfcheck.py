@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from .test_readme_commands import run_lab
+from tests.support.lab import run_lab
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

@@ -16,8 +16,8 @@ from bench.soak import SOAK_SETTINGS
 from operations.chores import stop_chores_thread
 from operations.pool import pool
 from registry.models import Router
-from routers import hostkeys
-from tests.routers.conftest import PASSWORD, sim_factory, sim_process_factory  # noqa: F401 - fixtures
+from tests.routers.conftest import sim_factory, sim_process_factory  # noqa: F401 - fixtures
+from tests.support.sims import wire
 
 FAST = SOAK_SETTINGS  # short retries and timeouts, a worker presumed dead after 1.5 s (as the soak runs)
 
@@ -41,17 +41,6 @@ class Lab:
 
     def sim_of(self, router: Router):
         return self.primary_sim if router.pk == self.primary_rtr.pk else self.remote_sim
-
-
-def wire(router: Router, address: tuple[str, int], secrets_dir, *, command_timeout: float = 2.0) -> None:
-    """Point a registry router at a simulator and give it the simulator's password."""
-    router.host, router.port = address
-    router.connect_timeout, router.command_timeout = 5.0, command_timeout
-    # SSH: trust the key the simulator presents, as `manage.py routers trust` does.
-    router.ssh_host_key = hostkeys.fetch(*address) if router.transport == "ssh" else ""
-    router.save()
-    secrets_dir.mkdir(parents=True, exist_ok=True)
-    (secrets_dir / router.secret_ref.removeprefix("file:")).write_text(PASSWORD + "\n")
 
 
 @pytest.fixture

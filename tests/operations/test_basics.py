@@ -7,42 +7,8 @@ import pytest
 from operations import DeviceBusy, execute, list_links, submit
 from operations.models import Grant, Link, Operation
 from operations.planner import PlanError
-from registry.models import Device, Router, Site
-
-
-def router_keys(sim) -> set[tuple[int, int, str]]:
-    return {link.key for link in sim.links()}
-
-
-def registry_keys(router) -> set[tuple[int, int, str]]:
-    return {(link.port, link.zone.zone_id, link.remote_ip) for link in Link.objects.filter(router=router, state="up")}
-
-
-def add_third_site() -> Site:
-    site = Site.objects.create(
-        name="third-site",
-        display_name="THIRD",
-        msan_id=3,
-        management_ip="127.0.0.13",
-        data_ip="127.0.0.23",
-        router_port=2,
-    )
-    Router.objects.create(
-        site=site,
-        name="third-rtr",
-        platform="nishan_ips3000",
-        transport="telnet",
-        host="127.0.0.13",
-        port=2325,
-        username="admin",
-        secret_ref="file:third-rtr",
-    )
-    return site
-
-
-def assert_agreement(lab) -> None:
-    for router in (lab.primary_rtr, lab.remote_rtr):
-        assert registry_keys(router) == router_keys(lab.sim_of(router)), router.name
+from registry.models import Device, Site
+from tests.support.agreement import add_third_site, assert_agreement, registry_keys, router_keys
 
 
 @pytest.mark.django_db
@@ -120,7 +86,7 @@ def test_list_links_reads_every_router(ops_lab):
 @pytest.mark.parametrize("platform", ["brocade_fos", "cisco_mds"])
 @pytest.mark.django_db
 def test_add_and_remove_drive_fcip_routers_over_ssh(demo, ops_settings, sim_factory, secrets_dir, platform):
-    from tests.operations.conftest import wire
+    from tests.support.sims import wire
 
     if platform == "brocade_fos":  # FCIP links live on VE ports 24-43
         Site.objects.filter(name="primary-site").update(router_port=24)

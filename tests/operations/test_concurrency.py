@@ -15,8 +15,8 @@ from psycopg.conninfo import make_conninfo
 from operations import DeviceBusy, execute, submit
 from operations.locking import ADVISORY_NAMESPACE, router_lock
 from operations.models import Grant, Link
-from tests.operations.conftest import wire
-from tests.operations.test_basics import add_third_site, assert_agreement, router_keys
+from tests.support.agreement import add_third_site, assert_agreement, router_keys
+from tests.support.sims import wire
 
 
 def in_threads(*calls):

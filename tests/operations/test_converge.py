@@ -9,7 +9,7 @@ from django.db import connection
 
 from operations import execute, submit
 from operations.models import Grant, Link, Operation
-from tests.operations.test_basics import assert_agreement, router_keys
+from tests.support.agreement import assert_agreement, router_keys
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}
 

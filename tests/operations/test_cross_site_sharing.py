@@ -16,7 +16,7 @@ from operations.delta import with_delta
 from operations.models import Grant, Link
 from operations.planner import plan_connect, plan_disconnect
 from registry.models import Device, Site, Zone
-from tests.operations.test_basics import assert_agreement, router_keys
+from tests.support.agreement import assert_agreement, router_keys
 
 SESSIONS = {"primary": {(8, 1, "127.0.0.22")}, "remote": {(4, 1, "127.0.0.21")}}
 CONNECTS = {

@@ -13,7 +13,7 @@ from operations.chores import expire_leases, settle_stranded_links
 from operations.models import Grant, Link, Operation
 from operations.pool import pool
 from registry.models import Device, Router
-from tests.operations.test_basics import assert_agreement, router_keys
+from tests.support.agreement import assert_agreement, router_keys
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
 PRIMARY_UP = (8, 1, "127.0.0.22")

@@ -23,7 +23,7 @@ from operations.pool import pool
 from registry.models import Device, Host, Initiator, Site
 from routers.sim.admin import FabricAdmin, production_in_force, zones_in_force
 from routers.sim.faults import Fault
-from tests.operations.conftest import wire
+from tests.support.sims import wire
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 XRAID1 = "20:00:00:04:53:00:01:a0"

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from operations import execute, journal, submit
 from operations.models import Link, Operation
-from tests.operations.test_basics import assert_agreement
+from tests.support.agreement import assert_agreement
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}
 

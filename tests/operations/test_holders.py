@@ -15,8 +15,7 @@ from operations.models import Grant, Link, Operation
 from operations.planner import PlanError
 from registry.models import Device, Site
 from routers.drivers.base import LinkSpec
-from tests.operations.test_basics import assert_agreement, router_keys
-from tests.operations.test_reconcile import STRAY, behind_the_registrys_back
+from tests.support.agreement import STRAY, assert_agreement, behind_the_registrys_back, router_keys
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from django.core.management import call_command
 from operations import execute, submit
 from registry.models import Router, Site
 from routers import hostkeys
-from tests.operations.conftest import wire
-from tests.operations.test_basics import router_keys
+from tests.support.agreement import router_keys
+from tests.support.sims import wire
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from operations import execute, submit
 from operations.chores import expire_leases
 from operations.models import Grant, Link, Operation
 from registry.models import Device
-from tests.operations.test_basics import assert_agreement
+from tests.support.agreement import assert_agreement
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
 

@@ -58,7 +58,7 @@ from registry.demo import load_demo
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 from routers.sim.admin import FabricAdmin, foreign_zoning
 from routers.sim.faults import Fault
-from tests.operations.conftest import wire
+from tests.support.sims import wire
 
 WIRING = {"primary-rtr": ("mcdata_eclipse", "telnet"), "remote-rtr": ("nishan_ips3000", "telnet"),
           "east-rtr": ("brocade_fos", "ssh"), "west-rtr": ("cisco_mds", "ssh"), "north-rtr": ("brocade_fos", "ssh")}

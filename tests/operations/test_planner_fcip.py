@@ -8,7 +8,7 @@ from operations.models import Grant, Link, Operation
 from operations.planner import PlanError, plan_connect, plan_disconnect
 from registry.models import Device, Host, Initiator, Router, Site
 from routers.drivers.zoning import ACTIVE_ZONESET, EFFECTIVE
-from tests.conftest import demo_on_fcip
+from tests.support.registry import demo_on_fcip
 
 XRAID1 = "20:00:00:04:53:00:01:a0"
 

@@ -10,25 +10,11 @@ from django.utils import timezone
 from operations import execute, invoke, reconcile, submit
 from operations.chores import expire_leases
 from operations.models import Grant, Link, Operation
-from operations.steps import router_target
-from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec
-from tests.operations.test_basics import assert_agreement, registry_keys, router_keys
+from tests.support.agreement import STRAY, assert_agreement, behind_the_registrys_back, registry_keys, router_keys
 
 ADD_XRAID1 = {"site": "remote-site", "device_description": "XRAID1"}
 PRIMARY_LINK = (8, 1, "127.0.0.22")
-STRAY = LinkSpec(port=9, zone=3, remote_ip="127.0.0.22")
-
-
-def behind_the_registrys_back(router, action: str, spec: LinkSpec) -> None:
-    driver = get_driver(router_target(router))
-    driver.connect()
-    try:
-        (driver.add_link if action == "add" else driver.remove_link)(spec)
-    finally:
-        driver.close()
-
-
 @pytest.mark.django_db
 def test_reconcile_reports_missing_and_extra_links_without_touching_anything(ops_lab):
     execute(submit("add", ADD_XRAID1).pk)

@@ -14,7 +14,7 @@ from django.db import connection
 
 from operations import execute, submit
 from operations.locking import router_lock
-from tests.operations.test_basics import assert_agreement, router_keys
+from tests.support.agreement import assert_agreement, router_keys
 
 
 def hold_router(router_id: int, seconds: float) -> tuple[threading.Thread, threading.Event]:

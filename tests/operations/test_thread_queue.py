@@ -15,8 +15,8 @@ from django.utils import timezone
 from operations import submit
 from operations.models import Grant, Operation
 from registry.readiness import database_url
-from tests.operations.test_basics import assert_agreement, router_keys
-from tests.operations.test_worker import WORKER_ENV, wait_for
+from tests.support.agreement import assert_agreement, router_keys
+from tests.support.worker import WORKER_ENV, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -23,20 +23,10 @@ from operations.models import Grant, Operation, RouterSession
 from registry.models import Router
 from registry.readiness import database_url
 from routers.sim.personality import TimingProfile
-from tests.operations.test_basics import assert_agreement, router_keys
+from tests.support.agreement import assert_agreement, router_keys
+from tests.support.worker import WORKER_ENV, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER_ENV = {
-    "FLEXZONE_OPS_QUEUE": "procrastinate",
-    "FLEXZONE_OPS_HEARTBEAT": "0.2",
-    "FLEXZONE_OPS_STALE_AFTER": "1.5",
-    "FLEXZONE_OPS_REAP_EVERY": "1",
-    "FLEXZONE_OPS_SAVE_CONFIG": "each",
-    "FLEXZONE_OPS_BACKOFF": "0.05",
-    "FLEXZONE_LOG_LEVEL": "WARNING",
-}
-
-
 def start_worker(secrets_dir: Path, log: Path, concurrency: int = 4, **env_extra: str) -> subprocess.Popen:
     env = {**os.environ, **WORKER_ENV, "DATABASE_URL": database_url(), "FLEXZONE_SECRETS_DIR": str(secrets_dir),
            **env_extra}
@@ -48,16 +38,6 @@ def start_worker(secrets_dir: Path, log: Path, concurrency: int = 4, **env_extra
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from operations.steps import router_target
 from registry.models import Site
 from routers.drivers import DRIVERS
 from routers.sim.admin import PROD_MEMBERS, PROD_ZONE, FabricAdmin
-from tests.operations.conftest import wire
+from tests.support.sims import wire
 
 
 @pytest.fixture(params=["brocade_fos", "cisco_mds"])

@@ -29,9 +29,7 @@ from routers.platforms import Platform, Transport
 from routers.sim import personality_class
 from routers.sim.process import SimProcess
 from routers.sim.server import SimRouter
-
-USERNAME = "admin"
-PASSWORD = "s3cret-Pa55"
+from tests.support.sims import PASSWORD, USERNAME
 
 
 @pytest.fixture

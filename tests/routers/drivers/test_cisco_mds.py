@@ -17,7 +17,7 @@ from routers.drivers.base import (
 )
 from routers.drivers.cisco_mds import CiscoMdsDriver
 from routers.sim.faults import Fault
-from tests.routers.conftest import PASSWORD, USERNAME
+from tests.support.sims import PASSWORD, USERNAME
 
 WWN = "50:00:09:73:98:06:c8:08"
 HOST = "10:00:00:10:9b:5e:b0:01"

@@ -24,7 +24,7 @@ from routers.drivers.cisco_mds import CiscoMdsDriver
 from routers.drivers.mcdata_eclipse import EclipseDriver
 from routers.drivers.nishan_ips3000 import NishanDriver
 from routers.platforms import Platform, Transport
-from tests.routers.conftest import PASSWORD
+from tests.support.sims import PASSWORD
 
 WWN = "50:00:09:73:98:06:c8:08"
 HOST = "10:00:00:10:9b:5e:b0:01"

@@ -29,10 +29,8 @@ from routers.sim.admin import (
     zones_in_force,
 )
 from routers.sim.faults import Fault
+from tests.support.fabric import INITIATORS, PORTS, TARGET, flexzone_zones, spec_for
 
-TARGET = "50:00:09:72:08:1a:f1:04"
-INITIATORS = ("10:00:00:10:9b:5e:b0:01", "10:00:00:10:9b:5e:b0:02")
-PORTS = {"brocade_fos": 24, "cisco_mds": 5}
 ZONE_PREFIX = {"brocade_fos": "fz_z7_ve24", "cisco_mds": "fz_z7_fcip5"}
 CARRIERS = {"brocade_fos": "tunnels", "cisco_mds": "interfaces"}  # what carries a link, in the switch's state
 PORT_TAKEN = {"brocade_fos": "already carries a tunnel to 198.18.1.1", "cisco_mds": "already peers with 198.18.1.1"}
@@ -55,16 +53,8 @@ def admin(switch, platform):
     session.close()
 
 
-def spec_for(platform: str, initiators=INITIATORS) -> LinkSpec:
-    return LinkSpec(PORTS[platform], 7, "198.18.1.1", "198.18.0.1", TARGET, tuple(initiators))
-
-
 def pair(platform: str, initiator: str) -> str:
     return f"{ZONE_PREFIX[platform]}_{initiator.replace(':', '')}_{TARGET.replace(':', '')}"
-
-
-def flexzone_zones(sim, platform) -> dict[str, list[str]]:
-    return {name: members for name, members in zones_in_force(sim, platform).items() if name.startswith("fz_")}
 
 
 def sent_commands(transcript: str, platform: str) -> list[str]:

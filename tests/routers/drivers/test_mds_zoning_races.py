@@ -18,7 +18,7 @@ import pytest
 from routers.drivers.base import CommandRejected, LinkSpec, RouterConnectError, RouterTimeout, ZoningBusy
 from routers.sim.admin import FabricAdmin, production_in_force, zones_in_force
 from routers.sim.faults import Fault
-from tests.routers.drivers.test_fcip_fabric_safety import flexzone_zones, spec_for
+from tests.support.fabric import flexzone_zones, spec_for
 
 SPEC = spec_for("cisco_mds")
 OTHER = LinkSpec(6, 8, "198.18.1.2", "198.18.0.2", "50:00:09:72:08:1a:f1:05", ("10:00:00:10:9b:5e:b0:03",))

@@ -19,7 +19,7 @@ from routers.sim.faults import Fault, FaultBook, parse_fault, read_faults, write
 from routers.sim.mcdata_eclipse import EclipsePersonality
 from routers.sim.process import SimProcess
 from routers.sim.server import SimRouter, check_bind_host
-from tests.routers.conftest import PASSWORD, USERNAME
+from tests.support.sims import PASSWORD, USERNAME
 
 PROMPT = b"ECL2640-A:eosi# "
 

@@ -12,7 +12,7 @@ from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec, RouterLink
 from routers.sim.mcdata_eclipse import EclipsePersonality
 from routers.sim.server import SimRouter
-from tests.routers.conftest import PASSWORD, USERNAME
+from tests.support.sims import PASSWORD, USERNAME
 
 SPEC = LinkSpec(port=5, zone=9, remote_ip="2001:db8::7")
 LINK = RouterLink(5, 9, "2001:db8::7")

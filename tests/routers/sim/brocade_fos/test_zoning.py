@@ -18,8 +18,8 @@ from netmiko import ConnectHandler
 from routers.sim.brocade_fos import FosPersonality
 from routers.sim.faults import Fault, FaultBook, write_faults
 from routers.sim.personality import SimState
-from tests.routers.conftest import PASSWORD, USERNAME
 from tests.routers.sim.recording_console import Login
+from tests.support.sims import PASSWORD, USERNAME
 
 BUSY = "Another zoning transaction is in progress (token 0x{:x}); try again later.\n"
 NOT_YOURS = "The transaction belongs to another session; give its token to abort it.\n"

@@ -21,8 +21,8 @@ from routers.sim.cisco_mds import MdsPersonality
 from routers.sim.cisco_mds.parser import Sink
 from routers.sim.faults import Fault, FaultBook, write_faults
 from routers.sim.personality import SimState
-from tests.routers.conftest import PASSWORD, USERNAME
 from tests.routers.sim.recording_console import Login, RecordingConsole
+from tests.support.sims import PASSWORD, USERNAME
 
 BUSY = "Lock is currently busy\n"
 CREATED = "Enhanced zone session has been created. Please 'commit' the changes when done.\n"
