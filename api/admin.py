@@ -14,7 +14,7 @@ from django.db import DatabaseError
 from django.urls import reverse
 from django.utils.html import format_html
 
-from api import audit
+from access import audit
 from operations import submit
 from operations.models import Grant, Link, Operation
 from operations.planner import PlanError
@@ -43,7 +43,7 @@ def _submit(modeladmin, request, kind: str, what: dict, action: str) -> None:
     except PlanError as exc:
         modeladmin.message_user(request, f"{action}: {exc}", messages.ERROR)
         return
-    audit.note(request, target=f"operation:{op.pk}", after={"kind": kind, **what})
+    audit.note(request, target=f"operation:{op.pk}", after={"kind": kind, **what}, operation=op.pk)
     try:
         audit.record(request, _Accepted(), f"admin.{action}")
     except DatabaseError:

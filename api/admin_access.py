@@ -12,9 +12,9 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.http import HttpResponseForbidden
 
-from api.audit import record_refusal
-from api.authentication import certificate_principal
-from registry.models import Principal, Role
+from access.audit import record_refusal
+from access.authentication import certificate_principal
+from access.models import Principal, Role
 
 ADMIN_PREFIX = "/admin/"
 

@@ -24,7 +24,8 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from api import audit, redaction
+from access import audit
+from api import redaction
 from operations.errors import DeviceBusy
 from operations.planner import PlanError
 from registry import in_use

@@ -47,8 +47,8 @@ _budget = _Budget()
 def record_handshake_refusal(addr, exc: ssl.SSLError) -> None:
     from django.db import close_old_connections, connection, transaction
 
-    from api.audit import refusals_total
-    from registry.models import AuditEvent, AuditOutcome
+    from access.audit import refusals_total
+    from access.models import AuditEvent, AuditOutcome
 
     refusals_total.labels("tls").inc()  # every one, even those the audit leaves out
     allowed, skipped = _budget.take()

@@ -18,7 +18,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.authentication import crl_cache
+from access.authentication import crl_cache
 from registry.readiness import pending_migrations
 
 _READY_FIELDS = ("status", "database", "migrations", "crl")

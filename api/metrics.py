@@ -24,11 +24,11 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import BasePermission
 from rest_framework.views import APIView
 
-from api.permissions import SameOriginWrites
+from access.models import Role
+from access.permissions import SameOriginWrites
 from api.views import AuditedView
 from operations.drift import DRIFT_KINDS, last_reports
 from operations.metrics import registry_snapshot
-from registry.models import Role
 
 METRICS_ROLES = (Role.MONITOR, Role.ADMIN)
 

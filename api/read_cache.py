@@ -38,7 +38,8 @@ import psycopg
 from django.db import close_old_connections, connection
 from prometheus_client import Counter
 
-from api.authentication import client_identity, crl_cache
+from access.authentication import client_identity, crl_cache
+from access.models import Principal
 
 log = logging.getLogger("flexzone.api")
 
@@ -53,15 +54,15 @@ LARGEST = 256 * 1024  # bytes: a larger body is not kept
 BUDGET = 32 * 1024 * 1024  # bytes kept per process at most
 
 FOLD_AT = 64  # change rows beyond which a reader folds them into the generation's base
-# Fingerprint first, then issuer and serial, as api.authentication.find_principal looks them up; the
+# Fingerprint first, then issuer and serial, as access.authentication.find_principal looks them up; the
 # generation is read in the same statement, so from the same snapshot.
 # Prepared once per database connection (planning it cost more than running it): Django's connections
 # bind parameters on the client and prepare nothing themselves.
-_PREPARE = """
+_PREPARE = f"""
     PREPARE flexzone_registry_reader (text, text, text) AS
     SELECT p.id, p.role, p.all_sites, p.all_zones, p.revoked_at IS NULL, g.epoch, g.folded,
            (SELECT count(*) FROM flexzone_registry_changes)
-      FROM registry_principal AS p CROSS JOIN flexzone_registry_generation AS g
+      FROM {Principal._meta.db_table} AS p CROSS JOIN flexzone_registry_generation AS g
      WHERE p.cert_sha256 = $1 OR (p.cert_issuer = $2 AND p.cert_serial = $3)
      ORDER BY p.cert_sha256 = $1 DESC NULLS LAST
      LIMIT 1
@@ -167,7 +168,7 @@ def _reader_and_generation(environ: dict) -> tuple[tuple, tuple] | None:
 
 
 class _Meta:
-    """What api.authentication reads of a request: its WSGI environ."""
+    """What access.authentication reads of a request: its WSGI environ."""
 
     def __init__(self, environ: dict) -> None:
         self.META = environ

@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from api.permissions import scoped_site_ids
-from registry.models import Device, Initiator, Principal
+from access.models import Principal
+from access.permissions import scoped_site_ids
+from registry.models import Device, Initiator
 
 HIDDEN = "<initiator hidden>"
 WWN_TOKEN = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{2}:){7}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:])"

@@ -14,6 +14,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
+from access.models import AuditEvent, Principal, Role
 from api import redaction
 from api.fields import (
     NaturalKeyField,
@@ -26,7 +27,7 @@ from api.fields import (
 )
 from operations.models import Grant, Link, Operation, ZoningImage
 from registry import in_use
-from registry.models import ZONE_MAX, ZONE_MIN, AuditEvent, Device, Host, Initiator, Principal, Role, Router, Site, Zone
+from registry.models import ZONE_MAX, ZONE_MIN, Device, Host, Initiator, Router, Site, Zone
 from registry.validators import validate_description, validate_short_name
 from routers import hostkeys
 from routers.drivers import DRIVERS
@@ -430,6 +431,9 @@ class PrincipalSerializer(RegistrySerializer):
 
 
 class AuditEventSerializer(RegistrySerializer):
+    operation = serializers.IntegerField(source="operation_id", read_only=True, allow_null=True,
+                                         help_text="the operation the request started, if any")
+
     class Meta:
         model = AuditEvent
         fields = ["id", "created_at", "principal_name", "cert_sha256", "cert_subject", "action", "method", "path",

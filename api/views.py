@@ -21,15 +21,17 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import audit, redaction
+from access import audit
+from access.models import AuditEvent, Principal, Role
+from access.permissions import require_scope, scoped_site_ids, within_site_scope
+from api import redaction
 from api import serializers as s
 from api.fields import invalid
-from api.permissions import require_scope, scoped_site_ids, within_site_scope
 from api.schema import QueryFilter, query_filters
 from operations import planner, submit
 from operations.delta import with_delta
 from operations.models import TERMINAL_STATES, Grant, Link, Operation, OperationKind, ZoningImage
-from registry.models import AuditEvent, Device, Host, Principal, Role, Router, Site, Zone
+from registry.models import Device, Host, Router, Site, Zone
 
 log = logging.getLogger("flexzone.api")
 _WAIT = re.compile(r"\A[0-9]{1,6}(\.[0-9]{1,3})?\Z")
@@ -54,7 +56,7 @@ ERRORS = {status_code: ErrorSerializer for status_code in (400, 401, 403, 404, 4
 
 
 class AuditedView:
-    """Records every write and every refusal (see api.audit) once the response is final."""
+    """Records every write and every refusal (see access.audit) once the response is final."""
 
     read_role = Role.VIEWER
     write_role = Role.ADMIN
@@ -339,7 +341,7 @@ class OperationView(AuditedView, APIView):
             raise
         # By target, not the operation foreign key: inserting a row that references the operation takes
         # FOR KEY SHARE on it, and a worker claiming it with FOR UPDATE SKIP LOCKED would then skip it.
-        audit.note(request, target=f"operation:{operation.pk}", after=operation_request)
+        audit.note(request, target=f"operation:{operation.pk}", after=operation_request, operation=operation.pk)
         log.info("%s submitted %s operation %s: %s", principal.name, kind, operation.pk, operation_request)
         if wait:
             operation = _wait_for(operation, wait)

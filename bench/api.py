@@ -209,8 +209,8 @@ class ThrowAwayServers:
 
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
         django.setup()
-        from api import pki
-        from api.principals import register
+        from access import pki
+        from access.principals import register
 
         self.tmp = tempfile.TemporaryDirectory(prefix="flexzone-bench-")
         self.processes: list[subprocess.Popen] = []

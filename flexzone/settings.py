@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc from the installed package, never a CDN
     "registry",
+    "access.apps.AccessConfig",
     "operations.apps.OperationsConfig",
     "api",
 ]
@@ -227,8 +228,8 @@ if FLEXZONE_TRUST_PROXY_HEADERS and len(FLEXZONE_PROXY_SECRET) < 16:
 FLEXZONE_API_MAX_WAIT = env_float("FLEXZONE_API_MAX_WAIT", 60.0)
 REST_FRAMEWORK.update(
     {
-        "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ClientCertificateAuthentication"],
-        "DEFAULT_PERMISSION_CLASSES": ["api.permissions.SameOriginWrites", "api.permissions.RolePermission"],
+        "DEFAULT_AUTHENTICATION_CLASSES": ["access.authentication.ClientCertificateAuthentication"],
+        "DEFAULT_PERMISSION_CLASSES": ["access.permissions.SameOriginWrites", "access.permissions.RolePermission"],
         # Writes take JSON only (415 otherwise): a cross-site HTML form cannot send one.
         "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
         "UNAUTHENTICATED_USER": None,

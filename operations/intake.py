@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from access.models import Principal
 from operations import queue
 from operations.conf import ops_settings
 from operations.desired import desired_for, holds_text
@@ -27,7 +28,7 @@ from operations.planner import (
     plan_disconnect,
     site_initiators,
 )
-from registry.models import Device, Principal, Site
+from registry.models import Device, Site
 from routers.drivers import DRIVERS
 from routers.drivers.base import LinkSpec
 

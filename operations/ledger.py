@@ -45,8 +45,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from access.models import AuditEvent
 from operations.models import TERMINAL_STATES, LedgerEntry, LedgerSignature, Operation
-from registry.models import AuditEvent
 
 GENESIS = "0" * 64
 _LOCK_KEY = 0x666C787A6C656467  # "flxzledg": the sealer's advisory lock

@@ -9,7 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from registry.models import PORT_MAX, Device, Principal, Router, Site, Zone
+from access.models import Principal
+from registry.models import PORT_MAX, Device, Router, Site, Zone
 from registry.validators import validate_description
 
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from access.models import Principal
 from operations.conf import ops_settings
 from operations.drift import execute_reconcile
 from operations.errors import OperationFailed
@@ -22,7 +23,6 @@ from operations.links import execute_add, execute_invoke, execute_list, execute_
 from operations.metrics import operation_ended
 from operations.models import Operation
 from operations.threads import in_own_connection
-from registry.models import Principal
 
 log = logging.getLogger(__name__)
 Kind, State = Operation.Kind, Operation.State

@@ -4,7 +4,7 @@ never shown. Links, grants and operations are the engine's: api/admin.py shows t
 
 from django.contrib import admin
 
-from registry.models import Device, Host, Initiator, Principal, Router, Site, Zone
+from registry.models import Device, Host, Initiator, Router, Site, Zone
 
 
 class RouterInline(admin.TabularInline):
@@ -84,11 +84,3 @@ class DeviceAdmin(admin.ModelAdmin):
     list_display = ("description", "device_id", "wwn", "zone", "owner_site", "shareable")
     search_fields = ("description", "device_id", "wwn")
     list_filter = ("zone", "owner_site", "shareable")
-
-
-@admin.register(Principal)
-class PrincipalAdmin(admin.ModelAdmin):
-    list_display = ("name", "role", "cert_sha256", "cert_serial", "revoked_at")
-    search_fields = ("name", "cert_sha256", "cert_serial", "cert_issuer")
-    list_filter = ("role", "all_sites", "all_zones")
-    filter_horizontal = ("sites", "zones")

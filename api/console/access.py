@@ -16,10 +16,10 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from api import audit
-from api.authentication import certificate_principal
-from api.permissions import has_role
-from registry.models import Principal, Role
+from access import audit
+from access.authentication import certificate_principal
+from access.models import Principal, Role
+from access.permissions import has_role
 
 # Only this service's own scripts, styles and API: nothing from another host, no inline script, and
 # no page of ours inside another site's frame.

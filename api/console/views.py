@@ -15,13 +15,14 @@ from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
+from access.models import Role
+from access.permissions import has_role, within_site_scope, within_zone_scope
 from api import redaction
 from api.console import topology
 from api.console.access import console_page
-from api.permissions import has_role, within_site_scope, within_zone_scope
 from operations.drift import DRIFT_KINDS, last_reports
 from operations.models import TERMINAL_STATES, Grant, Link, Operation
-from registry.models import Device, Host, Role, Router, Site, Zone
+from registry.models import Device, Host, Router, Site, Zone
 from routers.drivers import DRIVERS
 from routers.drivers.zoning_restore import differences as zoning_differences
 

@@ -21,7 +21,7 @@ import pytest
 import requests
 from cryptography import x509
 
-from api import pki
+from access import pki
 from registry.readiness import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,8 +133,8 @@ def _wait_for_listening(process: subprocess.Popen, log: Path, timeout: float = 3
 def cast(transactional_db, demo, api_pki):
     """The demo registry plus the principals: alice (operator, both demo sites, zones 1-3), bob
     (viewer), root (admin), carol (operator scoped to primary-site and zone 1 only), dave (operator)."""
-    from api.principals import register
-    from registry.models import Principal
+    from access.models import Principal
+    from access.principals import register
 
     register(api_pki.certs["alice"], "alice", "operator", sites=["primary-site", "remote-site"], zones=[1, 2, 3])
     register(api_pki.certs["bob"], "bob", "viewer")

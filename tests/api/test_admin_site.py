@@ -6,8 +6,9 @@ import re
 
 from django.db import connection
 
+from access.models import AuditEvent
 from operations.models import Grant, Link, Operation
-from registry.models import AuditEvent, Zone
+from registry.models import Zone
 
 
 def test_an_admin_principal_is_signed_in_by_certificate(api_server, cast):
@@ -81,7 +82,8 @@ def test_an_admin_disconnects_through_the_engine_attributed_and_audited(api_serv
         "remove", "queued", "root", {"site": "remote-site", "device_description": "XRAID1"})
     assert Link.objects.get(pk=link.pk).state == "up"  # the engine takes it down, not the admin
     event = AuditEvent.objects.get(action="admin.disconnect")
-    assert (event.principal_name, event.outcome, event.target) == ("root", "allowed", f"operation:{op.pk}")
+    assert (event.principal_name, event.outcome, event.target, event.operation_id) == (
+        "root", "allowed", f"operation:{op.pk}", op.pk)
     lock = Grant.objects.get()
     _action(root, f"{api_server.url}/admin/operations/grant/", "disconnect", [lock.pk])
     assert Operation.objects.filter(kind="remove").count() == 2

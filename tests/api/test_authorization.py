@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
+from access.models import AuditEvent, Principal
 from operations.models import Operation
-from registry.models import AuditEvent, Principal, Site
+from registry.models import Site
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 
@@ -33,6 +34,7 @@ def test_alice_connects_and_gets_202_with_the_operation_url(call, cast, api_serv
     assert followed["state"] == "queued" and "transcript" not in followed
     event = AuditEvent.objects.get(action="connect")
     assert (event.principal_name, event.outcome, event.target) == ("alice", "allowed", f"operation:{operation.pk}")
+    assert event.operation_id == operation.pk  # the trail names the operation it started
 
 
 def test_wait_for_an_operation_that_does_not_finish_answers_202_with_it_still_queued(call, cast):

@@ -14,8 +14,8 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from django.core.management import CommandError, call_command
 
-from api import pki
-from registry.models import Principal
+from access import pki
+from access.models import Principal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +106,7 @@ def test_demo_pki_gives_alice_bob_and_the_admin_a_browser_bundle_and_prometheus_
 
 RACING_REVOKE = """
 import pathlib, sys, time
-from api import pki
+from access import pki
 directory, go, name = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
 (directory / f"{name}.ready").touch()
 while not go.exists():

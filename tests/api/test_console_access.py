@@ -7,8 +7,8 @@ import pytest
 from django.test import RequestFactory
 from django.utils import timezone
 
+from access.models import AuditEvent, Principal
 from api.console import views
-from registry.models import AuditEvent, Principal
 
 
 def page(api_server, name: str, path: str = "/", method: str = "GET"):
@@ -32,7 +32,7 @@ def test_a_viewer_reads_the_console_under_a_policy_of_this_origin_only(api_serve
 def test_a_certificate_without_a_console_role_gets_a_page_saying_why_and_is_audited(api_server, cast, api_pki,
                                                                                      name, status, why):
     if name == "prom":
-        from api.principals import register
+        from access.principals import register
 
         api_pki.certs.setdefault("prom", api_pki.ca.issue("prom"))
         register(api_pki.certs["prom"], "prom", "monitor")

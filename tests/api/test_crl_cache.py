@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api import pki
+from access import pki
 
 
 def test_a_revocation_is_seen_by_the_next_check_however_many_the_crl_lists(tmp_path):

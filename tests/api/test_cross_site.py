@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from access.models import AuditEvent
 from operations.models import Operation
-from registry.models import AuditEvent
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}
 

@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from api import gunicorn_conf, pki
+from access import pki
+from api import gunicorn_conf
 
 
 @pytest.fixture

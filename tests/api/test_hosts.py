@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from access.models import AuditEvent, Principal
 from operations.models import Link, Operation
-from registry.models import AuditEvent, Host, Initiator, Principal
+from registry.models import Host, Initiator
 from tests.support.registry import demo_on_fcip
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}

@@ -8,8 +8,8 @@ import json
 
 from django.conf import settings
 
+from access.models import AuditEvent
 from operations.models import Operation
-from registry.models import AuditEvent
 
 
 def test_a_32_mb_post_is_a_json_413_naming_the_limit_and_nothing_is_submitted(call, cast):

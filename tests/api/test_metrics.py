@@ -52,7 +52,7 @@ def cli_server(django_db_setup, django_db_blocker, api_pki, cli_secrets, metrics
 @pytest.fixture
 def monitor(cast, api_pki):  # noqa: F811
     """prom: the certificate Prometheus scrapes with (role monitor)."""
-    from api.principals import register
+    from access.principals import register
 
     if "prom" not in api_pki.certs:
         api_pki.certs["prom"] = api_pki.ca.issue("prom")

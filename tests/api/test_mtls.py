@@ -10,8 +10,8 @@ import requests
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from api import pki
-from api.authentication import crl_cache  # noqa: F401  (imported so a broken module fails collection)
+from access import pki
+from access.authentication import crl_cache  # noqa: F401  (imported so a broken module fails collection)
 from tests.support.mtls import connection_for, get
 
 
@@ -43,7 +43,7 @@ def test_a_certificate_from_an_unrelated_ca_is_refused_in_the_handshake(api_serv
 
 
 def test_a_refused_handshake_is_in_the_audit_log(api_server, cast):
-    from registry.models import AuditEvent
+    from access.models import AuditEvent
 
     def reasons() -> list[str]:
         return [event.detail for event in AuditEvent.objects.filter(action="tls.handshake", outcome="denied",
@@ -65,7 +65,7 @@ def test_a_refused_handshake_is_in_the_audit_log(api_server, cast):
 
 
 def test_a_principal_registered_by_issuer_and_serial_is_recognised(api_server, cast):
-    from registry.models import Principal
+    from access.models import Principal
 
     eve = api_server.pki.certs["eve"]
     Principal.objects.create(name="eve", role="viewer", cert_issuer=pki.issuer_dn(eve), cert_serial=pki.serial_hex(eve))
@@ -80,7 +80,7 @@ def test_a_valid_certificate_without_a_principal_gets_401_naming_its_fingerprint
     response = api_server.session("eve").get(f"{api_server.url}/api/sites/", timeout=10)
     assert response.status_code == 401
     assert pki.fingerprint(api_server.pki.certs["eve"]) in response.json()["detail"]
-    from registry.models import AuditEvent
+    from access.models import AuditEvent
 
     event = AuditEvent.objects.get(status_code=401)
     assert event.outcome == "denied" and event.cert_sha256 == pki.fingerprint(api_server.pki.certs["eve"])
@@ -89,7 +89,7 @@ def test_a_valid_certificate_without_a_principal_gets_401_naming_its_fingerprint
 def test_a_revoked_principal_gets_401_even_with_a_valid_certificate(api_server, cast):
     from django.utils import timezone
 
-    from registry.models import Principal
+    from access.models import Principal
 
     Principal.objects.filter(name="bob").update(revoked_at=timezone.now())
     response = api_server.session("bob").get(f"{api_server.url}/api/sites/", timeout=10)

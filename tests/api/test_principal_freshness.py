@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from registry.models import Principal, Site
+from access.models import Principal
+from registry.models import Site
 from tests.support.mtls import connection_for as keep_alive
 from tests.support.mtls import get
 

@@ -18,8 +18,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from access.models import Principal
 from api import read_cache
-from registry.models import Principal, Site
+from registry.models import Site
 from registry.readiness import database_url
 from tests.support.mtls import connection_for, get
 

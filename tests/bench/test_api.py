@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from access.models import Principal
 from bench import api as bench
-from registry.models import Principal
 from registry.readiness import database_url
 
 

@@ -322,7 +322,7 @@ def test_on_a_terminal_the_progress_line_is_redrawn_in_place(lab, config_for, ho
 
 
 def test_a_revoked_certificate_exits_3_saying_it_was_revoked(lab, config_for, run_cli, api_pki):
-    from api.principals import register
+    from access.principals import register
 
     register(api_pki.ca.issue("frank"), "frank", "operator", all_sites=True, all_zones=True)
     config = config_for(lab.server.url, "frank")

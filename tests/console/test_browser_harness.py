@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from api import pki
-from registry.models import AuditEvent
+from access import pki
+from access.models import AuditEvent
 
 RECONCILE = "async (init) => { const r = await fetch('/api/reconcile/', init); return [r.status, await r.json()]; }"
 JSON_POST = {"method": "POST", "headers": {"Content-Type": "application/json"},

@@ -22,8 +22,9 @@ import requests
 import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
-from api import audit, read_cache
+from access import audit
 from api import metrics as api_metrics
+from api import read_cache
 from operations import metrics as ops_metrics
 from registry.readiness import database_url
 from tests.api.conftest import ROOT, _wait_for_listening, api_pki, cast  # noqa: F401 - fixtures

@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.utils import timezone
 
+from access.models import AuditEvent
 from operations import ledger
 from operations.models import LedgerEntry, LedgerSignature, Operation
-from registry.models import AuditEvent
 
 AUDIT, LEDGER, SIGNATURES, OPERATION = (model._meta.db_table for model in (AuditEvent, LedgerEntry, LedgerSignature,
                                                                           Operation))

@@ -8,8 +8,9 @@ from cryptography import x509
 from django.db import transaction
 from django.utils import timezone
 
-from api import pki
-from registry.models import Principal, Role, Site, Zone
+from access import pki
+from access.models import Principal, Role
+from registry.models import Site, Zone
 
 
 @transaction.atomic

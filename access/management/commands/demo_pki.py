@@ -13,8 +13,9 @@ from pathlib import Path
 
 from django.conf import settings
 
-from api import pki, principals
-from registry.models import Role, Site, Zone
+from access import pki, principals
+from access.models import Role
+from registry.models import Site, Zone
 from registry.readiness import DatabaseCommand
 
 DEMO_SITES = ("primary-site", "remote-site")

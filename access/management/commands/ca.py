@@ -17,8 +17,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from api import pki, principals
-from registry.models import Role
+from access import pki, principals
+from access.models import Role
 from registry.readiness import require_migrated
 
 

@@ -8,7 +8,7 @@ from django.db import DatabaseError
 from prometheus_client import Counter
 from rest_framework.permissions import SAFE_METHODS
 
-from registry.models import AuditEvent, AuditOutcome
+from access.models import AuditEvent, AuditOutcome
 
 log = logging.getLogger("flexzone.audit")
 
@@ -76,7 +76,7 @@ def record(request, response, action: str) -> AuditEvent:
         target=extra.get("target", "")[:200],
         before=extra.get("before"),
         after=extra.get("after"),
-        operation=extra.get("operation"),
+        operation_id=extra.get("operation"),
         remote_addr=django_request.META.get("REMOTE_ADDR", "")[:64],
     )
     log.info(

@@ -23,8 +23,8 @@ from django.db import connection
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
-from api import pki
-from registry.models import Principal
+from access import pki
+from access.models import Principal
 
 _crl_cache: pki.CRLCache | None = None
 

@@ -14,7 +14,8 @@ from django.db.models import QuerySet
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from registry.models import Principal, Role, Site, Zone
+from access.models import Principal, Role
+from registry.models import Site, Zone
 
 _RANK = {Role.VIEWER: 0, Role.OPERATOR: 1, Role.ADMIN: 2}
 

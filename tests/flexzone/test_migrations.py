@@ -1,0 +1,141 @@
+"""The apps' migrations: no app's migrations need an app that needs it back, and a database of the
+previous release upgrades with its principals, scopes and audit trail kept."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
+
+from access.models import AuditEvent, Principal
+from operations.models import Operation
+from registry.models import Site
+
+PROJECT_APPS = ("registry", "access", "operations")
+PREVIOUS_RELEASE = [("registry", "0011_router_session_budget"), ("operations", "0010_zoning_locks")]
+THIS_RELEASE = [("access", "0001_initial"), ("operations", "0002_operation_principal")]
+
+
+def app_edges(graph) -> set[tuple[str, str]]:
+    """(app, app it needs) for every migration of a project app that depends on another project app's."""
+    return {(child[0], parent[0]) for child in graph.nodes for parent in graph.node_map[child].parents
+            if child[0] != parent[0] and child[0] in PROJECT_APPS and parent[0] in PROJECT_APPS}
+
+
+def app_cycle(edges: set[tuple[str, str]]) -> list[str]:
+    """A cycle among the apps, as the path that closes it, or [] when there is none."""
+    needs: dict[str, set[str]] = {}
+    for app, other in edges:
+        needs.setdefault(app, set()).add(other)
+    state: dict[str, str] = {}
+
+    def visit(app: str, path: list[str]) -> list[str]:
+        if state.get(app) == "open":
+            return [*path[path.index(app):], app]
+        if state.get(app) == "done":
+            return []
+        state[app] = "open"
+        for other in sorted(needs.get(app, ())):
+            if found := visit(other, [*path, app]):
+                return found
+        state[app] = "done"
+        return []
+
+    for app in sorted(needs):
+        if found := visit(app, []):
+            return found
+    return []
+
+
+def test_no_app_needs_an_app_that_needs_it_back():
+    edges = app_edges(MigrationLoader(None, ignore_no_migrations=True).graph)
+    assert app_cycle(edges) == []
+    # The layers as the README draws them: access over the registry, the engine over both.
+    assert edges == {("access", "registry"), ("operations", "registry"), ("operations", "access")}
+
+
+def test_the_cycle_check_finds_a_planted_cycle():
+    assert app_cycle({("registry", "operations"), ("operations", "access"), ("access", "registry")}) == [
+        "access", "registry", "operations", "access"]
+    assert app_cycle({("operations", "registry"), ("access", "registry")}) == []
+
+
+def _as_previous_release_left_it() -> None:
+    """What the release before this one left in a database: the same tables, its migrations recorded
+    instead of this release's, the audit trail's foreign key to the journal, the content types under
+    the registry."""
+    with connection.cursor() as cursor:
+        for app, name in THIS_RELEASE:
+            cursor.execute("DELETE FROM django_migrations WHERE app = %s AND name = %s", [app, name])
+        for app, name in PREVIOUS_RELEASE:
+            cursor.execute("INSERT INTO django_migrations (app, name, applied) VALUES (%s, %s, now())", [app, name])
+        cursor.execute(f"ALTER TABLE {AuditEvent._meta.db_table} ADD CONSTRAINT previous_release_operation_fk "
+                       f"FOREIGN KEY (operation_id) REFERENCES {Operation._meta.db_table} (id) DEFERRABLE INITIALLY "
+                       "DEFERRED")
+    ContentType.objects.filter(app_label="access").update(app_label="registry")
+
+
+def _migrate() -> None:
+    executor = MigrationExecutor(connection)
+    executor.loader.check_consistent_history(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def _audit_foreign_keys() -> list[str]:
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, AuditEvent._meta.db_table)
+    return sorted(name for name, info in constraints.items() if info["foreign_key"])
+
+
+@pytest.fixture
+def previous_release(transactional_db):
+    ContentType.objects.get_for_models(Principal, AuditEvent)
+    yield _as_previous_release_left_it
+    with connection.cursor() as cursor:
+        for app, name in PREVIOUS_RELEASE:
+            cursor.execute("DELETE FROM django_migrations WHERE app = %s AND name = %s", [app, name])
+        cursor.execute(f"ALTER TABLE {AuditEvent._meta.db_table} "
+                       "DROP CONSTRAINT IF EXISTS previous_release_operation_fk")
+
+
+def test_an_upgrade_keeps_principals_their_scopes_and_the_audit_trail(previous_release):
+    site = Site.objects.create(name="up-site", display_name="UP-SITE", msan_id=911, management_ip="10.0.9.11",
+                               data_ip="127.0.9.11", router_port=5)
+    alice = Principal.objects.create(name="alice", role="operator", cert_sha256="a" * 64)
+    alice.sites.set([site])
+    operation = Operation.objects.create(kind="list", principal=alice)
+    event = AuditEvent.objects.create(principal=alice, principal_name="alice", action="connect", method="POST",
+                                      path="/api/links/", outcome="allowed", status_code=202,
+                                      operation_id=operation.pk)
+    previous_release()
+    assert len(_audit_foreign_keys()) == 2  # its principal, and the journal's row
+
+    _migrate()
+
+    kept = Principal.objects.get(pk=alice.pk)
+    assert (kept.name, kept.role, [s.name for s in kept.sites.all()]) == ("alice", "operator", ["up-site"])
+    assert Operation.objects.get(pk=operation.pk).principal_id == alice.pk
+    logged = AuditEvent.objects.get(pk=event.pk)
+    assert (logged.principal_id, logged.operation_id, logged.action) == (alice.pk, operation.pk, "connect")
+    # The audit trail names its operation by id: the journal's rows can go without touching it.
+    assert len(_audit_foreign_keys()) == 1
+    assert set(ContentType.objects.filter(model__in=("principal", "auditevent")).values_list("app_label", flat=True)
+               ) == {"access"}
+    recorded = MigrationLoader(connection).applied_migrations
+    assert all(key in recorded for key in THIS_RELEASE)
+
+
+def test_a_database_older_than_the_previous_release_is_refused_not_half_adopted(previous_release):
+    previous_release()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM django_migrations WHERE app = 'operations' AND name = '0010_zoning_locks'")
+    with pytest.raises(RuntimeError, match="operations 0010_zoning_locks"):
+        _migrate()
+    assert len(_audit_foreign_keys()) == 2  # nothing was changed
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO django_migrations (app, name, applied) VALUES ('operations', '0010_zoning_locks', "
+                       "now())")
+    _migrate()
+    assert len(_audit_foreign_keys()) == 1
