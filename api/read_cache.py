@@ -10,7 +10,7 @@ request is answered from there when, read in one statement at that moment:
   the role and scope flags it has now (the CRL is checked first, as for any request);
 - the registry's generation is the one the body was made at. The generation grows with every
   committed transaction that changes one of the tables these endpoints read, or a principal or its
-  scope, however it was written (registry/migrations/0009_registry_generation.py); a body is stored
+  scope, however it was written (registry/migrations/0001_initial.py); a body is stored
   under the generation read *before* it was made, so a change that commits meanwhile (a role taken
   away between this read and Django's own, say) makes it unreachable, never wrong. A generation lower
   than one already seen (a database restored to an earlier point) empties the cache.

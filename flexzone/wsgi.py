@@ -1,4 +1,4 @@
-"""WSGI entry point (served by gunicorn with mutual TLS; see README): Django, behind the registry's
+"""WSGI entry point (served by gunicorn with mutual TLS; see docs/architecture.md): Django, behind the registry's
 read cache (api/read_cache.py)."""
 
 import os

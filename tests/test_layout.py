@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("flexzone", "registry", "access", "operations", "routers", "api", "cli", "bench", "lab")
-# What each package may import of the others (the README's diagram, "How it is built").
+# What each package may import of the others (docs/architecture.md, "Layers", repeats this table).
 ALLOWED = {
     "routers": set(),
     "registry": {"routers"},

@@ -1,8 +1,10 @@
-"""Every command the README shows, run as a new user would: from a clean copy of the tree (no .demo/, no
-migrated database), in an environment that holds nothing of ours, each in its quick form.
+"""Every python command the README and the pages under docs/ show, run as a new user would: from a clean
+copy of the tree (no .demo/, no migrated database), in an environment that holds nothing of ours, each in
+its quick form.
 
-The README's own lines are read, so a command added to it without a quick form here fails this test.
-A command that needs what only `make demo` starts (its simulators, its server) says where it is tested.
+The documents' own lines are read, so a command added to them without a quick form here fails this test.
+A command that needs what only `make demo` starts (its simulators, its server), or runs until stopped,
+says where it is tested. tests/test_docs.py checks every command they show exists, without running it.
 """
 
 from __future__ import annotations
@@ -17,20 +19,30 @@ from pathlib import Path
 import pytest
 
 from registry.readiness import database_url
+from tests.support.docs import guide_documents, shell_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# What each README command runs here: a shorter form of it, or why it is exercised elsewhere.
+# What each command shown runs here: a shorter form of it, or why it is exercised elsewhere. A command that
+# is not a key itself takes the form of the first key it starts with.
 QUICK: dict[str, list[str] | str] = {
     "manage.py loaddemo": ["manage.py", "loaddemo"],
+    "manage.py migrate": ["manage.py", "migrate", "--no-input", "-v", "0"],
     "manage.py plan --device-description XRAID2 --site primary-site": ["manage.py", "plan", "--device-description",
                                                                         "XRAID2", "--site", "primary-site"],
     "manage.py plan --zone 2 --site GSFC-DICEL1": ["manage.py", "plan", "--zone", "2", "--site", "GSFC-DICEL1"],
     "manage.py plan --wwn 21:00:00:E0:8B:0E:95:17 --site 1": ["manage.py", "plan", "--wwn", "21:00:00:E0:8B:0E:95:17",
                                                               "--site", "1"],
+    "manage.py plan --remove --device-description XRAID2 --site primary-site": [
+        "manage.py", "plan", "--remove", "--device-description", "XRAID2", "--site", "primary-site"],
     "manage.py routers list": ["manage.py", "routers", "list"],
     "manage.py audit verify": ["manage.py", "audit", "verify"],
+    "manage.py audit checkpoint --output checkpoint.json": "needs entries to sign: tests/operations/test_ledger.py",
+    "manage.py audit verify --checkpoint checkpoint.json": "needs a checkpoint: tests/operations/test_ledger.py",
     "manage.py routers trust east-rtr": "needs the demo's SSH simulators: tests/operations/test_host_keys.py",
+    "manage.py reconcile": "reads every router: tests/operations/test_reconcile.py",
+    "manage.py worker": "runs until stopped: tests/operations/test_worker.py starts and stops workers",
+    "manage.py ca issue-client": "needs a CA: tests/api/test_ca_commands.py",
     "-m bench planner": ["-m", "bench", "planner", "--sites", "20", "--devices", "60", "--queries", "30"],
     "-m bench routers": ["-m", "bench", "routers", "--platform", "nishan_ips3000", "--scale", "0.01"],
     "-m bench ops": ["-m", "bench", "ops", "--ops", "4", "--warm-adds", "1", "--eclipse-scale", "0.02", "--pairs",
@@ -43,22 +55,18 @@ SHOWN = re.compile(r"^(?:sudo )?\.venv/bin/python (manage\.py [^#]*?|-m [^#]*?)\
 
 
 def readme_commands() -> list[str]:
-    """The python commands of the README's shell blocks, without the interpreter and comments."""
-    text = (ROOT / "README.md").read_text()
-    commands = []
-    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
-        for line in block.splitlines():
-            found = SHOWN.match(line.strip())
-            if found:
-                commands.append(found.group(1).strip())
-    return commands
+    """The python commands of the documents' shell blocks, without the interpreter and comments."""
+    return [found.group(1).strip() for document in guide_documents()
+            for line in shell_lines(document.read_text()) if (found := SHOWN.match(line))]
 
 
 def quick_form(command: str) -> list[str] | str:
+    if command in QUICK:
+        return QUICK[command]
     for shown, quick in QUICK.items():
         if command == shown or command.startswith(shown + " ") or (shown == "lab" and " lab " in f" {command} "):
             return quick
-    raise AssertionError(f"the README shows `{command}`, which this test has no quick form of: add one to QUICK")
+    raise AssertionError(f"the documents show `{command}`, which this test has no quick form of: add one to QUICK")
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def test_wait_for_an_operation_that_does_not_finish_answers_202_with_it_still_qu
     response = call("alice", "POST", "/api/disconnect/?wait=0.5", json=CONNECT)
     assert response.status_code == 202
     assert (response.json()["kind"], response.json()["state"]) == ("remove", "queued")
-    assert time.monotonic() - started < 10  # the wait ends (timing itself is never asserted: see README)
+    assert time.monotonic() - started < 10  # the wait ends (timing itself is never asserted: see docs/architecture.md)
 
 
 def test_wait_answers_200_once_the_operation_has_finished(call, cast):

@@ -1,4 +1,4 @@
-"""The deployment guide's files are the ones that run, so docs/deploy.md cannot drift from the code.
+"""The deployment guide's files are the ones that run, so docs/deployment.md cannot drift from the code.
 
 Without systemd: the API and a worker start from the units' own ExecStart lines and environment file,
 a connect goes through them to simulated routers, and both stop on the units' KillSignal within their

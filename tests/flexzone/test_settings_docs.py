@@ -1,4 +1,4 @@
-"""The settings tables in the READMEs say what the code does: every default written in a table is the
+"""The settings tables in the documentation say what the code does: every default written in a table is the
 one the code gives when the variable is not set, every variable a table names is read somewhere, and
 every setting the engine reads is in a table. Each default is written once, where the variable is read
 (flexzone/settings.py for nearly all, api/gunicorn_conf.py for the server's); the tables are checked
@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = ("README.md", "operations/README.md", "api/README.md")
+DOCUMENTS = ("docs/deployment.md", "docs/operations.md", "api/README.md")
 PACKAGES = ("flexzone", "api", "operations", "registry", "routers", "cli")
 BOOLEANS = {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}
 NAME = re.compile(r"`(FLEXZONE_[A-Z0-9_]+|_[A-Z0-9_]+)`")
@@ -81,7 +81,7 @@ def same(written: str, actual: object) -> bool | None:
     return None
 
 
-def test_every_default_in_the_readmes_is_the_one_the_settings_give():
+def test_every_default_in_the_documents_is_the_one_the_settings_give():
     actual = defaults()
     rows = documented()
     unknown = [(document, name) for document, name, _ in rows if name not in actual and "<" not in name]

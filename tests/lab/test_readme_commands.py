@@ -1,8 +1,8 @@
-"""The lab commands the README shows, run as a user would: `python -m lab ...` in a subprocess, in an
+"""The lab commands the README and docs/ show, run as a user would: `python -m lab ...` in a subprocess, in an
 environment that holds nothing of ours but what the test gives it (no DATABASE_URL unless given), with the
 default SQLite file moved where the test can see that nothing touched it.
 
-The README's own lines are read, so a lab command added to it without a quick form here fails this test.
+The documents' own lines are read, so a lab command added to them without a quick form here fails this test.
 `selfcheck --quick` runs as a user would in test_selfcheck.py (in a lab the fixture brought up on the
 fallback backend, so that every kernel checks the same one); `all --quick` runs here, on loopback and with a
 budget of seconds per experiment: in the lab its experiments take minutes (latency and loss through the
@@ -14,18 +14,17 @@ from __future__ import annotations
 import csv
 import os
 import re
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 
 from lab.database import maintenance_url
+from tests.support.docs import guide_documents, shell_lines
 from tests.support.lab import run_lab
 
-ROOT = Path(__file__).resolve().parents[2]
 SHOWN = re.compile(r"^(?:sudo (?:--preserve-env=DATABASE_URL )?)?\.venv/bin/python -m lab ([^#]*?)\s*(?:#.*)?$")
-# What each README lab command runs in the tests.
+# What each lab command shown runs in the tests.
 QUICK = {
     "selfcheck --quick": "tests/lab/test_selfcheck.py",
     "all --quick": ["all", "--quick", "--where", "loopback", "--budget", "3", "--setup-s", "2", "--teardown-s", "1"],
@@ -35,9 +34,8 @@ PLOTS = ("transfer/transfer-sequential.png", "transfer/transfer-random.png", "fi
 
 
 def readme_lab_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    return [found.group(1) for block in re.findall(r"```sh\n(.*?)```", text, re.S) for line in block.splitlines()
-            if (found := SHOWN.match(line.strip()))]
+    return [found.group(1) for document in guide_documents() for line in shell_lines(document.read_text())
+            if (found := SHOWN.match(line))]
 
 
 def lab_databases(server: str) -> set[str]:

@@ -1,6 +1,6 @@
 """The quick self-check meets its targets on this machine, and its results say how they were made.
 
-It runs as the README shows it, `python -m lab selfcheck --quick`, in a subprocess with nothing of ours in its
+It runs as docs/architecture.md shows it, `python -m lab selfcheck --quick`, in a subprocess with nothing of ours in its
 environment (no database: the self-check needs none), on a lab the fixture brought up on the fallback backend.
 """
 

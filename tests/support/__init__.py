@@ -7,6 +7,7 @@ No test module imports another test module; what more than one needs lives here:
 - `mtls`: raw HTTPS requests with a client certificate;
 - `worker`: the environment of a `manage.py worker` a test starts;
 - `registry`: variations of the demo cast;
-- `lab`: `python -m lab` as a user runs it.
+- `lab`: `python -m lab` as a user runs it;
+- `docs`: the README and the pages under docs/, and the shell lines they show.
 Fixtures stay in the conftests.
 """
