@@ -284,13 +284,6 @@ class PlanSerializer(serializers.Serializer):
     steps = PlanStepSerializer(many=True)
 
 
-def _plan(action: str, target: dict) -> planner.Plan:
-    selectors = {key: target.get(key) for key in ("device_description", "wwn", "zone")}
-    if action in ("connect", "add"):
-        return planner.plan_connect(site=target["site"], hosts=target.get("hosts"), **selectors)
-    return planner.plan_disconnect(site=target["site"], **selectors)
-
-
 def _plan_scope(plan: dict) -> dict:
     """The sites and zone a plan (as journaled) touches: the requesting site and every router's site."""
     return {
@@ -455,7 +448,7 @@ class PlanView(AuditedView, APIView):
             params["hosts"] = request.query_params.getlist("hosts")
         query = s.PlanQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
-        plan = with_delta(_plan(query.validated_data["action"], query.validated_data))
+        plan = with_delta(planner.plan_target(query.validated_data["action"], query.validated_data))
         return Response(redaction.for_request(request).redact(plan.as_dict()))
 
 

@@ -15,25 +15,11 @@ from django.db import connection, transaction
 
 from access.models import Principal
 from operations import queue
-from operations.conf import ops_settings
-from operations.desired import desired_for, holds_text
 from operations.holders import lock_devices, lockable_devices
 from operations.models import Operation
-from operations.planner import (
-    Plan,
-    PlanError,
-    find_router,
-    link_step,
-    plan_connect,
-    plan_disconnect,
-    site_initiators,
-)
-from registry.models import Device, Site
-from routers.drivers import DRIVERS
-from routers.drivers.base import LinkSpec
+from operations.planner import PlanError, find_router, plan_request
 
 Kind = Operation.Kind
-INVOKE_COMMANDS = ("lsifcp", "addifcp", "rmifcp")
 RECONCILE_POLICIES = ("registry", "router")
 
 
@@ -62,11 +48,8 @@ def submit(
     except ValueError:
         raise PlanError("kind", f"unknown operation {kind!r}; one of {', '.join(Kind.values)}.") from None
     request = dict(request or {})
-    plan: dict[str, Any] = {}
-    if kind in (Kind.ADD, Kind.REMOVE, Kind.EXPIRE):
-        planned = _plan_for(kind, request)
-        plan = {**planned.as_dict(), "ids": planned.ids}
-    elif kind == Kind.LIST:
+    plan = plan_request(kind, request)
+    if kind == Kind.LIST:
         if request.get("router"):
             find_router(request["router"])
     elif kind == Kind.RECONCILE:
@@ -81,8 +64,6 @@ def submit(
             request["settle"] = True
         else:
             request.pop("settle", None)
-    elif kind == Kind.INVOKE:
-        plan = _plan_invoke(request)
     if authorize is not None:
         authorize(plan)
     with transaction.atomic():
@@ -97,81 +78,6 @@ def submit(
         job_id = queue.current().enqueue(op.pk) if enqueue else None
         _record_submit(op, job_id)
     return op
-
-
-def _plan_for(kind: str, request: dict[str, Any]) -> Plan:
-    args = {
-        name: request[name] for name in ("site", "device_description", "wwn", "zone") if request.get(name) is not None
-    }
-    if "site" not in args:
-        raise PlanError("site", "a site is required (short name, display name or MSAN id).")
-    hosts = request.get("hosts")
-    if kind == Kind.ADD and hosts is not None:
-        if not isinstance(hosts, list) or not hosts or not all(isinstance(name, str) for name in hosts):
-            raise PlanError("hosts", "a non-empty list of host names of the requesting site.")
-        args["hosts"] = hosts
-    if kind == Kind.ADD and request.get("duration") is not None:
-        duration = request["duration"]
-        limit = ops_settings().max_lease
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 < duration <= limit:
-            raise PlanError("duration", f"a lease is a number of seconds, more than 0 and at most {limit:.0f}.")
-    return (plan_connect if kind == Kind.ADD else plan_disconnect)(**args)
-
-
-def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
-    """The V1 interface: one raw iFCP command on one router. Adds and removes keep the registry in step,
-    so the link's sites and device are inferred from the zone and the remote gateway's address."""
-    router = find_router(request.get("router", ""))
-    command = request.get("command")
-    if command not in INVOKE_COMMANDS:
-        raise PlanError("command", f"must be one of {', '.join(INVOKE_COMMANDS)}.")
-    if command == "lsifcp":
-        return {}
-    try:
-        spec_zone = int(request.get("zone"))
-        spec = LinkSpec(port=int(request.get("port")), zone=spec_zone, remote_ip=str(request.get("remote_ip")))
-    except (TypeError, ValueError) as exc:
-        field_name = str(exc).split(":")[0] if ":" in str(exc) else "port"
-        raise PlanError(field_name, str(exc)) from None
-    attached = router.site.router_port
-    if spec.port != attached:
-        # Disconnects plan from the site's port: a link on any other would stay up with no holder.
-        raise PlanError("port", f"{router.site.name} is attached to {router.name}'s FC port {attached}; a link on "
-                                f"port {spec.port} is not one the registry can account for.")
-    remote = Site.objects.filter(data_ip=spec.remote_ip).first()
-    if remote is None:
-        raise PlanError("remote_ip", f"no registered site has data-path address {spec.remote_ip}.")
-    device = (
-        Device.objects.filter(zone__zone_id=spec.zone, owner_site__in=[router.site, remote])
-        .order_by("description")
-        .first()
-    )
-    if device is None:
-        raise PlanError("zone", f"zone {spec.zone} has no device owned by {router.site.name} or {remote.name}.")
-    requester = remote if device.owner_site_id == router.site_id else router.site
-    action = "add" if command == "addifcp" else "remove"
-    if action == "remove":
-        _refuse_removing_what_a_connect_needs(router, spec)
-    initiators = []
-    if DRIVERS[router.platform].zones_initiators:
-        initiators = site_initiators(requester, None)
-        if action == "add" and not initiators:
-            raise PlanError("hosts", f"site {requester.name} has no initiators registered; an FCIP link zones them "
-                                     f"with the device (register its hosts at /api/hosts/).")
-    step = link_step(1, action, router, site=router.site, port=spec.port, zone_id=spec.zone,
-                     remote_ip=spec.remote_ip, device=device, initiators=initiators)
-    plan = Plan(action=action, site=requester.name, zone=spec.zone, devices=[device.description], steps=[step])
-    return {**plan.as_dict(), "raw": True}
-
-
-def _refuse_removing_what_a_connect_needs(router, spec: LinkSpec) -> None:
-    """V1 commands manage the links V1 made: an rmifcp of a link a connect's grant needs would leave
-    that site holding the device with half a path (its end is a disconnect)."""
-    want = desired_for([router.pk]).get(router.pk, {}).get(spec.key)
-    if want is not None and not want.literal:
-        raise PlanError("command", f"{router.name} port {spec.port} zone {spec.zone} -> {spec.remote_ip} serves "
-                                   f"{holds_text(want)} through a connect; rmifcp removes only links V1 commands "
-                                   "made. End the connect with a disconnect instead.")
 
 
 def _record_submit(op: Operation, job_id: int | None) -> None:

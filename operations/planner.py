@@ -8,33 +8,37 @@ a disconnect runs the same steps in reverse.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import Q
-from django.db.models.functions import Lower
 
-from operations.models import Link
-from registry.models import Device, Host, Router, Site, Zone
-from registry.validators import normalize_wwn
+from operations.conf import ops_settings
+from operations.desired import desired_for, holds_text
+from operations.models import Link, OperationKind
+from registry.lookups import (
+    QueryError,
+    find_device,
+    find_router,
+    find_site,
+    find_zone,
+    pick_site,
+    site_initiators,
+    site_routers,
+    site_text,
+    sites_matching,
+    zone_number,
+)
+from registry.models import Device, Router, Site, Zone
+from routers.drivers import DRIVERS
 from routers.drivers.base import LinkSpec
 
+__all__ = ["PlanError", "Plan", "PlanStep", "find_router", "find_site", "find_zone", "plan_connect",
+           "plan_disconnect", "plan_target", "plan_request", "link_step", "site_initiators", "router_vsan"]
 
-class PlanError(ValueError):
-    """A question the registry cannot answer. `field` names the input at fault."""
 
-    def __init__(self, field: str, message: str, suggestions: list[str] | None = None) -> None:
-        self.field = field
-        self.message = message
-        self.suggestions = suggestions or []
-        text = f"{field}: {message}"
-        if self.suggestions:
-            text += f" Did you mean: {', '.join(self.suggestions)}?"
-        super().__init__(text)
-
-    def as_dict(self) -> dict:
-        return {"field": self.field, "message": self.message, "suggestions": self.suggestions}
+# The registry's refusal is the planner's: one class, so callers catch one.
+PlanError = QueryError
 
 
 @dataclass(frozen=True)
@@ -107,110 +111,108 @@ class Plan:
         return "\n".join(lines)
 
 
-# --- lookups -------------------------------------------------------------------------------------
+# --- requests, as the engine journals them -------------------------------------------------------
+
+# What a client may call an action, and the action the engine plans for it.
+ACTIONS = {"connect": "add", "add": "add", "disconnect": "remove", "remove": "remove"}
+INVOKE_COMMANDS = ("lsifcp", "addifcp", "rmifcp")
 
 
-def find_site(value: str | int) -> Site:
-    """A site named by short name, display name or MSAN id (in that order of preference)."""
-    text = _site_text(value)
-    return _pick_site(text, _sites_matching(text))
+def plan_target(action: str, target: dict[str, Any]) -> Plan:
+    """The plan of a connect or disconnect (`action` by any name in ACTIONS) of `target`: a site and
+    one of device_description, wwn or zone (and, for a connect, optionally hosts)."""
+    if action not in ACTIONS:
+        raise PlanError("action", f"must be one of {', '.join(ACTIONS)}.")
+    selectors = {key: target.get(key) for key in ("device_description", "wwn", "zone")}
+    if ACTIONS[action] == "add":
+        return plan_connect(site=target["site"], hosts=target.get("hosts"), **selectors)
+    return plan_disconnect(site=target["site"], **selectors)
 
 
-def _site_text(value: str | int) -> str:
-    text = str(value).strip()
-    if not text:
+def plan_request(kind: str, request: dict[str, Any]) -> dict[str, Any]:
+    """The plan an operation of `kind` will run for `request`, as journaled (a dict; empty for the
+    kinds that plan at run time: list and reconcile). PlanError names the field at fault."""
+    if kind in (OperationKind.ADD, OperationKind.REMOVE, OperationKind.EXPIRE):
+        planned = _plan_link(kind, request)
+        return {**planned.as_dict(), "ids": planned.ids}
+    if kind == OperationKind.INVOKE:
+        return _plan_invoke(request)
+    return {}
+
+
+def _plan_link(kind: str, request: dict[str, Any]) -> Plan:
+    args = {
+        name: request[name] for name in ("site", "device_description", "wwn", "zone") if request.get(name) is not None
+    }
+    if "site" not in args:
         raise PlanError("site", "a site is required (short name, display name or MSAN id).")
-    return text
+    hosts = request.get("hosts")
+    if kind == OperationKind.ADD and hosts is not None:
+        if not isinstance(hosts, list) or not hosts or not all(isinstance(name, str) for name in hosts):
+            raise PlanError("hosts", "a non-empty list of host names of the requesting site.")
+        args["hosts"] = hosts
+    if kind == OperationKind.ADD and request.get("duration") is not None:
+        duration = request["duration"]
+        limit = ops_settings().max_lease
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 < duration <= limit:
+            raise PlanError("duration", f"a lease is a number of seconds, more than 0 and at most {limit:.0f}.")
+    return (plan_connect if kind == OperationKind.ADD else plan_disconnect)(**args)
 
 
-def _sites_matching(text: str, also: set[int] | frozenset[int] = frozenset()) -> list[Site]:
-    """The sites `text` may name (at most one per way of naming one), and the sites whose ids are in `also`."""
-    match = Q(name=text) | Q(lower_display_name=text.lower())
-    if text.isdigit():
-        match |= Q(msan_id=int(text))
-    if also:
-        match |= Q(pk__in=also)
-    return list(Site.objects.annotate(lower_display_name=Lower("display_name")).filter(match)[: 3 + len(also)])
-
-
-def _pick_site(text: str, candidates: list[Site]) -> Site:
-    for matches in (
-        lambda s: s.name == text,
-        lambda s: text.isdigit() and s.msan_id == int(text),
-        lambda s: s.display_name.lower() == text.lower(),
-    ):
-        site = next((s for s in candidates if matches(s)), None)
-        if site is not None:
-            return site
-    names = [name for pair in Site.objects.values_list("name", "display_name") for name in pair]
-    raise PlanError("site", f"no site is named {text!r}.", _close(text, names))
-
-
-def find_device(
-    *, description: str | None = None, wwn: str | None = None, related: tuple[str, ...] = ("zone", "owner_site")
-) -> Device:
-    """A device by description (any letter case) or WWN (any notation), with `related` rows joined in."""
-    devices = Device.objects.select_related(*related)
-    if description is not None:
-        text = description.strip()
-        device = devices.annotate(lower=Lower("description")).filter(lower=text.lower()).first()
-        if device is None:
-            names = list(Device.objects.values_list("description", flat=True))
-            raise PlanError("device_description", f"no device is described as {text!r}.", _close(text, names))
-        return device
-    if wwn is not None:
-        try:
-            canonical = normalize_wwn(wwn)
-        except ValidationError as exc:
-            raise PlanError("wwn", exc.messages[0]) from None
-        device = devices.filter(wwn=canonical).first()
-        if device is None:
-            wwns = list(Device.objects.values_list("wwn", flat=True))
-            raise PlanError("wwn", f"no device has WWN {canonical}.", _close(canonical, wwns))
-        return device
-    raise PlanError("device", "name the device by description or WWN.")
-
-
-def _zone_number(value: str | int) -> int:
+def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
+    """The V1 interface: one raw iFCP command on one router. Adds and removes keep the registry in step,
+    so the link's sites and device are inferred from the zone and the remote gateway's address."""
+    router = find_router(request.get("router", ""))
+    command = request.get("command")
+    if command not in INVOKE_COMMANDS:
+        raise PlanError("command", f"must be one of {', '.join(INVOKE_COMMANDS)}.")
+    if command == "lsifcp":
+        return {}
     try:
-        return int(str(value).strip())
-    except ValueError:
-        raise PlanError("zone", f"a zone is a number, got {value!r}.") from None
+        spec_zone = int(request.get("zone"))
+        spec = LinkSpec(port=int(request.get("port")), zone=spec_zone, remote_ip=str(request.get("remote_ip")))
+    except (TypeError, ValueError) as exc:
+        field_name = str(exc).split(":")[0] if ":" in str(exc) else "port"
+        raise PlanError(field_name, str(exc)) from None
+    attached = router.site.router_port
+    if spec.port != attached:
+        # Disconnects plan from the site's port: a link on any other would stay up with no holder.
+        raise PlanError("port", f"{router.site.name} is attached to {router.name}'s FC port {attached}; a link on "
+                                f"port {spec.port} is not one the registry can account for.")
+    remote = Site.objects.filter(data_ip=spec.remote_ip).first()
+    if remote is None:
+        raise PlanError("remote_ip", f"no registered site has data-path address {spec.remote_ip}.")
+    device = (
+        Device.objects.filter(zone__zone_id=spec.zone, owner_site__in=[router.site, remote])
+        .order_by("description")
+        .first()
+    )
+    if device is None:
+        raise PlanError("zone", f"zone {spec.zone} has no device owned by {router.site.name} or {remote.name}.")
+    requester = remote if device.owner_site_id == router.site_id else router.site
+    action = "add" if command == "addifcp" else "remove"
+    if action == "remove":
+        _refuse_removing_what_a_connect_needs(router, spec)
+    initiators = []
+    if DRIVERS[router.platform].zones_initiators:
+        initiators = site_initiators(requester, None)
+        if action == "add" and not initiators:
+            raise PlanError("hosts", f"site {requester.name} has no initiators registered; an FCIP link zones them "
+                                     f"with the device (register its hosts at /api/hosts/).")
+    step = link_step(1, action, router, site=router.site, port=spec.port, zone_id=spec.zone,
+                     remote_ip=spec.remote_ip, device=device, initiators=initiators)
+    plan = Plan(action=action, site=requester.name, zone=spec.zone, devices=[device.description], steps=[step])
+    return {**plan.as_dict(), "raw": True}
 
 
-def find_zone(value: str | int) -> Zone:
-    zone_id = _zone_number(value)
-    zone = Zone.objects.filter(zone_id=zone_id).first()
-    if zone is None:
-        known = [str(z) for z in Zone.objects.values_list("zone_id", flat=True)]
-        raise PlanError("zone", f"zone {zone_id} does not exist.", _close(str(zone_id), known))
-    return zone
-
-
-def find_router(name: str) -> Router:
-    """A router by its name, with its site joined in; PlanError with the closest names otherwise."""
-    text = str(name)
-    router = Router.objects.select_related("site").filter(name=text).first()
-    if router is None:
-        known = list(Router.objects.values_list("name", flat=True))
-        raise PlanError("router", f"no router is named {name!r}.", _close(text, known))
-    return router
-
-
-def _close(text: str, candidates: list[str]) -> list[str]:
-    lowered = {candidate.lower(): candidate for candidate in candidates}
-    return [lowered[match] for match in difflib.get_close_matches(text.lower(), list(lowered), n=3, cutoff=0.5)]
-
-
-def site_routers(sites: list[Site]) -> dict[int, Router]:
-    """Each site's router (the first by name when a site has several), in one query."""
-    routers: dict[int, Router] = {}
-    for router in Router.objects.filter(site_id__in=[site.pk for site in sites]).order_by("-name"):
-        routers[router.site_id] = router
-    for site in sites:
-        if site.pk not in routers:
-            raise PlanError("site", f"site {site.name} has no router registered.")
-    return routers
+def _refuse_removing_what_a_connect_needs(router, spec: LinkSpec) -> None:
+    """V1 commands manage the links V1 made: an rmifcp of a link a connect's grant needs would leave
+    that site holding the device with half a path (its end is a disconnect)."""
+    want = desired_for([router.pk]).get(router.pk, {}).get(spec.key)
+    if want is not None and not want.literal:
+        raise PlanError("command", f"{router.name} port {spec.port} zone {spec.zone} -> {spec.remote_ip} serves "
+                                   f"{holds_text(want)} through a connect; rmifcp removes only links V1 commands "
+                                   "made. End the connect with a disconnect instead.")
 
 
 # --- planning ------------------------------------------------------------------------------------
@@ -242,11 +244,11 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
     given = [name for name, value in (("device_description", description), ("wwn", wwn), ("zone", zone_ref)) if value]
     if len(given) != 1:
         raise PlanError("device", "give exactly one of device description, WWN or zone.")
-    text = _site_text(site_ref)
+    text = site_text(site_ref)
     try:
         if zone_ref is not None and zone_ref != "":
             found = list(
-                Device.objects.select_related("zone").filter(zone__zone_id=_zone_number(zone_ref)).order_by("description")
+                Device.objects.select_related("zone").filter(zone__zone_id=zone_number(zone_ref)).order_by("description")
             )
         else:
             found = [find_device(description=description, wwn=wwn, related=("zone",))]
@@ -255,8 +257,8 @@ def _plan(action: str, site_ref, description, wwn, zone_ref, hosts: list[str] | 
         raise
     # Three queries per question: the device(s), then the requesting site together with the owners,
     # then their routers; a fourth for the initiators when a router zones them (FCIP).
-    sites = _sites_matching(text, {device.owner_site_id for device in found})
-    requester = _pick_site(text, sites)
+    sites = sites_matching(text, {device.owner_site_id for device in found})
+    requester = pick_site(text, sites)
     site_by_id = {site.pk: site for site in sites}
     if zone_ref is not None and zone_ref != "":
         zone = found[0].zone if found else find_zone(zone_ref)
@@ -363,21 +365,7 @@ def _refuse_fcip_port_peering_elsewhere(steps: list[tuple]) -> None:
 
 
 def _zones_initiators(platform: str) -> bool:
-    from routers.drivers import DRIVERS
-
     return DRIVERS[platform].zones_initiators
-
-
-def site_initiators(site: Site, hosts: list[str] | None) -> list[str]:
-    """The site's initiator WWNs, of the named hosts only when `hosts` is given (one query)."""
-    rows = list(Host.objects.filter(site_id=site.pk).values_list("name", "initiators__wwn"))  # a LEFT JOIN
-    if hosts is not None:
-        known = sorted({name for name, _wwn in rows})
-        for name in hosts:
-            if name not in known:
-                raise PlanError("hosts", f"site {site.name} has no host named {name!r}.", _close(name, known))
-        rows = [(name, wwn) for name, wwn in rows if name in hosts]
-    return sorted({wwn for _name, wwn in rows if wwn})
 
 
 def _configured_initiators(steps: list[tuple], zone: Zone) -> dict[tuple[int, int, str], list[str]]:
@@ -439,19 +427,15 @@ def link_step(order: int, action: str, router: Router, *, site: Site, port: int,
 
 
 def router_vsan(router: Router) -> int | None:
-    """The VSAN a step's zoning goes to: Cisco MDS routers have one; the other platforms none."""
-    return router.vsan if router.platform == Router.Platform.CISCO_MDS else None
+    """The VSAN a step's zoning goes to: the router's, where its driver zones within one; else none."""
+    return router.vsan if DRIVERS[router.platform].zones_in_vsan else None
 
 
 def render_commands(platform: str, action: str, spec: LinkSpec) -> list[str]:
     """The exact command lines the platform's driver would send, without connecting."""
-    from routers.drivers import DRIVERS
-
     driver = DRIVERS[platform]
     return driver.render_add(spec) if action == "add" else driver.render_remove(spec)
 
 
 def render_notes(platform: str, action: str, spec: LinkSpec) -> list[str]:
-    from routers.drivers import DRIVERS
-
     return DRIVERS[platform].render_notes(action, spec)

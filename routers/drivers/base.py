@@ -269,6 +269,8 @@ class RouterDriver:
     # FCIP switches zone the requesting site's initiators with the target; iFCP gateways zone by
     # themselves (an iFCP zone is the gateway's own), so their links need no initiators.
     zones_initiators: ClassVar[bool] = False
+    # Switches whose zoning lives in one VSAN of the router's (Cisco MDS): the plan carries the router's VSAN.
+    zones_in_vsan: ClassVar[bool] = False
     # CLI sessions flexzone may hold to one router at once, over all its processes, unless the router
     # says otherwise: far below what the device accepts (McData Eclipse 4, Nishan 8, FOS and MDS 32),
     # so that people always get in.

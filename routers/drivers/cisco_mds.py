@@ -136,6 +136,7 @@ class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
 
     platform = Platform.CISCO_MDS
     zones_initiators = True
+    zones_in_vsan = True
     session_budget = 4  # of the 32 CLI sessions the switch accepts
     logout_command = "exit"  # at the exec prompt NX-OS ends the session (netmiko's own exit does not wait)
     device_types = {Transport.SSH: "cisco_nxos", Transport.TELNET: "cisco_nxos_telnet"}

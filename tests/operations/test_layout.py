@@ -66,3 +66,28 @@ def test_there_is_one_operations_thread_pool():
              if isinstance(node, ast.Name) and node.id == "ThreadPoolExecutor" and isinstance(node.ctx, ast.Load)
              and not isinstance(getattr(node, "parent", None), ast.ImportFrom)]
     assert set(pools) == {"operations.threads"}
+
+
+def _platform_branches(tree: ast.Module, platforms: set[str]) -> list[str]:
+    """Names of particular platforms in the code: `Platform.CISCO_MDS` or the string "cisco_mds"."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in {p.upper() for p in platforms} and (
+                isinstance(node.value, ast.Name | ast.Attribute)
+                and getattr(node.value, "id", getattr(node.value, "attr", None)) == "Platform"):
+            found.append(f"Platform.{node.attr}")
+        elif isinstance(node, ast.Constant) and node.value in platforms:
+            found.append(repr(node.value))
+    return found
+
+
+def test_the_engine_names_no_platform_drivers_declare_what_they_need():
+    # What a platform needs of a plan (initiators zoned, a VSAN) is an attribute of its driver
+    # (`zones_initiators`, `zones_in_vsan`), so a new platform is a driver, not a branch here.
+    from routers.platforms import Platform
+
+    platforms = {platform.value for platform in Platform}
+    found = {name: names for name, tree in _modules().items() if (names := _platform_branches(tree, platforms))}
+    assert found == {}
+    probe = ast.parse('if router.platform == Router.Platform.CISCO_MDS or p == "brocade_fos": pass')
+    assert _platform_branches(probe, platforms) == ["Platform.CISCO_MDS", "'brocade_fos'"]

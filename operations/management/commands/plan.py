@@ -3,7 +3,7 @@ import json
 from django.core.management.base import CommandError
 
 from operations.delta import with_delta
-from operations.planner import PlanError, plan_connect, plan_disconnect
+from operations.planner import PlanError, plan_target
 from registry.readiness import DatabaseCommand
 
 
@@ -25,14 +25,11 @@ class Command(DatabaseCommand):
         parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     def handle(self, *args, **options):
-        selectors = {name: options[name] for name in ("site", "device_description", "wwn", "zone")}
+        target = {name: options[name] for name in ("site", "device_description", "wwn", "zone", "hosts")}
         if options["hosts"] and options["remove"]:
             raise CommandError("--host goes with a connect plan: a disconnect removes the whole link")
         try:
-            if options["remove"]:
-                plan = plan_disconnect(**selectors)
-            else:
-                plan = plan_connect(**selectors, hosts=options["hosts"])
+            plan = plan_target("remove" if options["remove"] else "add", target)
         except PlanError as exc:
             raise CommandError(str(exc)) from None
         plan = with_delta(plan)
