@@ -1,7 +1,7 @@
 """The settings tables in the READMEs say what the code does: every default written in a table is the
 one the code gives when the variable is not set, every variable a table names is read somewhere, and
 every setting the engine reads is in a table. Each default is written once, where the variable is read
-(flexzone/settings.py for nearly all, api/gunicorn_conf.py for the server's); the tables are checked
+(flexzone/settings.py for nearly all, serving/gunicorn_conf.py for the server's); the tables are checked
 against it."""
 
 from __future__ import annotations
