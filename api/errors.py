@@ -24,8 +24,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from access import audit
-from api import redaction
+from access import audit, redaction
 from operations.errors import DeviceBusy
 from operations.planner import PlanError
 from registry import in_use

@@ -14,8 +14,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
+from access import redaction
 from access.models import AuditEvent, Principal, Role
-from api import redaction
 from api.fields import (
     NaturalKeyField,
     StrictBooleanField,

@@ -21,10 +21,9 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access import audit
+from access import audit, redaction
 from access.models import AuditEvent, Principal, Role
 from access.permissions import require_scope, scoped_site_ids, within_site_scope
-from api import redaction
 from api import serializers as s
 from api.fields import invalid
 from api.schema import QueryFilter, query_filters

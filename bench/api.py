@@ -3,7 +3,7 @@ what a full handshake costs.
 
 By default it is self-contained: a throw-away PKI in a temporary directory, a viewer principal
 registered for the run (and deleted after), and two servers on free loopback ports, started by
-`manage.py serve` with the same configuration (api.gunicorn_conf: gthread, mutual TLS, CRL in the
+`manage.py serve` with the same configuration (serving.gunicorn_conf: gthread, mutual TLS, CRL in the
 handshake): flexzone against the run's database (the demo registry loaded into it when it has no
 sites), and the ceiling, the same gunicorn serving a bare WSGI app with only the app swapped
 (bench/api_ceiling.py). The same client times both in the

@@ -1,6 +1,6 @@
 """The ceiling `bench api` measures flexzone against: a bare WSGI app, no Django, one fixed JSON body.
 
-`bench api` serves it with api.gunicorn_conf unchanged but for the app (the same gthread worker,
+`bench api` serves it with serving.gunicorn_conf unchanged but for the app (the same gthread worker,
 threads, keep-alive, certificates, client certificate required and CRL checked in the handshake),
 and times it with the same client in the same run. What a flexzone request costs beyond this app's
 is flexzone's own work: routing, middleware, authentication, the database, serializing.

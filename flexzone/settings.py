@@ -97,6 +97,8 @@ INSTALLED_APPS = [
     "access.apps.AccessConfig",
     "operations.apps.OperationsConfig",
     "api",
+    "console",
+    "serving",
 ]
 
 MIDDLEWARE = [
@@ -110,7 +112,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # The admin: client certificate of an admin principal, over the API's TLS; no password sign-in.
-    "api.admin_access.AdminByCertificateMiddleware",
+    "access.admin_access.AdminByCertificateMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -309,7 +311,7 @@ FLEXZONE_LEDGER_GRACE = env_int("FLEXZONE_LEDGER_GRACE", 300, minimum=1)
 # same machine) are reported together by one scrape: prometheus-client keeps each process's counters
 # in memory-mapped files there. It must be chosen before prometheus-client is first imported, hence
 # here. Empty it before (re)starting the service and its workers. Unset, `serve` gives its own
-# workers a private directory (api/gunicorn_conf.py) and other processes count in memory only.
+# workers a private directory (serving/gunicorn_conf.py) and other processes count in memory only.
 FLEXZONE_METRICS_DIR = os.environ.get("FLEXZONE_METRICS_DIR", "")
 if FLEXZONE_METRICS_DIR:
     Path(FLEXZONE_METRICS_DIR).mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
     path("metrics", MetricsView.as_view(), name="metrics"),
-    path("", include("api.console.urls")),
+    path("", include("console.urls")),
 ]
 
 # Under /api/ every answer is JSON, also when Django refuses a request before any view sees it.

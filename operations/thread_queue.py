@@ -1,7 +1,7 @@
 """The thread queue: operations run in this process's own pool (FLEXZONE_OPS_QUEUE=thread).
 
 Used where there is no procrastinate worker (the SQLite demo). At start-up of a process that
-serves requests (gunicorn's worker hook in api/gunicorn_conf.py, or the first submit) it starts the
+serves requests (gunicorn's worker hook in serving/gunicorn_conf.py, or the first submit) it starts the
 chores and picks up every operation still queued in the database, so an operation queued when a
 process stopped runs after the restart instead of keeping its locks for ever. Several processes may
 do so at once: each operation is claimed by one of them.

@@ -1,5 +1,5 @@
 """Django admin for the registry's own models, with search and filters. Router secrets are referenced,
-never shown. Links, grants and operations are the engine's: api/admin.py shows them read-only
+never shown. Links, grants and operations are the engine's: console/admin.py shows them read-only
 (and a device's grants on its page) and changes them only by submitting operations."""
 
 from django.contrib import admin

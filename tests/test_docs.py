@@ -309,7 +309,7 @@ def test_a_broken_link_is_reported(tmp_path):
 METRIC_TYPES = {"Counter": "counter", "Gauge": "gauge", "Histogram": "histogram", "Summary": "summary",
                 "CounterMetricFamily": "counter", "GaugeMetricFamily": "gauge",
                 "HistogramMetricFamily": "histogram"}
-SERVICE = ("flexzone", "registry", "operations", "routers", "api")
+SERVICE = ("flexzone", "registry", "access", "operations", "routers", "api", "console", "serving")
 
 
 def defined_metrics(root: Path = ROOT) -> dict[str, tuple[str, tuple[str, ...]]]:

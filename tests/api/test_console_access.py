@@ -8,7 +8,7 @@ from django.test import RequestFactory
 from django.utils import timezone
 
 from access.models import AuditEvent, Principal
-from api.console import views
+from console import views
 
 
 def page(api_server, name: str, path: str = "/", method: str = "GET"):

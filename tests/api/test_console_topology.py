@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.console import topology
+from console import topology
 from operations import execute, submit
 from operations.drift import last_reports
 from operations.models import Link

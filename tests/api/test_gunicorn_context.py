@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from access import pki
-from api import gunicorn_conf
+from serving import gunicorn_conf
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from access.models import Principal
-from api import read_cache
 from registry.models import Site
 from registry.readiness import database_url
+from serving import read_cache
 from tests.support.mtls import connection_for, get
 
 # Headers gunicorn writes for each answer itself; everything else must be the same whoever answered.
@@ -129,7 +129,7 @@ def test_a_scope_that_grows_shows_the_other_sites_hosts_on_the_next_request(api_
 
 
 def test_a_process_keeps_at_most_its_budget_dropping_the_least_recently_used_first(monkeypatch):
-    from api import read_cache
+    from serving import read_cache
 
     monkeypatch.setattr(read_cache, "BUDGET", 250)
     kept = read_cache._Bodies()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.redaction import HIDDEN
+from access.redaction import HIDDEN
 from operations.models import Link, Operation
 from operations.planner import plan_connect
 from registry.models import Device, Initiator, Router, Site

@@ -24,9 +24,9 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from access import audit
 from api import metrics as api_metrics
-from api import read_cache
 from operations import metrics as ops_metrics
 from registry.readiness import database_url
+from serving import read_cache
 from tests.api.conftest import ROOT, _wait_for_listening, api_pki, cast  # noqa: F401 - fixtures
 from tests.routers.conftest import sim_factory  # noqa: F401 - fixture
 from tests.support.sims import wire

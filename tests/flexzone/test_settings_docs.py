@@ -1,7 +1,7 @@
 """The settings tables in the documentation say what the code does: every default written in a table is the
 one the code gives when the variable is not set, every variable a table names is read somewhere, and
 every setting the engine reads is in a table. Each default is written once, where the variable is read
-(flexzone/settings.py for nearly all, api/gunicorn_conf.py for the server's); the tables are checked
+(flexzone/settings.py for nearly all, serving/gunicorn_conf.py for the server's); the tables are checked
 against it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("docs/deployment.md", "docs/operations.md", "api/README.md")
-PACKAGES = ("flexzone", "api", "operations", "registry", "routers", "cli")
+PACKAGES = ("flexzone", "api", "access", "console", "serving", "operations", "registry", "routers", "cli")
 BOOLEANS = {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}
 NAME = re.compile(r"`(FLEXZONE_[A-Z0-9_]+|_[A-Z0-9_]+)`")
 

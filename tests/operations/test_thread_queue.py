@@ -41,8 +41,8 @@ def test_a_restarted_api_process_runs_what_was_queued_before_and_starts_its_chor
     env = {**os.environ, **WORKER_ENV, "FLEXZONE_OPS_QUEUE": "thread", "FLEXZONE_OPS_LEASE_EVERY": "1",
            "DATABASE_URL": database_url(), "FLEXZONE_SECRETS_DIR": str(secrets_dir)}
     log = tmp_path / "api.log"
-    # What gunicorn runs in each API worker process as it starts (api/gunicorn_conf.py); nothing is submitted.
-    api = manage_shell("import time; from api.gunicorn_conf import post_worker_init; post_worker_init(None); "
+    # What gunicorn runs in each API worker process as it starts (serving/gunicorn_conf.py); nothing is submitted.
+    api = manage_shell("import time; from serving.gunicorn_conf import post_worker_init; post_worker_init(None); "
                        "time.sleep(60)", env, log)
     try:
         done = wait_for(lambda: (o := Operation.objects.get(pk=queued.pk)).state not in ("queued", "running") and o,

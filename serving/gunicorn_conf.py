@@ -1,6 +1,6 @@
 """gunicorn configuration for the API: mutual TLS with the CRL checked in every handshake.
 
-Used by `manage.py serve` (`-c python:api.gunicorn_conf`). Paths come from the Django settings
+Used by `manage.py serve` (`-c python:serving.gunicorn_conf`). Paths come from the Django settings
 (FLEXZONE_TLS_CERT, FLEXZONE_TLS_KEY, FLEXZONE_TLS_CA, FLEXZONE_TLS_CRL or FLEXZONE_PKI_DIR).
 
 gunicorn's sync and gthread workers call `ssl_context` for every accepted connection. Building a
@@ -25,7 +25,7 @@ from django.conf import settings  # noqa: E402  (needs DJANGO_SETTINGS_MODULE fi
 log = logging.getLogger("flexzone.tls")
 
 wsgi_app = "flexzone.wsgi:application"
-worker_class = "api.gunicorn_worker.AuditingThreadWorker"  # gthread, with refused handshakes audited
+worker_class = "serving.gunicorn_worker.AuditingThreadWorker"  # gthread, with refused handshakes audited
 threads = int(os.environ.get("FLEXZONE_API_THREADS", "8"))
 workers = int(os.environ.get("FLEXZONE_API_WORKERS", "2"))
 # A short keep-alive bounds how long an idle connection lives; the app re-checks the CRL anyway.

@@ -1,6 +1,6 @@
 """The operator console: server-rendered pages over the registry and the journal.
 
-Every page is a GET for a principal of at least viewer role (api.console.access); what a page offers
+Every page is a GET for a principal of at least viewer role (console.access); what a page offers
 beyond reading (connect, disconnect, check, repair) is shown only to the roles the API will accept it
 from, and is sent by console.js to the API as JSON, where the roles and scopes are enforced again.
 Pages that show something in progress carry `data-refresh`: console.js re-fetches the page and swaps
@@ -15,11 +15,11 @@ from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
+from access import redaction
 from access.models import Role
 from access.permissions import has_role, within_site_scope, within_zone_scope
-from api import redaction
-from api.console import topology
-from api.console.access import console_page
+from console import topology
+from console.access import console_page
 from operations.drift import DRIFT_KINDS, last_reports
 from operations.models import TERMINAL_STATES, Grant, Link, Operation
 from registry.models import Device, Host, Router, Site, Zone

@@ -1,6 +1,6 @@
 """`python manage.py serve --bind 127.0.0.1:8443`: the API over mutual TLS (gunicorn, gthread).
 
-Replaces this process with gunicorn configured by api.gunicorn_conf; options after `--` go to
+Replaces this process with gunicorn configured by serving.gunicorn_conf; options after `--` go to
 gunicorn unchanged (e.g. `-- --workers 4`).
 """
 
@@ -34,7 +34,7 @@ class Command(DatabaseCommand):
                 raise CommandError(f"{name}={path} does not exist; run `manage.py demo_pki` or `manage.py ca init`")
 
     def handle(self, *args, **options) -> None:
-        argv = [sys.executable, "-m", "gunicorn", "-c", "python:api.gunicorn_conf", "--bind", options["bind"]]
+        argv = [sys.executable, "-m", "gunicorn", "-c", "python:serving.gunicorn_conf", "--bind", options["bind"]]
         if options["workers"]:
             argv += ["--workers", str(options["workers"])]
         if options["threads"]:

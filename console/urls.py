@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from api.console import views
+from console import views
 
 app_name = "console"
 

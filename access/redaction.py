@@ -86,7 +86,7 @@ def for_request(request) -> Hidden:
 
 class InitiatorsScoped:
     """A serializer whose answers name initiator WWNs: those outside the requesting principal's sites
-    are taken out (api/redaction.py)."""
+    are taken out (access/redaction.py)."""
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
