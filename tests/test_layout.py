@@ -9,10 +9,16 @@ someone adds the import, not the day it matters.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import re
+import sys
+import tomllib
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("flexzone", "registry", "operations", "routers", "api", "cli", "simulators", "bench", "lab")
@@ -97,6 +103,77 @@ def test_the_routers_the_simulators_the_lab_and_the_cli_need_no_django():
         for name in imported_modules(path) if _allowed(name, {"django", "rest_framework"})
     )
     assert wrong == []
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _distribution(requirement: str) -> str:
+    """A requirement's distribution name, normalised (PEP 503): "psycopg[binary]==3.3.9" -> "psycopg"."""
+    name = re.match(r"[A-Za-z0-9._-]+", requirement.strip())
+    assert name, requirement
+    return re.sub(r"[-_.]+", "-", name[0]).lower()
+
+
+def requirements(*extras: str) -> set[str]:
+    """The distributions pyproject.toml installs with these extras (none: the service's own), following
+    an extra's `flexzone[...]`."""
+    project = _pyproject()["project"]
+    found = {_distribution(entry) for entry in project["dependencies"]}
+    for extra in extras:
+        for entry in project["optional-dependencies"][extra]:
+            if entry.startswith("flexzone["):
+                found |= requirements(*entry.removeprefix("flexzone[").removesuffix("]").split(","))
+            else:
+                found.add(_distribution(entry))
+    return found
+
+
+def _required_by(distributions: set[str]) -> set[str]:
+    """What these installed distributions require in turn (their extras aside)."""
+    return {_distribution(entry) for distribution in distributions
+            for entry in importlib.metadata.requires(distribution) or [] if "extra ==" not in entry}
+
+
+def third_party_imports(packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Each installed distribution the packages import from -> the top-level modules imported of it."""
+    local = {*PACKAGES, "tests", "__future__"}
+    providers = importlib.metadata.packages_distributions()
+    found: dict[str, set[str]] = {}
+    for package in packages:
+        for path in _sources(package):
+            for base, _ in _import_statements(path, ROOT):
+                top = base.split(".")[0]
+                if top and top not in local and top not in sys.stdlib_module_names:
+                    for distribution in providers.get(top, [f"{top} (not installed)"]):
+                        found.setdefault(_distribution(distribution), set()).add(top)
+    return found
+
+
+def test_the_wheel_ships_the_service_alone():
+    assert sorted(_pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]) == sorted(
+        f"{package}*" for package in SERVICE)
+
+
+def test_the_service_depends_on_what_it_imports_and_nothing_more():
+    imported = third_party_imports(SERVICE)
+    dependencies = requirements()
+    # What a dependency brings (paramiko comes with netmiko) is installed with the service too.
+    assert {name: modules for name, modules in imported.items()
+            if name not in dependencies | _required_by(dependencies)} == {}
+    # A dependency is imported, or the settings load it (an app, a middleware).
+    loaded = {entry.split(".")[0] for entry in [*settings.INSTALLED_APPS, *settings.MIDDLEWARE]}
+    providers = importlib.metadata.packages_distributions()
+    used = set(imported) | {_distribution(name) for module in loaded for name in providers.get(module, [])}
+    assert sorted(dependencies - used) == []
+
+
+@pytest.mark.parametrize(("package", "extras"), [("simulators", ("sim",)), ("lab", ("lab",)), ("bench", ("lab",))])
+def test_what_runs_from_the_checkout_finds_its_imports_in_an_extra(package, extras):
+    installed = requirements(*extras)
+    assert {name: modules for name, modules in third_party_imports((package,)).items()
+            if name not in installed | _required_by(installed)} == {}
 
 
 def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
