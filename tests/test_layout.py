@@ -51,7 +51,7 @@ def _sources(package: str, root: Path = ROOT) -> list[Path]:
 def _import_statements(path: Path, root: Path) -> list[tuple[str, list[str]]]:
     """(module, names) per import statement, at any depth: `import a.b` is ("a.b", []), `from a import b`
     ("a", ["a.b"]); relative imports resolved against the file's package."""
-    statements = []
+    statements: list[tuple[str, list[str]]] = []
     parts = path.relative_to(root).with_suffix("").parts
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -192,9 +192,9 @@ def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
         parts = name.split(".")
         return next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in paths), None)
 
-    graph = {}
+    graph: dict[str, set[str]] = {}
     for module, path in paths.items():
-        targets = set()
+        targets: set[str | None] = set()
         for base, names in _import_statements(path, root):
             submodules = {name for name in names if name in paths}
             targets |= submodules
