@@ -33,7 +33,7 @@ from operations.models import Grant, Link, Operation
 from operations.pool import pool
 from operations.runner import execute, list_links
 from registry.models import Device, Router, Site, Zone
-from routers.sim.process import SimProcess
+from simulators.process import SimProcess
 
 PREFIX = "bench-ops"
 PASSWORD_ENV = "FLEXZONE_ROUTER_SECRET_BENCH_OPS"

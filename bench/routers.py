@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from routers.drivers import DRIVERS
 from routers.drivers.base import LinkSpec, RouterError, RouterTarget
 from routers.platforms import Platform, Transport
-from routers.sim import PLATFORM_MODULES, available_platforms
-from routers.sim.server import SimRouter
+from simulators import PLATFORM_MODULES, available_platforms
+from simulators.server import SimRouter
 
 USERNAME, PASSWORD = "admin", "bench-password"
 FCIP = ("brocade_fos", "cisco_mds")

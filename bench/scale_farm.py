@@ -18,8 +18,8 @@ import signal
 import sys
 from pathlib import Path
 
-from routers.sim import personality_class
-from routers.sim.server import SimRouter
+from simulators import personality_class
+from simulators.server import SimRouter
 
 USERNAME = "admin"
 

@@ -85,9 +85,9 @@ from operations.planner import PlanError
 from operations.pool import pool
 from operations.runner import invoke
 from registry.models import Device, Site
-from routers.sim.admin import foreign_zoning
+from simulators.admin import foreign_zoning
 
-# Fault kinds of routers/sim/faults.py, weighted; each armed for one or two firings.
+# Fault kinds of simulators/faults.py, weighted; each armed for one or two firings.
 FAULTS = (
     ("drop_after_apply", 4),  # a lost reply: the change took effect
     ("drop_before_apply", 3),

@@ -6,7 +6,7 @@ so a soak may run on a database that holds other data:
   whose initiators the FCIP links zone, and one zone of three devices that both sites own, so the two
   hold each other's devices through one shared link whose zoning grows and shrinks;
 - the FCIP switches carry production zoning of other hosts from the start, and an administrator of
-  their own (a stock netmiko session, routers.sim.admin) who changes it and holds the fabric's zoning
+  their own (a stock netmiko session, simulators.admin) who changes it and holds the fabric's zoning
   while flexzone works. The MDS runs vsan 1 in enhanced zoning mode for half the seeds."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from operations.models import Grant, Link, Operation
 from operations.pool import pool
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 from routers import hostkeys
-from routers.sim.admin import FabricAdmin
-from routers.sim.server import SimRouter
+from simulators.admin import FabricAdmin
+from simulators.server import SimRouter
 
 USERNAME = "admin"  # flexzone's account on every simulator
 ADMIN = "storage-admin"  # the FCIP switches' other admin: an account of their own, as a real fabric has

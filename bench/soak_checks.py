@@ -11,7 +11,7 @@ from operations.desired import desired_for
 from operations.holders import between
 from operations.models import Grant, Link, Operation, ZoningImage
 from operations.runner import reconcile
-from routers.sim.admin import foreign_zoning
+from simulators.admin import foreign_zoning
 
 OWN_ZONE = re.compile(r"fz_z\d+_(?:ve|fcip)\d+")  # flexzone's zones on FOS and MDS, as the drivers name them
 

@@ -1,4 +1,4 @@
-"""`python -m lab ...`: the lab's command line, as the `flexzone-lab` console script runs it."""
+"""`python -m lab ...`: the lab's command line (lab.command)."""
 
 import sys
 

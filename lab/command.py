@@ -1,4 +1,4 @@
-"""The lab's command line: `flexzone-lab ...` (the console script) or `python -m lab ...`.
+"""The lab's command line: `python -m lab ...`, from the repository root.
 
     lab up [--sites N] [--backend NAME]   create the testbed (idempotent)
     lab down                              stop lab processes, delete lab namespaces (also after a crash)
@@ -112,6 +112,6 @@ def selfcheck(lab: Lab, *, quick: bool, results: Path | None, budget: float | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="flexzone-lab", description="The flexzone lab: emulated WAN sites.")
+    parser = argparse.ArgumentParser(prog="python -m lab", description="The flexzone lab: emulated WAN sites.")
     add_arguments(parser)
     return run(vars(parser.parse_args(argv)))

@@ -18,7 +18,7 @@ ever written to the repository.
 
 Relays only talk to loopback (127.0.0.0/8, ::1) and the lab network 198.18.0.0/15; any other
 destination is refused when the relay is built. It belongs to the lab, which alone moves blocks through
-the simulators; the simulators themselves (routers.sim) know nothing of it. Run one in-process
+the simulators; the simulators themselves (simulators/) know nothing of it. Run one in-process
 (`DataPathRelay(...).start()`, as the tests do on loopback) or as a process inside a lab namespace:
 
     python -m lab.datapath --listen 198.18.1.11:10809 --target 198.18.2.11:10809 --link up
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from routers.sim.loop import BackgroundLoop
+from simulators.loop import BackgroundLoop
 
 if TYPE_CHECKING:
     from routers.drivers.base import RouterLink
@@ -68,7 +68,7 @@ def check_relay_target(host: str, what: str = "target") -> None:
 
 
 def check_bind_host(host: str) -> None:
-    """Relays listen where simulators may (routers.sim.server.check_bind_host), checked here without importing
+    """Relays listen where simulators may (simulators.server.check_bind_host), checked here without importing
     the simulator framework (asyncssh, telnetlib3): a relay starts in a fraction of the time."""
     check_relay_target(host, "listen")
 
@@ -275,7 +275,7 @@ class DataPathRelay:
         self.set_link(links_up(router.links(), peer))
 
     def start(self) -> tuple[str, int]:
-        """Serve on a loop of its own in a background thread (routers.sim.loop, as the simulators do); return
+        """Serve on a loop of its own in a background thread (simulators.loop, as the simulators do); return
         the bound (host, port)."""
         background = BackgroundLoop("datapath-relay")
         address = background.start(self.serve, self.aclose)

@@ -349,13 +349,13 @@ class Lab:
     def start_router_sim(self, site: str, platform: str, *, name: str | None = None, telnet_port: int | None = 23,
                          ssh_port: int | None = None, state_dir: Path | None = None, args: Sequence[str] = (),
                          timeout: float = 20.0) -> dict[str, Any]:
-        """Start a router simulator (`python -m routers.sim`) on the site's management address.
+        """Start a router simulator (`python -m simulators`) on the site's management address.
 
         Returns the simulator's ready line ({"platform", "pid", "telnet": [host, port], ...}).
         """
         where = self.site(site)
         name = name or f"sim-{site}"
-        argv = [sys.executable, "-m", "routers.sim", "--platform", platform]
+        argv = [sys.executable, "-m", "simulators", "--platform", platform]
         if telnet_port is not None:
             argv += ["--telnet", f"{where.mgmt_addr}:{telnet_port}"]
         if ssh_port is not None:

@@ -25,7 +25,7 @@ class LabelledEnum(StrEnum):
 
 
 class Platform(LabelledEnum):
-    """A router family flexzone has a driver (routers/drivers/) and a simulator (routers/sim/) for."""
+    """A router family flexzone has a driver (routers/drivers/) and a simulator (simulators/) for."""
 
     MCDATA_ECLIPSE = "mcdata_eclipse", "McData Eclipse (iFCP, telnet)"
     NISHAN_IPS3000 = "nishan_ips3000", "Nishan IPS 3000 (iFCP, telnet)"

@@ -176,7 +176,7 @@ def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
         argv = [
             PY,
             "-m",
-            "routers.sim",
+            "simulators",
             "--platform",
             router["platform"],
             f"--{router['transport']}",

@@ -4,9 +4,8 @@ Nothing is run and no server is started: each command a shell block shows is che
 answer it. `make T`: a target of the Makefile. `python -m M`: a module of this repository with something
 to run (or an installed one, such as venv), and for `bench` and `lab` the benchmark or action named.
 `manage.py C ...`: a management command of Django or of one of the apps, and the arguments its own parser
-takes. `flexzone`, `flexzone-rtr`, `flexzone-lab`: the arguments their parsers take. `pytest PATH`: the
-test file. The python commands
-are also run, in quick forms, by tests/test_readme_commands.py.
+takes. `flexzone`, `flexzone-rtr`: the arguments their parsers take (`flexzone-lab` is gone: `python -m
+lab`). `pytest PATH`: the test file. The python commands are also run, in quick forms, by tests/test_readme_commands.py.
 
 The metrics page is checked against the metrics the code defines and the rules in deploy/prometheus,
 the architecture page against the ALLOWED table of tests/test_layout.py.
@@ -99,7 +98,7 @@ class _StrictParser(argparse.ArgumentParser):
 def lab_parser() -> argparse.ArgumentParser:
     from lab.command import add_arguments
 
-    parser = _StrictParser(prog="flexzone-lab")
+    parser = _StrictParser(prog="python -m lab")
     add_arguments(parser)
     return parser
 
@@ -139,11 +138,9 @@ def check_cli(program: str, args: list[str]) -> str | None:
         from cli.flexzone import build_parser, translate_words
 
         return _parsed(lambda: build_parser().parse_args(translate_words(args)))
-    if program == "flexzone-rtr":
-        from cli.rtr import build_parser as rtr_parser
+    from cli.rtr import build_parser as rtr_parser
 
-        return _parsed(lambda: rtr_parser().parse_args(args))
-    return _parsed(lambda: lab_parser().parse_args(args))
+    return _parsed(lambda: rtr_parser().parse_args(args))
 
 
 def check_command(words: list[str]) -> str | None | bool:
@@ -159,8 +156,10 @@ def check_command(words: list[str]) -> str | None | bool:
         missing = [path for path in args if not path.startswith("-") and ("/" in path or path.endswith(".py"))
                    and not (ROOT / path.split("::")[0]).exists()]
         return f"no test file {', '.join(missing)}" if missing else None
-    if program in ("flexzone", "flexzone-rtr", "flexzone-lab"):
+    if program in ("flexzone", "flexzone-rtr"):
         return check_cli(program, args)
+    if program == "flexzone-lab":
+        return "flexzone-lab is no longer installed: python -m lab"
     if PYTHON.match(program) and args:
         if args[0] == "-m":
             return check_module(args[1], args[2:]) if len(args) > 1 else "python -m without a module"
@@ -216,7 +215,8 @@ def test_a_made_up_command_is_reported_and_a_real_one_is_not():
         "manage.py ca init && manage.py ca issue-client carol --role operator --site primary-site --zone 1",
         ".venv/bin/flexzone --plan --device-description XRAID2 --site primary-site",
         "flexzone status 12", ".venv/bin/flexzone-rtr --addifcp --port 8 --zone 3 --ifcpip 127.0.0.22",
-        "flexzone-lab selfcheck --quick", ".venv/bin/pytest tests/test_docs.py::test_a_broken_link_is_reported -q",
+        "sudo .venv/bin/python -m lab selfcheck --quick",
+        ".venv/bin/pytest tests/test_docs.py::test_a_broken_link_is_reported -q",
     ]
     bad = [
         "make no-such-target", ".venv/bin/python -m bench no-such-bench", ".venv/bin/python -m no_such_module",
@@ -390,5 +390,5 @@ def test_the_architecture_page_gives_each_package_the_imports_the_layout_test_al
              for cells in table_rows((ROOT / "docs" / "architecture.md").read_text())
              if len(cells) > 1 and (match := re.fullmatch(r"`(\w+)/`", cells[0]))}
     rule = layout_rule()
-    assert rule["lab"] == {"cli", "routers"}
+    assert rule["lab"] == {"cli", "routers", "simulators"}
     assert {package: shown.get(package) for package in rule} == rule

@@ -1,5 +1,6 @@
 """The house's shape: imports between the top-level packages point one way, the simulators, benchmarks
-and lab stay outside the service, and no module outgrows a reader.
+and lab stay outside the service, no module imports itself back through others, and no module
+outgrows a reader.
 
 Each rule reads the source with `ast` (imports inside functions count too), so a test fails the day
 someone adds the import, not the day it matters.
@@ -8,13 +9,20 @@ someone adds the import, not the day it matters.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import re
+import sys
+import tomllib
+from collections import deque
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("flexzone", "registry", "access", "operations", "routers", "api", "console", "serving", "cli", "bench",
-            "lab")
+PACKAGES = ("flexzone", "registry", "access", "operations", "routers", "api", "console", "serving", "cli",
+            "simulators", "bench", "lab")
 # What each package may import of the others (docs/architecture.md, "Layers", repeats this table).
 ALLOWED = {
     "routers": set(),
@@ -26,35 +34,44 @@ ALLOWED = {
     "serving": {"registry", "access", "operations"},  # gunicorn, the read cache in front of Django
     "flexzone": {"api", "console", "serving", "registry", "access", "operations", "routers"},
     "cli": set(),
-    "lab": {"cli", "routers"},  # REST through the client library; drivers and simulators it measures directly
+    "simulators": {"routers"},  # the platforms they imitate and the drivers' link contract
+    # REST through the client library; the drivers and the simulators it measures directly.
+    "lab": {"cli", "routers", "simulators"},
     # `bench scale` deploys the service as the lab does and speaks REST to it.
-    "bench": {"registry", "access", "operations", "routers", "api", "serving", "flexzone", "lab", "cli"},
+    "bench": {"registry", "access", "operations", "routers", "api", "serving", "flexzone", "simulators", "lab", "cli"},
 }
-SERVICE = ("flexzone", "registry", "access", "operations", "routers", "api", "console", "serving")
+# What the wheel ships and the service runs; the rest runs from a checkout (`python -m simulators`, ...).
+SERVICE = ("flexzone", "registry", "access", "operations", "routers", "api", "console", "serving", "cli")
+OUTSIDE = ("simulators", "bench", "lab")
 LINE_LIMIT = 520
 # Modules allowed past the limit, and why (none since links and locks moved to operations).
 LONG_MODULES: dict[str, str] = {}
 
 
-def _sources(package: str) -> list[Path]:
-    return [path for path in sorted((ROOT / package).rglob("*.py")) if "migrations" not in path.parts]
+def _sources(package: str, root: Path = ROOT) -> list[Path]:
+    return [path for path in sorted((root / package).rglob("*.py")) if "migrations" not in path.parts]
+
+
+def _import_statements(path: Path, root: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) per import statement, at any depth: `import a.b` is ("a.b", []), `from a import b`
+    ("a", ["a.b"]); relative imports resolved against the file's package."""
+    statements: list[tuple[str, list[str]]] = []
+    parts = path.relative_to(root).with_suffix("").parts
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            statements += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*parts[: len(parts) - node.level], *([base] if base else [])])
+            statements.append((base, [f"{base}.{alias.name}" for alias in node.names]))
+    return statements
 
 
 def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
     """Every module name an import statement in the file names, at any depth; relative imports are
     resolved against the file's package."""
-    found = set()
-    parts = path.relative_to(root).with_suffix("").parts
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join([*parts[: len(parts) - node.level], *([base] if base else [])])
-            found.add(base)
-            found |= {f"{base}.{alias.name}" for alias in node.names}
-    return found
+    return {name for base, names in _import_statements(path, root) for name in (base, *names)}
 
 
 def _allowed(name: str, allowed: set[str]) -> bool:
@@ -73,23 +90,176 @@ def test_a_package_imports_only_the_packages_below_it(package):
 
 
 def test_the_service_never_imports_the_simulators_the_benchmarks_or_the_lab():
-    # routers.sim is inside routers, so the rule above does not see it.
+    # The wheel holds the service alone: such an import would fail where flexzone is installed.
+    assert [package for package in SERVICE if ALLOWED[package] & set(OUTSIDE)] == []
     wrong = sorted(
         f"{path.relative_to(ROOT)}: {name}"
-        for package in SERVICE for path in _sources(package) if "sim" not in path.relative_to(ROOT).parts
-        for name in imported_modules(path)
-        if _allowed(name, {"routers.sim", "bench", "lab"})
+        for package in SERVICE for path in _sources(package) for name in imported_modules(path)
+        if _allowed(name, set(OUTSIDE))
     )
     assert wrong == []
 
 
-def test_routers_and_the_lab_need_no_django():
+def test_the_routers_the_simulators_the_lab_and_the_cli_need_no_django():
     wrong = sorted(
         f"{path.relative_to(ROOT)}: {name}"
-        for package in ("routers", "lab", "cli") for path in _sources(package)
+        for package in ("routers", "simulators", "lab", "cli") for path in _sources(package)
         for name in imported_modules(path) if _allowed(name, {"django", "rest_framework"})
     )
     assert wrong == []
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _distribution(requirement: str) -> str:
+    """A requirement's distribution name, normalised (PEP 503): "psycopg[binary]==3.3.9" -> "psycopg"."""
+    name = re.match(r"[A-Za-z0-9._-]+", requirement.strip())
+    assert name, requirement
+    return re.sub(r"[-_.]+", "-", name[0]).lower()
+
+
+def requirements(*extras: str) -> set[str]:
+    """The distributions pyproject.toml installs with these extras (none: the service's own), following
+    an extra's `flexzone[...]`."""
+    project = _pyproject()["project"]
+    found = {_distribution(entry) for entry in project["dependencies"]}
+    for extra in extras:
+        for entry in project["optional-dependencies"][extra]:
+            if entry.startswith("flexzone["):
+                found |= requirements(*entry.removeprefix("flexzone[").removesuffix("]").split(","))
+            else:
+                found.add(_distribution(entry))
+    return found
+
+
+def _required_by(distributions: set[str]) -> set[str]:
+    """What these installed distributions require in turn (their extras aside)."""
+    return {_distribution(entry) for distribution in distributions
+            for entry in importlib.metadata.requires(distribution) or [] if "extra ==" not in entry}
+
+
+def third_party_imports(packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Each installed distribution the packages import from -> the top-level modules imported of it."""
+    local = {*PACKAGES, "tests", "__future__"}
+    providers = importlib.metadata.packages_distributions()
+    found: dict[str, set[str]] = {}
+    for package in packages:
+        for path in _sources(package):
+            for base, _ in _import_statements(path, ROOT):
+                top = base.split(".")[0]
+                if top and top not in local and top not in sys.stdlib_module_names:
+                    for distribution in providers.get(top, [f"{top} (not installed)"]):
+                        found.setdefault(_distribution(distribution), set()).add(top)
+    return found
+
+
+def test_the_wheel_ships_the_service_alone():
+    assert sorted(_pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]) == sorted(
+        f"{package}*" for package in SERVICE)
+
+
+def test_the_service_depends_on_what_it_imports_and_nothing_more():
+    imported = third_party_imports(SERVICE)
+    dependencies = requirements()
+    # What a dependency brings (paramiko comes with netmiko) is installed with the service too.
+    assert {name: modules for name, modules in imported.items()
+            if name not in dependencies | _required_by(dependencies)} == {}
+    # A dependency is imported, or the settings load it (an app, a middleware).
+    loaded = {entry.split(".")[0] for entry in [*settings.INSTALLED_APPS, *settings.MIDDLEWARE]}
+    providers = importlib.metadata.packages_distributions()
+    used = set(imported) | {_distribution(name) for module in loaded for name in providers.get(module, [])}
+    assert sorted(dependencies - used) == []
+
+
+@pytest.mark.parametrize(("package", "extras"), [("simulators", ("sim",)), ("lab", ("lab",)), ("bench", ("lab",))])
+def test_what_runs_from_the_checkout_finds_its_imports_in_an_extra(package, extras):
+    installed = requirements(*extras)
+    assert {name: modules for name, modules in third_party_imports((package,)).items()
+            if name not in installed | _required_by(installed)} == {}
+
+
+def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Each module of the top-level packages (tests and migrations aside) -> the modules of the tree it
+    imports: the graph as a reader sees it. An import inside a function counts, and so does one under
+    `if TYPE_CHECKING:`: deferring an import, or making it for the annotations only, hides a cycle from
+    the interpreter but leaves the two modules knowing each other. `from a import b` names the module
+    a.b when there is one, else a's `__init__`; that importing a.b runs a's `__init__` first is left out
+    (a package's `__init__` may import its own modules). scripts/ holds programs nothing imports, which
+    close no cycle."""
+    paths = {".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): path
+             for init in sorted(root.glob("*/__init__.py")) if init.parent.name != "tests"
+             for path in _sources(init.parent.name, root)}
+
+    def module_of(name: str) -> str | None:
+        parts = name.split(".")
+        return next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in paths), None)
+
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        targets: set[str | None] = set()
+        for base, names in _import_statements(path, root):
+            submodules = {name for name in names if name in paths}
+            targets |= submodules
+            if len(submodules) < len(names) or not names:  # names defined in `base`, or `import base`
+                targets.add(module_of(base))
+        graph[module] = {target for target in targets if target is not None and target != module}
+    return graph
+
+
+def _reached_from(graph: dict[str, set[str]], start: str) -> dict[str, str]:
+    """Every module `start` reaches in one step or more -> the module it is first reached through."""
+    through: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        name = queue.popleft()
+        for target in sorted(graph[name]):
+            if target not in through:
+                through[target] = name
+                queue.append(target)
+    return through
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """One shortest cycle per group of modules that import each other, as "a -> b -> a"."""
+    cycles, seen = [], set()
+    for start in sorted(graph):
+        through = _reached_from(graph, start)
+        if start in seen or start not in through:
+            continue
+        path, name = [start], through[start]
+        while name != start:
+            path.insert(0, name)
+            name = through[name]
+        cycles.append(" -> ".join([start, *path]))
+        seen |= {name for name in through if start in _reached_from(graph, name)}
+    return cycles
+
+
+def test_no_module_imports_itself_back_through_others():
+    # Modules in a cycle are one room in two files: move the shared piece down, or let the lower module
+    # say what it needs of the higher one's class as a small Protocol (simulators/server/terminal.py).
+    assert import_cycles(module_graph()) == []
+
+
+def test_the_cycle_rule_sees_through_functions_and_type_checking_but_not_into_packages(tmp_path):
+    files = {
+        "shop/__init__.py": "from shop.till import Till\n",
+        "shop/till.py": "from shop import stock\n",  # the module shop.stock, not the package
+        "shop/stock.py": "def count():\n    from .ledger import book\n",
+        "shop/ledger.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from shop.till import Till\n",
+        "tests/__init__.py": "import shop\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph = module_graph(tmp_path)
+    assert graph == {"shop": {"shop.till"}, "shop.till": {"shop.stock"}, "shop.stock": {"shop.ledger"},
+                     "shop.ledger": {"shop.till"}}
+    assert import_cycles(graph) == ["shop.ledger -> shop.till -> shop.stock -> shop.ledger"]
+    (tmp_path / "shop/ledger.py").write_text("import json\n")
+    assert import_cycles(module_graph(tmp_path)) == []
 
 
 def test_no_module_outside_the_tests_is_longer_than_a_reader_can_hold():
@@ -110,7 +280,7 @@ def test_the_rules_see_an_import_inside_a_function_and_a_relative_one(tmp_path):
     probe.write_text("def f():\n    from registry.models import Site\n    from . import base\n    import api.views\n")
     names = imported_modules(probe, root=tmp_path)
     assert {"registry.models", "lab.experiments.base", "api.views"} <= names
-    assert not _allowed("registry.models", ALLOWED["lab"]) and _allowed("routers.sim.loop", ALLOWED["lab"])
+    assert not _allowed("registry.models", ALLOWED["lab"]) and _allowed("simulators.loop", ALLOWED["lab"])
     assert not _allowed("routersx", {"routers"})
 
 

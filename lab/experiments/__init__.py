@@ -2,5 +2,5 @@
 service's operations across the emulated WAN (latency, loss, api_clients) and the report.
 
 Each experiment is one function `run(bench, plan, folder, out) -> Outcome` plus a QUICK and a FULL plan,
-driven by `flexzone-lab <name> [--quick]` (or `python -m lab <name>`, `python -m lab.experiments <name>`).
+driven by `python -m lab <name> [--quick]` (or `python -m lab.experiments <name>`).
 """

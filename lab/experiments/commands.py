@@ -1,4 +1,4 @@
-"""The experiments' sub-commands of `flexzone-lab` (`transfer`, `filesizes`, `all`), also `python -m lab.experiments`.
+"""The experiments' sub-commands of `python -m lab` (`transfer`, `filesizes`, `all`), also `python -m lab.experiments`.
 
     lab transfer  [--quick] [--where auto|lab|loopback] [--wan SPEC] [--results DIR] [--budget S]
     lab filesizes [--quick] ...
@@ -137,8 +137,8 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
 
 
 def invoked_as() -> str:
-    """The program as its user typed it, for the report: `flexzone-lab`, `python -m lab` or
-    `python -m lab.experiments`."""
+    """The program as its user typed it, for the report: `python -m lab` or `python -m lab.experiments`
+    (or the name of the program that called the lab's code)."""
     program = Path(sys.argv[0])
     if program.name != "__main__.py":
         return program.name

@@ -111,7 +111,7 @@ def measure_setup(plan: Plan, out: TextIO) -> list[dict[str, float]]:
     from routers.drivers import get_driver
     from routers.drivers.base import LinkSpec, RouterTarget
     from routers.platforms import Platform, Transport
-    from routers.sim.server import SimRouter
+    from simulators.server import SimRouter
 
     greeter = _Greeter()
     sims = [SimRouter(plan.platform, telnet=("127.0.0.1", 0), scale=plan.timing_scale, hostname=name, seed=i)

@@ -37,7 +37,7 @@ class RemoteRouter:
         self.host = lab.site("remote").mgmt_addr
 
     def start(self) -> RemoteRouter:
-        argv = [sys.executable, "-m", "routers.sim", "--platform", self.session.platform, "--telnet",
+        argv = [sys.executable, "-m", "simulators", "--platform", self.session.platform, "--telnet",
                 f"{self.host}:{SIM_PORT}", "--timing-scale", f"{self.session.timing_scale:g}", "--seed", "7"]
         self.place.spawn(self.name, argv, cwd=ROOT, env=python_env())
         wait_listening(self.place, SIM_PORT, timeout=30)

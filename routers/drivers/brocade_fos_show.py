@@ -3,7 +3,7 @@
 The FOS driver (brocade_fos.py) reads ``cfgshow``, ``cfgtransshow``, ``portshow fciptunnel all -c``
 (which tunnels and circuits exist, and their operational status) and ``portcfgshow fcipcircuit
 all`` (each circuit's addresses and administrative state). Each parser checks the structure its
-command has on real switches (public captures, named in tests/routers/drivers/real_layouts/):
+command has on real switches (public captures, named in tests/support/real_layouts/):
 section headers, entry and continuation lines, table header, rules and row shapes, block titles
 and key lines. A line outside that structure raises LayoutError naming it, so a reply damaged on
 the way, or a layout nobody has seen, stops the operation before anything is changed. Lines the

@@ -6,7 +6,7 @@ brief vsan N`` (which zones each full zoneset lists), ``show zoneset active vsan
 device-alias database`` (only when a zone names a device-alias) and ``show running-config fcip``.
 
 Each parser knows the layout of its command as real switches print it (public captures named in
-tests/routers/drivers/real_layouts/README.md) and checks the structure it relies on: the headers,
+tests/support/real_layouts/README.md) and checks the structure it relies on: the headers,
 the indentation of zones, fcalias blocks and members, the member forms, the VSAN it asked for and
 the totals a listing ends with. A line outside that structure raises LayoutError naming it, so a
 reply damaged on the way, or a layout nobody has seen, stops the operation before anything is

@@ -3,7 +3,7 @@
 An iFCP gateway zones by itself (RFC 4172: a zone is the gateway's own object), so a link is one
 command to add and one to remove, and the gateway lists its sessions in one table. THE CLI GRAMMARS
 ARE SYNTHETIC: no public transcript of either CLI exists, so each is the one flexzone's simulator of
-it defines (routers/sim/). A vendor module gives its command templates, the patterns of its answers
+it defines (simulators/). A vendor module gives its command templates, the patterns of its answers
 and its table parser; ``IfcpDriver`` does the rest.
 """
 

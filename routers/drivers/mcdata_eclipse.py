@@ -1,7 +1,7 @@
 """McData Eclipse 2640 (E/OSi) driver, over telnet. THE CLI GRAMMAR IS SYNTHETIC.
 
 No public Eclipse CLI transcript exists: the grammar is the one flexzone's simulator defines
-(routers/sim/, designed from RFC 4172). The Eclipse keeps a saved configuration: ``save_config()``
+(simulators/, designed from RFC 4172). The Eclipse keeps a saved configuration: ``save_config()``
 runs ``config save``; a remove asks for confirmation.
 """
 

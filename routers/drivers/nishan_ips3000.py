@@ -1,7 +1,7 @@
 """Nishan IPS 3000 (SoIP) driver, over telnet. THE CLI GRAMMAR IS SYNTHETIC.
 
 No public IPS 3000 CLI transcript exists: the grammar is the one flexzone's simulator defines
-(routers/sim/, designed from RFC 4172). The IPS writes every change to flash as it is made, so
+(simulators/, designed from RFC 4172). The IPS writes every change to flash as it is made, so
 ``save_config()`` has nothing to send.
 """
 

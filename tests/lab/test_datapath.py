@@ -23,7 +23,7 @@ from lab.datapath import (
     throwaway_certificate,
     tls_contexts,
 )
-from routers.sim.server import SimRouter
+from simulators.server import SimRouter
 
 GREETING = b"NBDMAGIC-greeting"
 

@@ -21,8 +21,8 @@ from operations.models import Grant, Link, ZoningLock
 from operations.planner import plan_connect, plan_disconnect
 from operations.pool import pool
 from registry.models import Device, Host, Initiator, Site
-from routers.sim.admin import FabricAdmin, production_in_force, zones_in_force
-from routers.sim.faults import Fault
+from simulators.admin import FabricAdmin, production_in_force, zones_in_force
+from simulators.faults import Fault
 from tests.support.sims import wire
 
 CONNECT = {"site": "remote-site", "device_description": "XRAID1"}

@@ -1,4 +1,5 @@
-"""The engine's shape: operations/ imports form no cycle, and no module takes another's private names."""
+"""The engine's shape: no module takes another's private names, one thread pool (tests/test_layout.py checks for
+import cycles across the whole tree, the engine's included)."""
 
 from __future__ import annotations
 
@@ -31,26 +32,6 @@ def _imports(tree: ast.Module, known: set[str]) -> list[tuple[str, list[str]]]:
         elif isinstance(node, ast.Import):
             found += [(alias.name, []) for alias in node.names if alias.name.split(".")[0] == "operations"]
     return found
-
-
-def test_the_operations_modules_import_each_other_without_a_cycle():
-    trees = _modules()
-    graph = {name: {target for target, _ in _imports(tree, set(trees)) if target in trees and target != name}
-             for name, tree in trees.items()}
-    graph["operations"] = set()  # the package's lazy re-exports (PEP 562) import nothing at load time
-    seen: dict[str, str] = {}
-
-    def visit(name: str, path: list[str]) -> None:
-        if seen.get(name) == "done":
-            return
-        assert seen.get(name) != "open", f"import cycle: {' -> '.join([*path, name])}"
-        seen[name] = "open"
-        for target in sorted(graph[name]):
-            visit(target, [*path, name])
-        seen[name] = "done"
-
-    for name in sorted(graph):
-        visit(name, [])
 
 
 def test_no_module_imports_another_modules_private_names():

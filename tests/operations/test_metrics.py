@@ -14,7 +14,7 @@ from prometheus_client import REGISTRY
 from operations import execute, journal, submit
 from operations.chores import expire_leases
 from operations.models import Grant, Operation
-from routers.sim.faults import Fault
+from simulators.faults import Fault
 
 ADD = {"site": "remote-site", "device_description": "XRAID1"}
 IFCP_PAIR = "mcdata_eclipse+nishan_ips3000"

@@ -56,8 +56,8 @@ from operations.planner import PlanError, plan_connect
 from operations.pool import pool
 from registry.demo import load_demo
 from registry.models import Device, Host, Initiator, Router, Site, Zone
-from routers.sim.admin import FabricAdmin, foreign_zoning
-from routers.sim.faults import Fault
+from simulators.admin import FabricAdmin, foreign_zoning
+from simulators.faults import Fault
 from tests.support.sims import wire
 
 WIRING = {"primary-rtr": ("mcdata_eclipse", "telnet"), "remote-rtr": ("nishan_ips3000", "telnet"),

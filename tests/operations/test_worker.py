@@ -22,7 +22,7 @@ from operations.locking import router_lock
 from operations.models import Grant, Operation, RouterSession
 from registry.models import Router
 from registry.readiness import database_url
-from routers.sim.personality import TimingProfile
+from simulators.personality import TimingProfile
 from tests.support.agreement import assert_agreement, router_keys
 from tests.support.worker import WORKER_ENV, wait_for
 

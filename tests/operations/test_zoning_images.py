@@ -11,7 +11,7 @@ from operations.models import ZoningImage
 from operations.steps import router_target
 from registry.models import Site
 from routers.drivers import DRIVERS
-from routers.sim.admin import PROD_MEMBERS, PROD_ZONE, FabricAdmin
+from simulators.admin import PROD_MEMBERS, PROD_ZONE, FabricAdmin
 from tests.support.sims import wire
 
 

@@ -7,7 +7,7 @@
 * ``sim_target(sim, transport=None, **overrides) -> RouterTarget``: where a driver should connect to
   reach `sim`, with short timeouts (connect 10 s, command 3 s) so a fault fails a test fast.
 * ``sim_process_factory(platform, state_dir=..., args=[...]) -> SimProcess``: the same simulator as a
-  ``python -m routers.sim`` child process (``.addresses``), terminated after the test.
+  ``python -m simulators`` child process (``.addresses``), terminated after the test.
 * ``driver_for(sim, transport=None, **overrides) -> RouterDriver``: a connected driver for `sim`,
   closed after the test.
 
@@ -26,9 +26,9 @@ from routers import hostkeys
 from routers.drivers import get_driver
 from routers.drivers.base import RouterDriver, RouterTarget
 from routers.platforms import Platform, Transport
-from routers.sim import personality_class
-from routers.sim.process import SimProcess
-from routers.sim.server import SimRouter
+from simulators import personality_class
+from simulators.process import SimProcess
+from simulators.server import SimRouter
 from tests.support.sims import PASSWORD, USERNAME
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from routers.drivers.base import LinkSpec
-from routers.sim.admin import zones_in_force
+from simulators.admin import zones_in_force
 
 TARGET = "50:00:09:72:08:1a:f1:04"
 INITIATORS = ("10:00:00:10:9b:5e:b0:01", "10:00:00:10:9b:5e:b0:02")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from routers.sim.admin import FabricAdmin
+from simulators.admin import FabricAdmin
 
 
 @pytest.fixture

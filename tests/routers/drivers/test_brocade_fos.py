@@ -19,8 +19,8 @@ from routers.drivers.base import (
     ZoningChanged,
 )
 from routers.drivers.brocade_fos import BrocadeFosDriver
-from routers.sim.admin import FabricAdmin, production_in_force
-from routers.sim.faults import Fault
+from simulators.admin import FabricAdmin, production_in_force
+from simulators.faults import Fault
 from tests.support.sims import PASSWORD, USERNAME
 
 WWN = "50:00:09:73:98:06:c8:08"

@@ -16,7 +16,7 @@ from routers.drivers.base import (
     RouterLink,
 )
 from routers.drivers.cisco_mds import CiscoMdsDriver
-from routers.sim.faults import Fault
+from simulators.faults import Fault
 from tests.support.sims import PASSWORD, USERNAME
 
 WWN = "50:00:09:73:98:06:c8:08"

@@ -21,14 +21,14 @@ from routers.drivers.base import (
     ZoningBusy,
 )
 from routers.drivers.zoning import ACTIVE_ZONESET, EFFECTIVE
-from routers.sim.admin import (
+from simulators.admin import (
     PROD_ZONE,
     FabricAdmin,
     configuration_in_force,
     production_in_force,
     zones_in_force,
 )
-from routers.sim.faults import Fault
+from simulators.faults import Fault
 from tests.support.fabric import INITIATORS, PORTS, TARGET, flexzone_zones, spec_for
 
 ZONE_PREFIX = {"brocade_fos": "fz_z7_ve24", "cisco_mds": "fz_z7_fcip5"}

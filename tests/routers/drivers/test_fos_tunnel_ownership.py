@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from routers.drivers.base import CommandRejected, LinkAbsent, LinkSpec, RouterConnectError, RouterLink
-from routers.sim.admin import FabricAdmin, production_in_force, zones_in_force
-from routers.sim.faults import Fault
+from simulators.admin import FabricAdmin, production_in_force, zones_in_force
+from simulators.faults import Fault
 
 TARGET = "50:00:09:72:08:1a:f1:04"
 HOST = "10:00:00:10:9b:5e:b0:01"

@@ -11,7 +11,7 @@ import pytest
 from routers import hostkeys
 from routers.drivers import get_driver
 from routers.drivers.base import RouterHostKeyError
-from routers.sim.server import SimRouter
+from simulators.server import SimRouter
 
 
 def other_key_line() -> str:

@@ -16,8 +16,8 @@ import time
 import pytest
 
 from routers.drivers.base import CommandRejected, LinkSpec, RouterConnectError, RouterTimeout, ZoningBusy
-from routers.sim.admin import FabricAdmin, production_in_force, zones_in_force
-from routers.sim.faults import Fault
+from simulators.admin import FabricAdmin, production_in_force, zones_in_force
+from simulators.faults import Fault
 from tests.support.fabric import flexzone_zones, spec_for
 
 SPEC = spec_for("cisco_mds")

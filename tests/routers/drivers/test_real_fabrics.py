@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from routers.drivers.base import CommandRejected, LinkSpec, RouterLink
-from routers.sim.admin import FabricAdmin, zones_in_force
+from simulators.admin import FabricAdmin, zones_in_force
 
 TARGET = "50:00:09:72:08:1a:f1:04"
 HOST = "10:00:00:10:9b:5e:b0:01"

@@ -1,9 +1,9 @@
-"""Every parser of the FCIP drivers on layouts taken from real switch output (real_layouts/, README there).
+"""Every parser of the FCIP drivers on layouts taken from real switch output (tests/support/real_layouts/).
 
 Each fixture names the public capture its layout comes from; the data in it is ours. A parser must read
 each fixture of its command into what the switch meant (EXPECTED), and must refuse, with LayoutError
 naming a line, the fixtures of every other command: a reply that is not what it asked for is never
-half-read into a wrong picture of the switch. tests/routers/sim/test_real_layouts.py checks that the
+half-read into a wrong picture of the switch. tests/simulators/test_real_layouts.py checks that the
 simulators print these layouts.
 """
 
@@ -30,7 +30,7 @@ from routers.drivers.cisco_mds_show import (
     parse_zones,
     parse_zoneset_brief,
 )
-from tests.routers.drivers.real_layouts import FIXTURES, load, name
+from tests.support.real_layouts import FIXTURES, load, name
 
 
 def command_of(path: Path) -> str:
