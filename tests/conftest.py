@@ -1,6 +1,14 @@
-"""Fixtures shared by every test package: the fixed cast of the DICE testbed."""
+"""Fixtures shared by every test package: the fixed cast of the DICE testbed, and the plugins in
+tests/support/fixtures (pytest reads `pytest_plugins` only here, in the top-level conftest)."""
 
 import pytest
+
+pytest_plugins = [
+    "tests.support.fixtures.sims",
+    "tests.support.fixtures.api",
+    "tests.support.fixtures.operations",
+    "tests.support.fixtures.cli",
+]
 
 
 @pytest.fixture

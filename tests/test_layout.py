@@ -284,25 +284,88 @@ def test_the_rules_see_an_import_inside_a_function_and_a_relative_one(tmp_path):
     assert not _allowed("routersx", {"routers"})
 
 
+def _is_test_module(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == "tests" and any(part.startswith("test_") or part == "conftest" for part in parts[1:])
+
+
 def imported_test_modules(path: Path, root: Path = ROOT) -> set[str]:
-    """The test modules (tests.….test_*) and the top-level conftest a file imports."""
+    """The test modules (tests.….test_*), conftests (tests.….conftest) and fixture plugins
+    (tests.support.fixtures.…) a file imports: fixtures come by name through pytest, never by import."""
     return {name for name in imported_modules(path, root)
-            if name == "tests.conftest" or name.startswith("tests.conftest.") or (name.startswith("tests.") and any(
-                part.startswith("test_") for part in name.split(".")[1:]))}
+            if _is_test_module(name) or _allowed(name, {"tests.support.fixtures"})}
 
 
 def test_no_test_imports_another_test_module():
-    # What tests share lives in tests/support (helpers) and in conftests (fixtures).
+    # What tests share lives in tests/support (helpers) and its fixture plugins, declared in tests/conftest.py.
     found = {str(path.relative_to(ROOT)): names for path in sorted((ROOT / "tests").rglob("*.py"))
              if (names := imported_test_modules(path))}
     assert not found, f"import the shared helper from tests.support instead: {found}"
 
 
-def test_the_test_import_rule_sees_a_test_module_and_the_root_conftest(tmp_path):
+def test_the_test_import_rule_sees_test_modules_conftests_and_fixture_plugins(tmp_path):
     probe = tmp_path / "tests" / "api" / "test_probe.py"
     probe.parent.mkdir(parents=True)
     probe.write_text("from tests.operations.test_basics import x\nfrom tests.conftest import y\n"
-                     "from tests.support.sims import wire\n")
-    assert imported_test_modules(probe, root=tmp_path) == {"tests.operations.test_basics",
-                                                           "tests.operations.test_basics.x", "tests.conftest",
-                                                           "tests.conftest.y"}
+                     "from tests.cli.conftest import run_cli\nfrom .conftest import z\n"
+                     "from tests.support.fixtures.api import cast\nfrom tests.support.sims import wire\n")
+    assert imported_test_modules(probe, root=tmp_path) == {
+        "tests.operations.test_basics", "tests.operations.test_basics.x", "tests.conftest", "tests.conftest.y",
+        "tests.cli.conftest", "tests.cli.conftest.run_cli", "tests.api.conftest", "tests.api.conftest.z",
+        "tests.support.fixtures.api", "tests.support.fixtures.api.cast"}
+
+
+FIXTURE_PLUGINS = "tests/support/fixtures"
+
+
+def fixtures_defined(path: Path) -> set[str]:
+    """The fixtures a module defines: functions decorated with pytest.fixture, by their `name=` if given."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                if ast.unparse(call.func if call else decorator) in ("pytest.fixture", "fixture"):
+                    given = [k.value.value for k in (call.keywords if call else []) if k.arg == "name"]
+                    names.add(given[0] if given else node.name)
+    return names
+
+
+def fixture_modules(root: Path = ROOT) -> list[Path]:
+    """Every conftest under tests/ and every fixture plugin."""
+    return sorted({*(root / "tests").rglob("conftest.py"), *(root / FIXTURE_PLUGINS).glob("*.py")})
+
+
+def fixtures_defined_twice(root: Path = ROOT) -> dict[str, list[str]]:
+    where: dict[str, list[str]] = {}
+    for path in fixture_modules(root):
+        for name in fixtures_defined(path):
+            where.setdefault(name, []).append(str(path.relative_to(root)))
+    return {name: paths for name, paths in where.items() if len(paths) > 1}
+
+
+def test_each_fixture_name_means_one_thing():
+    # A conftest's fixture silently replaces a plugin's (or a parent conftest's) of the same name below it.
+    assert fixtures_defined_twice() == {}, "give the fixture a name of its own"
+
+
+def test_the_fixture_rule_sees_a_conftest_redefining_a_plugins_fixture(tmp_path):
+    plugin = tmp_path / FIXTURE_PLUGINS / "cli.py"
+    conftest = tmp_path / "tests" / "cli" / "conftest.py"
+    for path in (plugin, conftest):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    plugin.write_text("import pytest\n\n@pytest.fixture(scope='session')\ndef lab(): ...\n\n"
+                      "@pytest.fixture\ndef cli_secrets(): ...\n")
+    conftest.write_text("from pytest import fixture\n\n@fixture(name='lab')\ndef cli_lab(): ...\n\n"
+                        "def cli_secrets(): ...\n")
+    assert fixtures_defined_twice(tmp_path) == {"lab": ["tests/cli/conftest.py", f"{FIXTURE_PLUGINS}/cli.py"]}
+
+
+def test_the_top_level_conftest_declares_every_fixture_plugin():
+    declared = set()
+    for node in ast.parse((ROOT / "tests" / "conftest.py").read_text()).body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["pytest_plugins"]:
+            declared = set(ast.literal_eval(node.value))
+    present = {f"{FIXTURE_PLUGINS.replace('/', '.')}.{path.stem}" for path in (ROOT / FIXTURE_PLUGINS).glob("*.py")
+               if path.name != "__init__.py"}
+    assert declared == present

@@ -12,8 +12,6 @@ from operations.steps import router_target
 from registry.models import Device
 from routers.drivers import get_driver
 from routers.drivers.base import LinkSpec
-from tests.operations.conftest import lab_factory, ops_lab, ops_settings  # noqa: F401 - fixtures
-from tests.routers.conftest import sim_factory  # noqa: F401 - fixture
 
 
 def connections() -> dict[tuple[str, str], topology.Connection]:
@@ -22,7 +20,7 @@ def connections() -> dict[tuple[str, str], topology.Connection]:
 
 
 @pytest.mark.django_db
-def test_two_devices_of_one_zone_are_two_connections_over_the_same_links(ops_lab):  # noqa: F811
+def test_two_devices_of_one_zone_are_two_connections_over_the_same_links(ops_lab):
     Device.objects.create(device_id="xraid4", description="XRAID4", wwn="20:00:00:04:53:00:01:a4",
                           zone=ops_lab.demo["zones"][1], owner_site=ops_lab.demo["primary"])
     for device in ("XRAID1", "XRAID4"):
@@ -38,7 +36,7 @@ def test_two_devices_of_one_zone_are_two_connections_over_the_same_links(ops_lab
 
 
 @pytest.mark.django_db
-def test_a_link_the_last_reconcile_found_missing_is_drawn_drifted_until_it_changes(ops_lab):  # noqa: F811
+def test_a_link_the_last_reconcile_found_missing_is_drawn_drifted_until_it_changes(ops_lab):
     execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
     link = Link.objects.get(router__name="remote-rtr", state="up")
     # The router loses the link behind flexzone's back (someone typed the removal on its console).

@@ -17,17 +17,14 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from registry.readiness import database_url
-from tests.api.conftest import ROOT, running_server
-from tests.cli.conftest import (  # noqa: F401 - fixtures
+from tests.support.servers import (
     FAST_OPERATIONS,
     IDLE_CHORES,
+    ROOT,
+    ServedLab,
     Server,
-    api_pki,
-    cast,
-    cli_secrets,
-    lab,
-    secrets_dir,
-    sim_factory,
+    running_server,
+    serve_the_demo,
 )
 
 IFCP_PAIR = "mcdata_eclipse+nishan_ips3000"
@@ -39,8 +36,8 @@ def metrics_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cli_server(django_db_setup, django_db_blocker, api_pki, cli_secrets, metrics_dir, tmp_path_factory):  # noqa: F811
-    """Overrides the CLI tests' server: two workers, pooled sessions, the metrics directory above."""
+def metrics_server(django_db_setup, django_db_blocker, api_pki, cli_secrets, metrics_dir, tmp_path_factory):
+    """The CLI tests' server (`cli_server`) but with two workers, pooled sessions, the metrics directory above."""
     log = tmp_path_factory.mktemp("metrics-server") / "gunicorn.log"
     env = {**FAST_OPERATIONS, **IDLE_CHORES, "FLEXZONE_OPS_POOL": "true", "FLEXZONE_API_WORKERS": "2",
            "FLEXZONE_PKI_DIR": str(api_pki.dir), "FLEXZONE_SECRETS_DIR": str(cli_secrets),
@@ -50,7 +47,13 @@ def cli_server(django_db_setup, django_db_blocker, api_pki, cli_secrets, metrics
 
 
 @pytest.fixture
-def monitor(cast, api_pki):  # noqa: F811
+def metrics_lab(metrics_server, cast, sim_factory, cli_secrets, settings) -> ServedLab:
+    """`cli_lab` on `metrics_server`."""
+    return serve_the_demo(metrics_server, cast, sim_factory, cli_secrets, settings)
+
+
+@pytest.fixture
+def monitor(cast, api_pki):
     """prom: the certificate Prometheus scrapes with (role monitor)."""
     from access.principals import register
 
@@ -59,7 +62,7 @@ def monitor(cast, api_pki):  # noqa: F811
     return register(api_pki.certs["prom"], "prom", "monitor")
 
 
-def session_for(lab, api_pki, name: str | None) -> requests.Session:  # noqa: F811
+def session_for(lab, api_pki, name: str | None) -> requests.Session:
     session = requests.Session()
     session.trust_env = False
     session.verify = api_pki.ca_file
@@ -68,7 +71,7 @@ def session_for(lab, api_pki, name: str | None) -> requests.Session:  # noqa: F8
     return session
 
 
-def scrape(lab, api_pki, name: str = "prom") -> dict[tuple[str, tuple], float]:  # noqa: F811
+def scrape(lab, api_pki, name: str = "prom") -> dict[tuple[str, tuple], float]:
     """Every sample of one scrape, keyed by (sample name, sorted labels)."""
     response = session_for(lab, api_pki, name).get(f"{lab.server.url}/metrics", timeout=10)
     assert response.status_code == 200, response.text
@@ -81,7 +84,7 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def run_operation(lab, api_pki, path: str, body: dict) -> dict:  # noqa: F811
+def run_operation(lab, api_pki, path: str, body: dict) -> dict:
     session = session_for(lab, api_pki, "alice")
     response = session.post(f"{lab.server.url}{path}", json=body, timeout=30)
     assert response.status_code in (200, 202), response.text
@@ -94,20 +97,21 @@ def run_operation(lab, api_pki, path: str, body: dict) -> dict:  # noqa: F811
     return operation
 
 
-def test_the_monitor_role_and_admins_read_the_metrics_and_nobody_else_does(lab, api_pki, monitor):  # noqa: F811
-    before = scrape(lab, api_pki)
+def test_the_monitor_role_and_admins_read_the_metrics_and_nobody_else_does(metrics_lab, api_pki, monitor):
+    before = scrape(metrics_lab, api_pki)
+    url = metrics_lab.server.url
     for name, role in (("alice", "operator"), ("bob", "viewer")):
-        refused = session_for(lab, api_pki, name).get(f"{lab.server.url}/metrics", timeout=10)
+        refused = session_for(metrics_lab, api_pki, name).get(f"{url}/metrics", timeout=10)
         assert refused.status_code == 403
         assert refused.json()["detail"] == (f"Principal {name} has role {role}; /metrics is for the monitor and "
                                             "admin roles.")
-    assert "flexzone_queue_depth" in session_for(lab, api_pki, "root").get(f"{lab.server.url}/metrics").text
+    assert "flexzone_queue_depth" in session_for(metrics_lab, api_pki, "root").get(f"{url}/metrics").text
     # The monitor reads nothing else.
-    assert session_for(lab, api_pki, "prom").get(f"{lab.server.url}/api/sites/", timeout=10).status_code == 403
+    assert session_for(metrics_lab, api_pki, "prom").get(f"{url}/api/sites/", timeout=10).status_code == 403
     with pytest.raises(requests.exceptions.RequestException):
-        session_for(lab, api_pki, None).get(f"{lab.server.url}/metrics", timeout=10)
+        session_for(metrics_lab, api_pki, None).get(f"{url}/metrics", timeout=10)
 
-    after = scrape(lab, api_pki)
+    after = scrape(metrics_lab, api_pki)
     assert value(after, "flexzone_refusals_total", stage="authorization") - \
         value(before, "flexzone_refusals_total", stage="authorization") == 3
     # The server counts a refused handshake once its worker has given up on it, which may come after the
@@ -116,17 +120,17 @@ def test_the_monitor_role_and_admins_read_the_metrics_and_nobody_else_does(lab, 
     while value(after, "flexzone_refusals_total", stage="tls") == value(before, "flexzone_refusals_total",
                                                                          stage="tls") and time.monotonic() < deadline:
         time.sleep(0.1)
-        after = scrape(lab, api_pki)
+        after = scrape(metrics_lab, api_pki)
     assert value(after, "flexzone_refusals_total", stage="tls") - value(before, "flexzone_refusals_total",
                                                                          stage="tls") == 1
 
 
 @pytest.mark.slow
-def test_an_add_and_a_remove_are_counted_with_their_durations_sessions_and_links(lab, api_pki, monitor):  # noqa: F811
-    before = scrape(lab, api_pki)
+def test_an_add_and_a_remove_are_counted_with_their_durations_sessions_and_links(metrics_lab, api_pki, monitor):
+    before = scrape(metrics_lab, api_pki)
     target = {"site": "remote-site", "device_description": "XRAID1"}
-    added = run_operation(lab, api_pki, "/api/connect/", target)
-    middle = scrape(lab, api_pki)
+    added = run_operation(metrics_lab, api_pki, "/api/connect/", target)
+    middle = scrape(metrics_lab, api_pki)
     assert value(middle, "flexzone_operations_total", kind="add", platform=IFCP_PAIR, outcome="succeeded") - \
         value(before, "flexzone_operations_total", kind="add", platform=IFCP_PAIR, outcome="succeeded") == 1
     for phase in ("registry", "invocation", "router", "total"):
@@ -142,8 +146,8 @@ def test_an_add_and_a_remove_are_counted_with_their_durations_sessions_and_links
     assert value(middle, "flexzone_router_sessions_open", platform="mcdata_eclipse") >= 1
     assert value(middle, "flexzone_router_sessions_open", platform="nishan_ips3000") >= 1
 
-    run_operation(lab, api_pki, "/api/disconnect/", target)
-    after = scrape(lab, api_pki)
+    run_operation(metrics_lab, api_pki, "/api/disconnect/", target)
+    after = scrape(metrics_lab, api_pki)
     assert value(after, "flexzone_operations_total", kind="remove", platform=IFCP_PAIR, outcome="succeeded") - \
         value(before, "flexzone_operations_total", kind="remove", platform=IFCP_PAIR, outcome="succeeded") == 1
     assert value(after, "flexzone_links", state="up") == 0
@@ -152,15 +156,15 @@ def test_an_add_and_a_remove_are_counted_with_their_durations_sessions_and_links
 
 @pytest.mark.slow
 def test_a_reconcile_run_by_another_process_is_in_the_servers_scrape_with_its_drift(
-    lab, api_pki, monitor, metrics_dir, cli_secrets  # noqa: F811
+    metrics_lab, api_pki, monitor, metrics_dir, cli_secrets
 ):
 
     from operations.models import Link
 
-    run_operation(lab, api_pki, "/api/connect/", {"site": "remote-site", "device_description": "XRAID1"})
+    run_operation(metrics_lab, api_pki, "/api/connect/", {"site": "remote-site", "device_description": "XRAID1"})
     # Drift: the registry forgets one of the two links the routers hold.
     Link.objects.filter(router__name="remote-rtr").update(state=Link.State.DOWN)
-    before = scrape(lab, api_pki)
+    before = scrape(metrics_lab, api_pki)
     env = dict(os.environ, DATABASE_URL=database_url(), FLEXZONE_OPS_QUEUE="manual",
                FLEXZONE_SECRETS_DIR=str(cli_secrets), FLEXZONE_METRICS_DIR=str(metrics_dir))
     report = subprocess.run([sys.executable, "manage.py", "reconcile"], cwd=ROOT, env=env, capture_output=True,
@@ -168,7 +172,7 @@ def test_a_reconcile_run_by_another_process_is_in_the_servers_scrape_with_its_dr
     assert report.returncode == 0, report.stderr
     assert "remote-rtr: 1 difference(s)" in report.stdout
 
-    after = scrape(lab, api_pki)
+    after = scrape(metrics_lab, api_pki)
     assert value(after, "flexzone_operations_total", kind="reconcile", platform="all", outcome="succeeded") - \
         value(before, "flexzone_operations_total", kind="reconcile", platform="all", outcome="succeeded") == 1
     assert value(after, "flexzone_drift_links", router="remote-rtr", kind="extra") == 1

@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from registry.readiness import database_url
-from tests.api.conftest import ROOT
+from tests.support.servers import ROOT
 
 SECRET = "proxy-hop-secret-for-this-test"
 

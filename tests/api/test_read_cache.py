@@ -171,7 +171,7 @@ def call(app, environ: dict) -> tuple[str, bytes]:
 
 
 @pytest.fixture
-def in_process(cast, api_pki, settings):  # noqa: F811
+def in_process(cast, api_pki, settings):
     settings.FLEXZONE_TLS_CA = api_pki.dir / "ca.pem"
     settings.FLEXZONE_TLS_CRL = api_pki.dir / "crl.pem"
     read_cache.bodies.clear()

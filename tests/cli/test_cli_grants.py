@@ -9,7 +9,6 @@ import json
 import pytest
 
 from cli.output import FIELDS
-from tests.api.conftest import api_server  # noqa: F401 - fixture: a server that runs no operations
 
 CONNECT = ["--device-description", "XRAID1", "--site", "remote-site"]
 
@@ -21,8 +20,8 @@ def grants(run_cli, config, *extra: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_a_connect_makes_a_grant_a_renewal_moves_its_end_and_a_disconnect_ends_it(lab, config_for, run_cli):
-    config = config_for(lab.server.url)
+def test_a_connect_makes_a_grant_a_renewal_moves_its_end_and_a_disconnect_ends_it(cli_lab, config_for, run_cli):
+    config = config_for(cli_lab.server.url)
     assert run_cli("flexzone", "--grants", config=config).stdout == "(none)\n"
     added = run_cli("flexzone", "--add", *CONNECT, "--for", "1h", config=config)
     assert added.returncode == 0, added.stderr

@@ -8,13 +8,12 @@ import pytest
 
 from cli.flexzone import describe_plan
 from cli.output import FIELDS
-from tests.api.conftest import api_server  # noqa: F401 - fixture: a server that runs no operations
 
 CONNECT = ["--device-description", "XRAID1", "--site", "remote-site"]
 
 
 @pytest.fixture
-def fcip_registry(lab):
+def fcip_registry(cli_lab):
     """The lab's registry with both routers turned into FCIP switches and a second host at remote-site (only plans
     are asked for: the simulators behind the routers are never contacted)."""
     from registry.models import Host, Initiator, Router, Site
@@ -25,11 +24,11 @@ def fcip_registry(lab):
     Router.objects.filter(name="remote-rtr").update(platform="cisco_mds", transport="ssh", vsan=10)
     backup = Host.objects.create(site=Site.objects.get(name="remote-site"), name="backup-server")
     Initiator.objects.create(host=backup, wwn="10:00:00:10:9b:5e:c0:01")
-    return lab
+    return cli_lab
 
 
-def test_hosts_lists_each_host_with_its_site_and_initiators(lab, config_for, run_cli):
-    config = config_for(lab.server.url)
+def test_hosts_lists_each_host_with_its_site_and_initiators(cli_lab, config_for, run_cli):
+    config = config_for(cli_lab.server.url)
     table = run_cli("flexzone", "--hosts", config=config)
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
@@ -43,8 +42,8 @@ def test_hosts_lists_each_host_with_its_site_and_initiators(lab, config_for, run
     assert (records[0]["name"], records[0]["initiators"]) == ("management-server", ["21:00:00:e0:8b:10:3a:02"])
 
 
-def test_hosts_shows_a_viewer_only_the_sites_in_its_scope(lab, config_for, run_cli):
-    result = run_cli("flexzone", "--hosts", config=config_for(lab.server.url, "bob"))
+def test_hosts_shows_a_viewer_only_the_sites_in_its_scope(cli_lab, config_for, run_cli):
+    result = run_cli("flexzone", "--hosts", config=config_for(cli_lab.server.url, "bob"))
     assert result.returncode == 0, result.stderr
     assert result.stdout == "(none)\n"
 
@@ -76,15 +75,16 @@ def test_plan_sends_each_host_as_a_repeated_parameter_and_prints_the_zone_member
     assert twice.returncode == 2 and twice.stderr.startswith("flexzone: hosts[1]: ")
 
 
-def test_an_unknown_host_exits_2_listing_close_matches(lab, config_for, run_cli):
-    result = run_cli("flexzone", "--plan", *CONNECT, "--host", "management-servr", config=config_for(lab.server.url))
+def test_an_unknown_host_exits_2_listing_close_matches(cli_lab, config_for, run_cli):
+    result = run_cli("flexzone", "--plan", *CONNECT, "--host", "management-servr",
+                     config=config_for(cli_lab.server.url))
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
     assert "hosts: site remote-site has no host named 'management-servr'" in line
     assert "did you mean management-server" in line
 
 
-def test_add_sends_the_hosts_in_the_request(api_server, cast, config_for, run_cli):  # noqa: F811
+def test_add_sends_the_hosts_in_the_request(api_server, cast, config_for, run_cli):
     from operations.models import Operation
 
     result = run_cli("flexzone", "--add", *CONNECT, "--host", "management-server", "--no-wait", "--json",

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from cli.output import FIELDS
-from tests.api.conftest import ROOT, api_server  # noqa: F401 - fixture: the API tests' server runs no operations
+from tests.support.servers import ROOT
 
 XRAID3_WWN = "20:04:00:04:53:00:02:f0"
 
@@ -45,9 +45,9 @@ def one_error_line(result: subprocess.CompletedProcess, program: str = "flexzone
 
 @pytest.mark.slow
 def test_add_by_description_shows_progress_then_lsifcp_shows_the_link_and_remove_takes_it_down(
-    lab, config_for, run_cli
+    cli_lab, config_for, run_cli
 ):
-    config = config_for(lab.server.url)
+    config = config_for(cli_lab.server.url)
     added = run_cli("flexzone", "--add", "--device-description", "XRAID1", "--site", "remote-site", config=config)
     assert added.returncode == 0, added.stderr
     # Plain progress (no terminal): one line per phase seen; which ones depends on the router's speed.
@@ -80,8 +80,8 @@ def test_add_by_description_shows_progress_then_lsifcp_shows_the_link_and_remove
 
 
 @pytest.mark.slow
-def test_add_by_wwn_with_a_lease_prints_stable_json_and_remove_by_wwn_takes_it_down(lab, config_for, run_cli):
-    config = config_for(lab.server.url)
+def test_add_by_wwn_with_a_lease_prints_stable_json_and_remove_by_wwn_takes_it_down(cli_lab, config_for, run_cli):
+    config = config_for(cli_lab.server.url)
     added = run_cli("flexzone", "--add", "--wwn", XRAID3_WWN.upper(), "--site", "primary-site", "--for", "2h",
                     "--json", config=config)
     assert added.returncode == 0, added.stderr
@@ -106,11 +106,11 @@ def test_add_by_wwn_with_a_lease_prints_stable_json_and_remove_by_wwn_takes_it_d
     assert links(run_cli, config) == []
 
 
-def test_plan_prints_the_exact_router_commands_and_changes_nothing(lab, config_for, run_cli):
+def test_plan_prints_the_exact_router_commands_and_changes_nothing(cli_lab, config_for, run_cli):
     from operations import planner
     from operations.models import Operation
 
-    config = config_for(lab.server.url)
+    config = config_for(cli_lab.server.url)
     result = run_cli("flexzone", "--plan", "--zone", "2", "--site", "primary-site", config=config)
     assert result.returncode == 0, result.stderr
     expected = planner.plan_connect(site="primary-site", zone=2)
@@ -128,8 +128,8 @@ def test_plan_prints_the_exact_router_commands_and_changes_nothing(lab, config_f
 
 
 @pytest.mark.slow
-def test_v1_addifcp_and_rmifcp_configure_the_named_router(lab, config_for, run_cli):
-    config = config_for(lab.server.url)
+def test_v1_addifcp_and_rmifcp_configure_the_named_router(cli_lab, config_for, run_cli):
+    config = config_for(cli_lab.server.url)
     session = ["--port", "8", "--zone", "1", "--ifcpip", "127.0.0.22"]
     added = run_cli("flexzone-rtr", "--addifcp", "--router", "primary-rtr", *session, config=config)
     assert added.returncode == 0, added.stderr
@@ -147,79 +147,79 @@ def test_v1_addifcp_and_rmifcp_configure_the_named_router(lab, config_for, run_c
     assert router_sessions(run_cli, config, "primary-rtr") == []
 
 
-def test_v1_add_without_router_when_two_are_registered_exits_2_naming_them(lab, config_for, run_cli):
+def test_v1_add_without_router_when_two_are_registered_exits_2_naming_them(cli_lab, config_for, run_cli):
     result = run_cli("flexzone-rtr", "--addifcp", "--port", "8", "--zone", "3", "--ifcpip", "10.0.8.50",
-                     config=config_for(lab.server.url))
+                     config=config_for(cli_lab.server.url))
     assert result.returncode == 2
     line = one_error_line(result, "flexzone-rtr")
     assert "2 routers are registered: name one with --router" in line and "primary-rtr, remote-rtr" in line
 
 
-def test_v1_add_towards_an_unregistered_gateway_exits_2_naming_ifcpip(lab, config_for, run_cli):
+def test_v1_add_towards_an_unregistered_gateway_exits_2_naming_ifcpip(cli_lab, config_for, run_cli):
     result = run_cli("flexzone-rtr", "--addifcp", "--router", "primary-rtr", "--port", "8", "--zone", "3",
-                     "--ifcpip", "10.0.8.50", config=config_for(lab.server.url))
+                     "--ifcpip", "10.0.8.50", config=config_for(cli_lab.server.url))
     assert result.returncode == 2
     assert one_error_line(result, "flexzone-rtr").startswith("flexzone-rtr: ifcpip: ")
 
 
-def test_an_unknown_device_exits_2_listing_close_matches(lab, config_for, run_cli):
+def test_an_unknown_device_exits_2_listing_close_matches(cli_lab, config_for, run_cli):
     result = run_cli("flexzone", "--add", "--device-description", "XRAID", "--site", "remote-site",
-                     config=config_for(lab.server.url))
+                     config=config_for(cli_lab.server.url))
     assert result.returncode == 2
     line = one_error_line(result)
     assert "device_description: no device is described as 'XRAID'" in line
     assert "(hint: did you mean " in line and all(name in line for name in ("XRAID1", "XRAID2", "XRAID3"))
 
 
-def test_an_unknown_site_exits_2_listing_close_matches(lab, config_for, run_cli):
-    result = run_cli("flexzone", "--plan", "--zone", "1", "--site", "remote-sit", config=config_for(lab.server.url))
+def test_an_unknown_site_exits_2_listing_close_matches(cli_lab, config_for, run_cli):
+    result = run_cli("flexzone", "--plan", "--zone", "1", "--site", "remote-sit", config=config_for(cli_lab.server.url))
     assert result.returncode == 2
     assert "did you mean remote-site" in one_error_line(result)
 
 
-def test_a_bad_wwn_exits_2_naming_the_field(lab, config_for, run_cli):
+def test_a_bad_wwn_exits_2_naming_the_field(cli_lab, config_for, run_cli):
     result = run_cli("flexzone", "--remove", "--wwn", "20:04:00:04:53:00:02", "--site", "primary-site",
-                     config=config_for(lab.server.url))
+                     config=config_for(cli_lab.server.url))
     assert result.returncode == 2
     assert one_error_line(result).startswith("flexzone: wwn: ")
 
 
-def test_a_certificate_from_another_ca_exits_3(lab, config_for, run_cli):
-    result = run_cli("flexzone", "--lsifcp", config=config_for(lab.server.url, "mallory"))
+def test_a_certificate_from_another_ca_exits_3(cli_lab, config_for, run_cli):
+    result = run_cli("flexzone", "--lsifcp", config=config_for(cli_lab.server.url, "mallory"))
     assert result.returncode == 3
     assert "the server does not trust the client certificate" in one_error_line(result)
 
 
-def test_an_expired_certificate_exits_3_saying_so_and_naming_the_file(lab, config_for, run_cli, api_pki):
-    result = run_cli("flexzone", "--sites", config=config_for(lab.server.url, "expired"))
+def test_an_expired_certificate_exits_3_saying_so_and_naming_the_file(cli_lab, config_for, run_cli, api_pki):
+    result = run_cli("flexzone", "--sites", config=config_for(cli_lab.server.url, "expired"))
     assert result.returncode == 3
     line = one_error_line(result)
     assert "your client certificate expired on" in line and api_pki.pair("expired")[0] in line
 
 
-def test_a_ca_file_that_did_not_sign_the_server_exits_3(lab, config_for, run_cli, api_pki):
+def test_a_ca_file_that_did_not_sign_the_server_exits_3(cli_lab, config_for, run_cli, api_pki):
     foreign_ca = str(api_pki.foreign / "ca.pem")
-    result = run_cli("flexzone-rtr", "--lsifcp", config=config_for(lab.server.url, ca=foreign_ca))
+    result = run_cli("flexzone-rtr", "--lsifcp", config=config_for(cli_lab.server.url, ca=foreign_ca))
     assert result.returncode == 3
     assert f"the server's certificate is not trusted by {foreign_ca}" in one_error_line(result, "flexzone-rtr")
 
 
-def test_an_unregistered_certificate_exits_3_with_the_servers_reason(lab, config_for, run_cli):
-    result = run_cli("flexzone", "--devices", config=config_for(lab.server.url, "eve"))
+def test_an_unregistered_certificate_exits_3_with_the_servers_reason(cli_lab, config_for, run_cli):
+    result = run_cli("flexzone", "--devices", config=config_for(cli_lab.server.url, "eve"))
     assert result.returncode == 3
     assert "refused (401)" in one_error_line(result)
 
 
-def test_a_viewer_may_list_but_not_add(lab, config_for, run_cli):
-    config = config_for(lab.server.url, "bob")
+def test_a_viewer_may_list_but_not_add(cli_lab, config_for, run_cli):
+    config = config_for(cli_lab.server.url, "bob")
     assert run_cli("flexzone", "--lsifcp", config=config).returncode == 0
     result = run_cli("flexzone", "--add", "--device-description", "XRAID1", "--site", "remote-site", config=config)
     assert result.returncode == 3
     assert "refused (403)" in one_error_line(result)
 
 
-def test_the_registry_listings_print_tables_and_json(lab, config_for, run_cli):
-    config = config_for(lab.server.url)
+def test_the_registry_listings_print_tables_and_json(cli_lab, config_for, run_cli):
+    config = config_for(cli_lab.server.url)
     expectations = {
         "--sites": ("site", "name", ["primary-site", "remote-site"]),
         "--zones": ("zone", "zone_id", [1, 2, 3]),
@@ -240,8 +240,8 @@ def test_the_registry_listings_print_tables_and_json(lab, config_for, run_cli):
 
 
 @pytest.mark.slow
-def test_no_wait_returns_at_once_and_status_and_journal_follow_the_operation(lab, config_for, run_cli):
-    config = config_for(lab.server.url)
+def test_no_wait_returns_at_once_and_status_and_journal_follow_the_operation(cli_lab, config_for, run_cli):
+    config = config_for(cli_lab.server.url)
     submitted = run_cli("flexzone", "--add", "--zone", "2", "--site", "primary-site", "--no-wait", "--json",
                         config=config)
     assert submitted.returncode == 0, submitted.stderr
@@ -262,15 +262,15 @@ def test_no_wait_returns_at_once_and_status_and_journal_follow_the_operation(lab
     assert "ifcp" in entry.stdout  # the plan's exact commands
     assert "(router transcripts are shown to admins only)" in entry.stdout
     admin = json.loads(run_cli("flexzone", "--journal", str(operation_id), "--json",
-                               config=config_for(lab.server.url, "root")).stdout)
+                               config=config_for(cli_lab.server.url, "root")).stdout)
     assert admin["transcript"]
 
 
 @pytest.mark.slow
-def test_an_operation_that_fails_on_the_router_exits_1_with_the_reason(lab, config_for, run_cli):
-    lab.primary_sim.stop()
+def test_an_operation_that_fails_on_the_router_exits_1_with_the_reason(cli_lab, config_for, run_cli):
+    cli_lab.primary_sim.stop()
     result = run_cli("flexzone", "--add", "--device-description", "XRAID1", "--site", "remote-site",
-                     config=config_for(lab.server.url))
+                     config=config_for(cli_lab.server.url))
     assert result.returncode == 1
     line = result.stderr.splitlines()[-1]
     assert line.startswith("flexzone: operation ") and "primary-rtr" in line
@@ -279,16 +279,16 @@ def test_an_operation_that_fails_on_the_router_exits_1_with_the_reason(lab, conf
 
 
 @pytest.mark.slow
-def test_reconcile_reports_agreement_between_registry_and_routers(lab, config_for, run_cli):
-    result = run_cli("flexzone", "--reconcile", config=config_for(lab.server.url))
+def test_reconcile_reports_agreement_between_registry_and_routers(cli_lab, config_for, run_cli):
+    result = run_cli("flexzone", "--reconcile", config=config_for(cli_lab.server.url))
     assert result.returncode == 0, result.stderr
     assert "reconcile (check) of 2 router(s): 0 difference(s)" in result.stdout
     assert "  primary-rtr: in agreement with the registry" in result.stdout
 
 
 @pytest.mark.slow
-def test_on_a_terminal_the_progress_line_is_redrawn_in_place(lab, config_for, home):
-    environment = dict(os.environ, HOME=str(home), FLEXZONE_CONFIG=str(config_for(lab.server.url)))
+def test_on_a_terminal_the_progress_line_is_redrawn_in_place(cli_lab, config_for, home):
+    environment = dict(os.environ, HOME=str(home), FLEXZONE_CONFIG=str(config_for(cli_lab.server.url)))
     master, slave = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "cli.flexzone", "--add", "--zone", "3", "--site", "primary-site"],
@@ -321,11 +321,11 @@ def test_on_a_terminal_the_progress_line_is_redrawn_in_place(lab, config_for, ho
     assert "done: connected primary-site to XRAID3" in stdout
 
 
-def test_a_revoked_certificate_exits_3_saying_it_was_revoked(lab, config_for, run_cli, api_pki):
+def test_a_revoked_certificate_exits_3_saying_it_was_revoked(cli_lab, config_for, run_cli, api_pki):
     from access.principals import register
 
     register(api_pki.ca.issue("frank"), "frank", "operator", all_sites=True, all_zones=True)
-    config = config_for(lab.server.url, "frank")
+    config = config_for(cli_lab.server.url, "frank")
     assert run_cli("flexzone", "--zones", config=config).returncode == 0
     api_pki.ca.revoke("frank")  # rewrites the CRL; the server's next handshake refuses frank
     result = run_cli("flexzone", "--zones", config=config)
@@ -333,7 +333,7 @@ def test_a_revoked_certificate_exits_3_saying_it_was_revoked(lab, config_for, ru
     assert "it has been revoked" in one_error_line(result)
 
 
-def test_an_operation_no_worker_takes_ends_the_wait_with_exit_1_saying_so(api_server, cast, config_for,  # noqa: F811
+def test_an_operation_no_worker_takes_ends_the_wait_with_exit_1_saying_so(api_server, cast, config_for,
                                                                           run_cli):
     result = run_cli("flexzone", "--add", "--device-description", "XRAID1", "--site", "remote-site", "--wait", "1",
                      config=config_for(api_server.url))
@@ -343,25 +343,25 @@ def test_an_operation_no_worker_takes_ends_the_wait_with_exit_1_saying_so(api_se
     assert "(hint: " in line and "--status" in line
 
 
-def test_a_key_that_does_not_belong_to_the_certificate_exits_3_naming_both(lab, run_cli, api_pki, tmp_path):
+def test_a_key_that_does_not_belong_to_the_certificate_exits_3_naming_both(cli_lab, run_cli, api_pki, tmp_path):
     from cli.config import write_config
 
     cert, _ = api_pki.pair("alice")
     _, other_key = api_pki.pair("bob")
-    config = write_config(tmp_path / "mixed.toml", server=lab.server.url, ca=api_pki.ca_file, cert=cert,
+    config = write_config(tmp_path / "mixed.toml", server=cli_lab.server.url, ca=api_pki.ca_file, cert=cert,
                           key=other_key)
     result = run_cli("flexzone", "--sites", config=config)
     assert result.returncode == 3
     assert f"the key {other_key} does not belong to the certificate {cert}" in one_error_line(result)
 
 
-def test_an_unknown_operation_exits_2(lab, config_for, run_cli):
-    result = run_cli("flexzone", "--status", "999999", config=config_for(lab.server.url))
+def test_an_unknown_operation_exits_2(cli_lab, config_for, run_cli):
+    result = run_cli("flexzone", "--status", "999999", config=config_for(cli_lab.server.url))
     assert result.returncode == 2
     assert one_error_line(result).startswith("flexzone: not found: ")
 
 
-def test_repair_is_refused_to_an_operator_with_exit_3(lab, config_for, run_cli):
-    result = run_cli("flexzone", "--reconcile", "--repair", config=config_for(lab.server.url))
+def test_repair_is_refused_to_an_operator_with_exit_3(cli_lab, config_for, run_cli):
+    result = run_cli("flexzone", "--reconcile", "--repair", config=config_for(cli_lab.server.url))
     assert result.returncode == 3
     assert "repair needs admin" in one_error_line(result)

@@ -11,7 +11,6 @@ import pytest
 
 from operations.models import Operation, ZoningImage
 from registry.models import Router
-from tests.api.conftest import api_server, call  # noqa: F401 - fixtures: a server that runs no operations
 
 PROD = {"prod_oradb1_vmax": ["10:00:00:90:fa:c7:43:10", "50:00:09:73:f0:2c:51:04"]}
 OURS = {"fz_z1_ve24_210000e08b103a02_20000004530001a0": ["20:00:00:04:53:00:01:a0", "21:00:00:e0:8b:10:3a:02"]}
@@ -27,7 +26,7 @@ def history(cast):
     return op, added
 
 
-def test_admins_read_each_change_with_what_it_changed_and_how_to_put_it_back(call, history):  # noqa: F811
+def test_admins_read_each_change_with_what_it_changed_and_how_to_put_it_back(call, history):
     op, added = history
     listing = call("root", "GET", "/api/zoning-history/", params={"router": "primary-rtr"})
     assert listing.status_code == 200, listing.text
@@ -42,13 +41,13 @@ def test_admins_read_each_change_with_what_it_changed_and_how_to_put_it_back(cal
     assert all("zoning_images" not in row for row in rows)  # with one operation read on its own only
 
 
-def test_the_zoning_history_is_for_admins_only(call, history):  # noqa: F811
+def test_the_zoning_history_is_for_admins_only(call, history):
     op, _added = history
     assert call("alice", "GET", "/api/zoning-history/").status_code == 403
     assert "zoning_images" not in call("alice", "GET", f"/api/operations/{op.pk}/").json()
 
 
-def test_the_cli_lists_the_history_and_prints_the_restore_without_sending_it(api_server, history,  # noqa: F811
+def test_the_cli_lists_the_history_and_prints_the_restore_without_sending_it(api_server, history,
                                                                               config_for, run_cli):
     _op, added = history
     config = config_for(api_server.url, "root")
@@ -64,7 +63,7 @@ def test_the_cli_lists_the_history_and_prints_the_restore_without_sending_it(api
     assert refused.returncode == 3, refused.stdout
 
 
-def test_the_consoles_operation_page_shows_admins_the_images_and_the_restore(call, history):  # noqa: F811
+def test_the_consoles_operation_page_shows_admins_the_images_and_the_restore(call, history):
     op, added = history
     page = call("root", "GET", f"/operations/{op.pk}/")
     assert page.status_code == 200

@@ -7,8 +7,8 @@
         bob.screenshot("api-docs")                   # .../browser-shots/<module>/<test>/bob-api-docs.png
 
 `browser_as(name)` talks to `api_server` (operations are queued, never run), or to the lab's server when
-the test uses `lab` (operations run against router simulators); `browser_as(name, server)` picks one.
-The principals are registered by `cast` (alice operator, bob viewer, root admin), which `lab` includes.
+the test uses `cli_lab` (operations run against router simulators); `browser_as(name, server)` picks one.
+The principals are registered by `cast` (alice operator, bob viewer, root admin), which `cli_lab` includes.
 
 How the certificate gets there. Chromium never talks TLS to the server itself: Playwright's driver (node)
 gives each context with `client_certificates` a SOCKS proxy on 127.0.0.1, and for the origin named there
@@ -44,10 +44,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Response, sync_playwright
 
-from tests.api.conftest import api_pki, api_server, cast  # noqa: F401 - fixtures
-from tests.cli.conftest import cli_secrets, cli_server, lab, secrets_dir  # noqa: F401 - fixtures
-from tests.routers.conftest import sim_factory  # noqa: F401 - fixture
-
 # Debian's binary itself: /usr/bin/chromium is a shell launcher that sources /etc/chromium.d (Google API
 # keys, --enable-remote-extensions, an empty --load-extension), none of which a test wants.
 CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
@@ -78,7 +74,7 @@ def chromium_candidates() -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="package")
-def chromium(api_pki) -> Iterator[Browser]:  # noqa: F811
+def chromium(api_pki) -> Iterator[Browser]:
     """One headless chromium for the package's tests, closed after the last of them."""
     executable = next((path for path in chromium_candidates() if shutil.which(path)), None)
     if executable is None:
@@ -147,8 +143,8 @@ def browser_shots(request, tmp_path_factory) -> Path:
 
 
 def _the_tests_server(request) -> object:
-    if "lab" in request.fixturenames:
-        return request.getfixturevalue("lab").server
+    if "cli_lab" in request.fixturenames:
+        return request.getfixturevalue("cli_lab").server
     return request.getfixturevalue("api_server")
 
 
@@ -159,7 +155,7 @@ def _other_origins(origin: str) -> re.Pattern:
 
 
 @pytest.fixture
-def browser_as(chromium, dead_end, api_pki, browser_shots, request) -> Iterator[Callable[..., Visitor]]:  # noqa: F811
+def browser_as(chromium, dead_end, api_pki, browser_shots, request) -> Iterator[Callable[..., Visitor]]:
     """`browser_as("alice")` opens a new context presenting alice's certificate to the test's server;
     `browser_as("alice", server)` to another (anything with a `url`, https://127.0.0.1:PORT)."""
     visitors: list[Visitor] = []

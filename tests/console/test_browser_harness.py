@@ -89,7 +89,7 @@ class LoopbackServer:
 
 
 @pytest.fixture
-def https_on_loopback(request, api_pki, tmp_path) -> Iterator[LoopbackServer]:  # noqa: F811
+def https_on_loopback(request, api_pki, tmp_path) -> Iterator[LoopbackServer]:
     """An HTTPS server on 127.0.0.1 that answers with the request headers it received, as JSON. Its
     certificate is the kind the parameter names: the flexzone CA's for 127.0.0.1 ("trusted"), the
     flexzone CA's for another name, or one from another CA with the flexzone CA's exact name."""
@@ -176,8 +176,8 @@ def test_a_page_asking_for_another_host_is_blocked_in_the_browser_and_the_reques
     bob.elsewhere.clear()  # on purpose
 
 
-def test_a_test_that_uses_the_lab_browses_the_labs_server(browser_as, lab):
+def test_a_test_that_uses_the_lab_browses_the_labs_server(browser_as, cli_lab):
     alice = browser_as("alice")
-    assert alice.origin == lab.server.url
+    assert alice.origin == cli_lab.server.url
     assert alice.open("/api/routers/").status == 200
     expect(alice.page.locator("body")).to_contain_text("primary-rtr")

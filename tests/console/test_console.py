@@ -1,5 +1,5 @@
 """The console in Debian's chromium, against the real server over mutual TLS; operations really run
-against router simulators where a test uses `lab`. Every test writes screenshots of what it saw."""
+against router simulators where a test uses `cli_lab`. Every test writes screenshots of what it saw."""
 
 from __future__ import annotations
 
@@ -35,12 +35,12 @@ FORCED_CONNECT = """async () => {
 
 
 @pytest.fixture
-def slow_eclipse(lab, sim_factory, secrets_dir):
+def slow_eclipse(cli_lab, sim_factory, cli_secrets):
     """The lab with primary-rtr played by an Eclipse at 0.3 of its real timing (a 3.6 s login instead of 12 s),
     so that an operation stays in its phases long enough for a page re-read twice a second to see them."""
     sim = sim_factory("mcdata_eclipse", telnet=("127.0.0.1", 0), scale=0.3)
-    wire(lab.demo["primary_rtr"], sim.addresses["telnet"], secrets_dir)
-    return lab
+    wire(cli_lab.demo["primary_rtr"], sim, cli_secrets)
+    return cli_lab
 
 
 def test_the_topology_shows_the_demo_sites_their_routers_and_no_connection_yet(browser_as, cast):
@@ -139,7 +139,7 @@ def test_a_plan_error_names_the_field_and_nothing_is_submitted(browser_as, cast,
 
 
 @pytest.mark.slow
-def test_an_admin_finds_drift_on_the_drift_page_and_repairs_it(browser_as, lab):
+def test_an_admin_finds_drift_on_the_drift_page_and_repairs_it(browser_as, cli_lab):
     from operations import execute, submit
 
     execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
@@ -172,7 +172,7 @@ def test_an_admin_finds_drift_on_the_drift_page_and_repairs_it(browser_as, lab):
 
 
 @pytest.mark.slow
-def test_every_page_renders_for_an_admin_with_nothing_from_another_host(browser_as, lab):
+def test_every_page_renders_for_an_admin_with_nothing_from_another_host(browser_as, cli_lab):
     from operations import execute, submit
 
     execute(submit("add", {"site": "primary-site", "device_description": "XRAID2", "duration": 3600}).pk)

@@ -27,9 +27,8 @@ from api import metrics as api_metrics
 from operations import metrics as ops_metrics
 from registry.readiness import database_url
 from serving import read_cache
-from tests.api.conftest import ROOT, _wait_for_listening, api_pki, cast  # noqa: F401 - fixtures
-from tests.routers.conftest import sim_factory  # noqa: F401 - fixture
-from tests.support.sims import wire
+from tests.support.servers import ROOT, wait_for_listening
+from tests.support.sims import play_the_demo
 
 DEPLOY = ROOT / "deploy"
 
@@ -107,18 +106,17 @@ def stop(name: str, process: subprocess.Popen) -> int:
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_the_units_serve_a_connect_and_stop_on_their_own_signal(cast, api_pki, sim_factory, secrets_dir,  # noqa: F811
+def test_the_units_serve_a_connect_and_stop_on_their_own_signal(cast, api_pki, sim_factory, secrets_dir,
                                                                    tmp_path):
     pki_dir = tmp_path / "pki"  # a copy: re-signing the CRL here leaves the session's alone
     shutil.copytree(api_pki.dir, pki_dir)
     host = Host(tmp_path, pki_dir, secrets_dir)
-    for router, kind in ((cast["primary_rtr"], "mcdata_eclipse"), (cast["remote_rtr"], "nishan_ips3000")):
-        wire(router, sim_factory(kind, telnet=("127.0.0.1", 0)).addresses["telnet"], secrets_dir, command_timeout=10.0)
+    play_the_demo(cast, sim_factory, secrets_dir, command_timeout=10.0)
     api_log, worker_log = tmp_path / "api.log", tmp_path / "worker.log"
     api = host.start("flexzone-api.service", api_log)
     worker = host.start("flexzone-worker@.service", worker_log)
     try:
-        url = _wait_for_listening(api, api_log)
+        url = wait_for_listening(api, api_log)
         alice = requests.Session()
         alice.trust_env, alice.verify, alice.cert = False, str(pki_dir / "ca.pem"), api_pki.pair("alice")
         assert alice.get(f"{url}/api/health/", timeout=20).json()["status"] == "ok"

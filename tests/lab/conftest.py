@@ -7,7 +7,6 @@ No Django here.
 from __future__ import annotations
 
 import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from lab.backends import FallbackBackend
 from lab.testbed import Lab
+from tests.support.lab import namespaces_with_prefix
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -25,11 +25,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "root" in item.keywords and str(item.fspath).startswith(str(Path(__file__).parent)):
             item.add_marker(skip)
-
-
-def namespaces_with_prefix(prefix: str) -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.startswith(f"{prefix}-")]
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from lab.backends import FallbackBackend, probe
 from lab.profiles import Impairment, LinkProfile
 from lab.runner import Runner
 from lab.testbed import LAB_NET, Lab
-
-from .conftest import namespaces_with_prefix
+from tests.support.lab import namespaces_with_prefix
 
 pytestmark = pytest.mark.root
 REPO = Path(__file__).resolve().parents[2]

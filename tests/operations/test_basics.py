@@ -94,8 +94,7 @@ def test_add_and_remove_drive_fcip_routers_over_ssh(demo, ops_settings, sim_fact
     sims = {}
     for router in (demo["primary_rtr"], demo["remote_rtr"]):
         sims[router.name] = sim_factory(platform, ssh=("127.0.0.1", 0))
-        router.platform, router.transport = platform, "ssh"
-        wire(router, sims[router.name].addresses["ssh"], secrets_dir, command_timeout=5.0)
+        wire(router, sims[router.name], secrets_dir, command_timeout=5.0)
     op = execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
     assert op.state == "succeeded", op.error
     for router in (demo["primary_rtr"], demo["remote_rtr"]):

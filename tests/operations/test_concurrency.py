@@ -46,7 +46,7 @@ def test_two_sites_racing_for_one_device_get_one_lock_and_one_link(lab_factory, 
     lab = lab_factory()
     third = add_third_site()
     third_sim = sim_factory("nishan_ips3000", telnet=("127.0.0.1", 0))
-    wire(third.routers.get(), third_sim.addresses["telnet"], secrets_dir)
+    wire(third.routers.get(), third_sim, secrets_dir)
 
     def connect(site):
         return lambda: execute(submit("add", {"site": site, "device_description": "XRAID1"}).pk)

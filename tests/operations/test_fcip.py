@@ -67,8 +67,7 @@ def fcip_lab(demo, ops_settings, sim_factory, secrets_dir):
     for key, platform in PLATFORMS.items():
         router = demo["primary_rtr"] if key == "primary-rtr" else demo["remote_rtr"]
         sims[key] = sim_factory(platform, ssh=("127.0.0.1", 0))
-        router.platform, router.transport = platform, "ssh"
-        wire(router, sims[key].addresses["ssh"], secrets_dir, command_timeout=5.0)
+        wire(router, sims[key], secrets_dir, command_timeout=5.0)
         admins[key] = FabricAdmin(sims[key], platform)
         admins[key].seed_production()
         routers[key] = router
@@ -202,9 +201,7 @@ def test_reconcile_repair_removes_flexzone_leftovers_and_nothing_else(fcip_lab):
 def test_the_first_link_on_an_empty_fabric_journals_a_warning(demo, ops_settings, sim_factory, secrets_dir):
     Site.objects.filter(name__in=["primary-site", "remote-site"]).update(router_port=24)
     for router in (demo["primary_rtr"], demo["remote_rtr"]):
-        sim = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
-        router.platform, router.transport = "brocade_fos", "ssh"
-        wire(router, sim.addresses["ssh"], secrets_dir, command_timeout=5.0)
+        wire(router, sim_factory("brocade_fos", ssh=("127.0.0.1", 0)), secrets_dir, command_timeout=5.0)
     op = execute(submit("add", CONNECT).pk)
     assert op.state == "succeeded", op.error
     assert len(op.result["warnings"]) == 2

@@ -22,8 +22,7 @@ def mds_pair(demo, ops_settings, sim_factory, secrets_dir):
     sims = {}
     for router in (demo["primary_rtr"], demo["remote_rtr"]):
         sims[router.name] = sim_factory("cisco_mds", ssh=("127.0.0.1", 0))
-        router.platform, router.transport = "cisco_mds", "ssh"
-        wire(router, sims[router.name].addresses["ssh"], secrets_dir, command_timeout=5.0)
+        wire(router, sims[router.name], secrets_dir, command_timeout=5.0)
     return sims
 
 

@@ -101,7 +101,7 @@ def model_lab(db, ops_settings, sim_factory, secrets_dir):
     for name, (platform, transport) in WIRING.items():
         sims[name] = sim_factory(platform, **{transport: ("127.0.0.1", 0)})
         router = Router.objects.get(name=name)
-        wire(router, sims[name].addresses[transport], secrets_dir, command_timeout=5.0)
+        wire(router, sims[name], secrets_dir, command_timeout=5.0)
         if name in FCIP:
             admins[name] = FabricAdmin(sims[name], platform)
             admins[name].seed_production()

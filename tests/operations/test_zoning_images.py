@@ -25,8 +25,7 @@ def fcip_lab(request, demo, ops_settings, sim_factory, secrets_dir):
     sims, admins = {}, []
     for router in (demo["primary_rtr"], demo["remote_rtr"]):
         sims[router.name] = sim_factory(platform, ssh=("127.0.0.1", 0))
-        router.platform, router.transport = platform, "ssh"
-        wire(router, sims[router.name].addresses["ssh"], secrets_dir, command_timeout=5.0)
+        wire(router, sims[router.name], secrets_dir, command_timeout=5.0)
         admin = FabricAdmin(sims[router.name], platform)
         admin.seed_production()
         admins.append(admin)

@@ -1,4 +1,4 @@
-"""`python -m lab` run by the tests as a user runs it."""
+"""`python -m lab` run by the tests as a user runs it, and the network namespaces a lab leaves."""
 
 from __future__ import annotations
 
@@ -18,3 +18,9 @@ def run_lab(argv: list[str], tmp_path: Path, **env: str) -> subprocess.Completed
            **env}
     return subprocess.run([sys.executable, "-m", "lab", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=240)
+
+
+def namespaces_with_prefix(prefix: str) -> list[str]:
+    """The network namespaces named `prefix`-…, as `ip netns list` shows them."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(f"{prefix}-")]

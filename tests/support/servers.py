@@ -1,8 +1,8 @@
-"""A real API server for the API tests: gunicorn over mutual TLS, a per-session PKI, the test database.
+"""A real API server for the tests: gunicorn (`manage.py serve`) over mutual TLS, a per-session PKI, the test
+database; and the settings of a server that runs operations against simulated routers.
 
-The PKI is generated into a temporary directory once per session. gunicorn (`manage.py serve`) runs
-as a subprocess on a free loopback port and is pointed at pytest-django's test database, so the
-tests that talk to it use transactional tests: what they write is committed and the server sees it.
+The server runs as a subprocess on a free loopback port and is pointed at pytest-django's test database, so
+the tests that talk to it use transactional tests: what they write is committed and the server sees it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,34 @@ from cryptography import x509
 
 from access import pki
 from registry.readiness import database_url
+from tests.support.sims import play_the_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN_PK = 987_654  # far from the ids the property-based run guesses, so it rarely deletes its own admin
+
+# A server that runs operations itself (thread queue), quickly, against simulated routers.
+FAST_OPERATIONS = {
+    "FLEXZONE_OPS_QUEUE": "thread",
+    "FLEXZONE_OPS_POOL": "false",
+    "FLEXZONE_OPS_BACKOFF": "0.05",
+    "FLEXZONE_OPS_BACKOFF_MAX": "0.2",
+    "FLEXZONE_OPS_MAX_ATTEMPTS": "2",
+    "FLEXZONE_OPS_TOTAL_TIMEOUT": "20",
+    "FLEXZONE_OPS_ROUTER_WAIT": "10",
+    "FLEXZONE_OPS_SAVE_CONFIG": "each",
+    "FLEXZONE_OPS_HEARTBEAT": "0.2",
+    "FLEXZONE_OPS_STALE_AFTER": "5",
+}
+# A server started for a session shares the test database with every later test, whose operations
+# and leases are not its own (the soak abandons operations and lets leases run out on purpose): its
+# reaper and lease sweep would take them over, from a process that cannot even read those routers'
+# passwords. No test here needs them, so they wait a day; so does the ledger's seal, which would write
+# into tables a test is flushing (a TRUNCATE deadlocked with it) and seal other tests' rows.
+IDLE_CHORES = {"FLEXZONE_OPS_REAP_EVERY": "86400", "FLEXZONE_OPS_LEASE_EVERY": "86400",
+               "FLEXZONE_OPS_SETTLE_EVERY": "86400", "FLEXZONE_LEDGER_SEAL_EVERY": "86400"}
+
+# The running servers' logs, shown when a client hangs (a test then fails with both sides' story).
+SERVER_LOGS: list[Path] = []
 
 
 class PKI:
@@ -56,11 +82,6 @@ class PKI:
         return str(self.dir / pki.CA_CERT)
 
 
-@pytest.fixture(scope="session")
-def api_pki(tmp_path_factory) -> PKI:
-    return PKI(tmp_path_factory.mktemp("pki"), tmp_path_factory.mktemp("foreign-pki"))
-
-
 class APIServer:
     def __init__(self, process: subprocess.Popen, url: str, log: Path, pki_: PKI) -> None:
         self.process, self.url, self.log, self.pki = process, url, log, pki_
@@ -74,6 +95,12 @@ class APIServer:
         if name is not None:
             session.cert = self.pki.pair(name)
         return session
+
+
+@dataclass
+class Server:
+    url: str
+    log: Path
 
 
 @contextmanager
@@ -98,7 +125,7 @@ def running_server(log: Path, **env_overrides: str) -> Iterator[tuple[subprocess
             cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
         )
     try:
-        yield process, _wait_for_listening(process, log)
+        yield process, wait_for_listening(process, log)
     finally:
         process.terminate()
         try:
@@ -108,16 +135,8 @@ def running_server(log: Path, **env_overrides: str) -> Iterator[tuple[subprocess
             process.wait()
 
 
-@pytest.fixture(scope="session")
-def api_server(django_db_setup, django_db_blocker, api_pki, tmp_path_factory) -> APIServer:
-    log = tmp_path_factory.mktemp("api-server") / "gunicorn.log"
-    env = {"FLEXZONE_PKI_DIR": str(api_pki.dir), "FLEXZONE_OPS_QUEUE": "manual", "FLEXZONE_API_WORKERS": "1",
-           "FLEXZONE_API_KEEPALIVE": "30", "FLEXZONE_API_MAX_WAIT": "5"}
-    with running_server(log, **env) as (process, url):
-        yield APIServer(process, url, log, api_pki)
-
-
-def _wait_for_listening(process: subprocess.Popen, log: Path, timeout: float = 30.0) -> str:
+def wait_for_listening(process: subprocess.Popen, log: Path, timeout: float = 30.0) -> str:
+    """The https:// URL gunicorn says in `log` it listens at, once it does."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = re.search(r"Listening at: https://(127\.0\.0\.1:\d+)", log.read_text(errors="replace"))
@@ -129,31 +148,32 @@ def _wait_for_listening(process: subprocess.Popen, log: Path, timeout: float = 3
     raise RuntimeError(f"gunicorn did not start:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-@pytest.fixture
-def cast(transactional_db, demo, api_pki):
-    """The demo registry plus the principals: alice (operator, both demo sites, zones 1-3), bob
-    (viewer), root (admin), carol (operator scoped to primary-site and zone 1 only), dave (operator)."""
-    from access.models import Principal
-    from access.principals import register
+@dataclass
+class ServedLab:
+    """The cast's registry served by a server that runs operations, with both demo routers played by
+    simulators on loopback."""
 
-    register(api_pki.certs["alice"], "alice", "operator", sites=["primary-site", "remote-site"], zones=[1, 2, 3])
-    register(api_pki.certs["bob"], "bob", "viewer")
-    root = register(api_pki.certs["root"], "root", "admin", all_sites=True, all_zones=True)
-    Principal.objects.filter(pk=root.pk).update(id=ADMIN_PK)
-    register(api_pki.certs["carol"], "carol", "operator", sites=["primary-site"], zones=[1])
-    register(api_pki.certs["dave"], "dave", "operator", sites=["primary-site", "remote-site"], zones=[1, 2, 3])
-    register(api_pki.certs["expired"], "expired", "operator", all_sites=True, all_zones=True)
-    return demo
+    server: Server
+    demo: dict
+    primary_sim: object
+    remote_sim: object
 
 
-@pytest.fixture
-def call(api_server):
-    """call(principal, method, path, **requests kwargs): a request over mTLS as that principal (one
-    session per principal, so its TLS connection is reused)."""
-    sessions = {}
+def serve_the_demo(server: Server, cast: dict, sim_factory: Callable, secrets: Path, settings) -> ServedLab:
+    """Play the demo's routers with simulators whose passwords go to `secrets`, the directory the server
+    reads; this process takes the server's fast settings but never runs an operation itself."""
+    for name, value in FAST_OPERATIONS.items():
+        setattr(settings, name, _setting(value))
+    settings.FLEXZONE_OPS_QUEUE = "manual"  # the server's threads run operations; never queue from this process
+    settings.FLEXZONE_SECRETS_DIR = secrets
+    primary, remote = play_the_demo(cast, sim_factory, secrets, command_timeout=3.0)
+    return ServedLab(server, cast, primary, remote)
 
-    def call(name: str, method: str, path: str, **kwargs):
-        session = sessions.setdefault(name, api_server.session(name))
-        return session.request(method, f"{api_server.url}{path}", timeout=20, **kwargs)
 
-    return call
+def _setting(value: str) -> object:
+    if value in ("true", "false"):
+        return value == "true"
+    try:
+        return int(value) if value.isdigit() else float(value)
+    except ValueError:
+        return value
