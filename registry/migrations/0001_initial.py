@@ -7,7 +7,7 @@ access app's, the engine's tables the operations app's, so no migration of this 
 app's.
 
 The generation: a number that grows with every committed transaction that changes what the
-API's read cache may serve (api/read_cache.py), whoever writes and however (ORM, raw SQL, psql).
+API's read cache may serve (serving/read_cache.py), whoever writes and however (ORM, raw SQL, psql).
 
 Each such transaction leaves one row in flexzone_registry_changes (its transaction id, inserted by a
 statement-level trigger on every table the cached endpoints read, ON CONFLICT DO NOTHING for its
