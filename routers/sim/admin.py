@@ -10,6 +10,7 @@ given another one the simulator has (`accounts`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from netmiko import ConnectHandler
 
@@ -20,11 +21,19 @@ PROD_MEMBERS = ["10:00:00:90:fa:c7:43:10", "50:00:09:73:f0:2c:51:04"]
 PENDING_MEMBERS = ["10:00:00:90:fa:c7:43:99", "50:00:09:73:f0:2c:51:99"]
 
 
+class Simulator(Protocol):
+    """A running simulator, as FabricAdmin reaches it: its bound addresses and its own account."""
+
+    addresses: dict[str, tuple[str, int]]
+    username: str
+    password: str
+
+
 @dataclass
 class FabricAdmin:
     """A stock netmiko session to a simulated FOS or MDS switch, as an administrator would open it."""
 
-    sim: object
+    sim: Simulator
     platform: str
     username: str | None = None  # an account of its own (SimRouter `accounts`); default: the simulator's one
     password: str | None = None
@@ -44,7 +53,7 @@ class FabricAdmin:
 
     # --- FOS ---------------------------------------------------------------------------------
     def fos(self, command: str) -> str:
-        return self.conn.send_command(command, expect_string=r"(?:\[no\]\s*$)|(?:>\s*$)")
+        return str(self.conn.send_command(command, expect_string=r"(?:\[no\]\s*$)|(?:>\s*$)"))
 
     def fos_confirmed(self, command: str) -> str:
         output = self.fos(command)
