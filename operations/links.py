@@ -101,7 +101,6 @@ def _after_operations_in_flight(run: Run, take: Callable[[], T]) -> T:
 
 
 def _busy_elsewhere(link: Link, op: Operation) -> Operation | None:
-    """The other operation, queued or running, that is changing `link` (None: none is)."""
     other = link.operation
     return other if other is not None and other.pk != op.pk and other.state in (State.QUEUED, State.RUNNING) else None
 
@@ -437,10 +436,9 @@ def _links_for_remove(
         # What stays is what the desired state still names once this site's grants of these devices
         # end (V1 is literal: its rmifcp removes what it names).
         stays = {} if op.plan.get("raw") else keepers({step.router_id for step in steps}, ids["site"], leaving)
-        markers: list[Link] = []
-        records: list[Link] = []  # `links` with a marker for each missing record
-        for index, found in enumerate(links):
-            if found is None:
+        markers, records = [], []  # records: `links`, with a marker for each missing record
+        for index, link in enumerate(links):
+            if link is None:
                 # No record: the router is still told (a link left there is removed), under a record
                 # marked `removing` like any other, so that an add of the same endpoint (another
                 # device of the zone) waits for this remove instead of racing it.
@@ -451,7 +449,6 @@ def _links_for_remove(
                 markers.append(marker)
                 records.append(marker)
                 continue
-            link = found
             records.append(link)
             if other := _busy_elsewhere(link, op):
                 raise InFlight(link, other)
