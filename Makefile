@@ -50,8 +50,11 @@ test: venv lab-tools browser-tools
 demo: venv
 	$(PY) scripts/demo.py
 
+# ruff, then mypy with the Django and DRF plugins (configured in pyproject.toml); the plugin imports the
+# settings, which need no database: the SQLite default is only a path until something connects.
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 clean-demo:
 	rm -rf .demo

@@ -15,6 +15,7 @@ import hmac
 import ssl
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import cast
 from urllib.parse import unquote
 
 from cryptography import x509
@@ -122,9 +123,10 @@ def find_principal(identity: ClientIdentity) -> Principal | None:
 def _principal_where(condition: str, params: list[str]) -> Principal | None:
     fields = Principal._meta.concrete_fields
     table, quote = Principal._meta.db_table, connection.ops.quote_name
+    columns = [cast(str, field.column) for field in fields]  # a concrete field always has its column
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {', '.join(quote(field.column) for field in fields)} FROM {quote(table)} WHERE {condition}", params
+            f"SELECT {', '.join(quote(column) for column in columns)} FROM {quote(table)} WHERE {condition}", params
         )
         row = cursor.fetchone()
     if row is None:

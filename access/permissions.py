@@ -17,7 +17,7 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from access.models import Principal, Role
 from registry.models import Site, Zone
 
-_RANK = {Role.VIEWER: 0, Role.OPERATOR: 1, Role.ADMIN: 2}
+_RANK: dict[str, int] = {Role.VIEWER: 0, Role.OPERATOR: 1, Role.ADMIN: 2}
 
 
 def has_role(principal: Principal, needed: str) -> bool:

@@ -23,10 +23,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPublicKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_CERT, CA_KEY, CRL, INDEX = "ca.pem", "ca.key", "crl.pem", "index.json"
@@ -128,6 +130,8 @@ class CA:
             key = serialization.load_pem_private_key((directory / CA_KEY).read_bytes(), password=None)
         except FileNotFoundError:
             raise PKIError(f"no CA in {directory}; run `manage.py ca init` first") from None
+        if not isinstance(key, ec.EllipticCurvePrivateKey):  # `ca init` makes a P-256 key, and issue() signs with it
+            raise PKIError(f"the CA key in {directory} is not an elliptic-curve key")
         return cls(directory, cert, key)
 
     def _builder(self, subject: x509.Name, public_key, not_before: dt.datetime, not_after: dt.datetime):
@@ -343,9 +347,7 @@ def demo_pki(directory: Path | str, clients: tuple[str, ...] = ("alice", "bob"))
             ca.issue(name)
         certs[name] = load_certificate(directory / f"{name}.pem")
     crl_path = directory / CRL
-    if not crl_path.exists() or x509.load_pem_x509_crl(crl_path.read_bytes()).next_update_utc < _now() + dt.timedelta(
-        days=1
-    ):
+    if not crl_path.exists() or _expires_within(x509.load_pem_x509_crl(crl_path.read_bytes()), dt.timedelta(days=1)):
         ca.publish_crl()
     return certs
 
@@ -390,7 +392,9 @@ class CRLCache:
                     ca = load_certificate(self.ca_path)
                 except (OSError, ValueError) as exc:
                     raise CRLUnusable(f"the CRL or the CA certificate cannot be read ({exc})") from None
-                if crl.issuer != ca.subject or not crl.is_signature_valid(ca.public_key()):
+                # A CA certificate's key is a signing key: never one of the key-exchange-only types.
+                issuer_key = cast(CertificateIssuerPublicKeyTypes, ca.public_key())
+                if crl.issuer != ca.subject or not crl.is_signature_valid(issuer_key):
                     raise CRLUnusable("the CRL is not signed by the configured CA")
                 self._revoked = frozenset(entry.serial_number for entry in crl)
                 self._next_update, self._key = crl.next_update_utc, key
@@ -401,6 +405,11 @@ class CRLCache:
 
     def is_revoked(self, cert: x509.Certificate) -> bool:
         return cert.serial_number in self._current()
+
+
+def _expires_within(crl: x509.CertificateRevocationList, margin: dt.timedelta) -> bool:
+    # A CRL without nextUpdate (RFC 5280 5.1.2.5 requires one) is replaced as if it had expired.
+    return crl.next_update_utc is None or crl.next_update_utc < _now() + margin
 
 
 class CRLUnusable(Exception):
@@ -418,6 +427,8 @@ def write_pkcs12(directory: Path | str, name: str) -> Path:
         write_atomically(password_file, os.urandom(12).hex().encode(), mode=0o600)
     password = password_file.read_bytes().strip()
     key = serialization.load_pem_private_key((directory / f"{name}.key").read_bytes(), password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):  # issue() makes P-256 keys
+        raise PKIError(f"{name}.key is not an elliptic-curve key")
     bundle = pkcs12.serialize_key_and_certificates(
         name.encode(), key, load_certificate(directory / f"{name}.pem"), None,
         serialization.BestAvailableEncryption(password))

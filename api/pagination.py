@@ -16,7 +16,7 @@ MAX_OFFSET = 10**9
 class Pagination(LimitOffsetPagination):
     max_limit = 1000
 
-    def get_limit(self, request) -> int:
+    def get_limit(self, request) -> int | None:
         raw = request.query_params.get(self.limit_query_param)
         if raw is None:
             return self.default_limit

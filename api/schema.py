@@ -12,6 +12,7 @@ is accepted and is refused only for what the schema forbids:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -19,6 +20,8 @@ from django.core import validators as django_validators
 from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
+from django.db.models.fields.related import RelatedField
+from django.db.models.fields.reverse_related import ForeignObjectRel
 from drf_spectacular import openapi
 from drf_spectacular.utils import OpenApiParameter
 
@@ -60,10 +63,14 @@ def pattern_of(field) -> str | None:
     explicit = getattr(field, "schema_pattern", None)
     if explicit:
         return explicit
-    regexes = [v.regex.pattern for v in field.validators if isinstance(v, django_validators.RegexValidator)]
+    regexes = [_source(v.regex) for v in field.validators if isinstance(v, django_validators.RegexValidator)]
     if regexes:
         return regexes[0]
     return next((pattern for validator, pattern in PATTERNS.items() if validator in field.validators), None)
+
+
+def _source(regex: str | re.Pattern[str]) -> str:
+    return regex if isinstance(regex, str) else regex.pattern
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,8 @@ class QueryFilter:
 
     @cached_property
     def field(self) -> models.Field:
-        model, field = self.model, None
+        model: type[models.Model] | None = self.model
+        field: models.Field | ForeignObjectRel | None = None
         for part in self.lookup.split("__"):
             if model is None:
                 break  # a lookup such as iexact
@@ -88,7 +96,9 @@ class QueryFilter:
             model = field.related_model
         if field is None:
             raise ValueError(f"{self.model.__name__}: {self.lookup!r} names no field")
-        return field.target_field if field.is_relation else field
+        if isinstance(field, RelatedField | ForeignObjectRel):  # a relation filters on its target's key
+            return field.target_field
+        return field
 
     @property
     def any_case(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from typing import cast
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
@@ -199,7 +200,7 @@ class HostSerializer(RegistrySerializer):
     @staticmethod
     def _check_initiators(wwns: list[str]) -> None:
         """Each initiator by the model's own rules (a WWN that is a device's is refused), by position."""
-        errors = []
+        errors: list[list[str]] = []
         for wwn in wwns:
             try:
                 Initiator(wwn=wwn).full_clean(exclude=["host"], validate_unique=False, validate_constraints=False)
@@ -282,10 +283,11 @@ class LinkSerializer(redaction.InitiatorsScoped, RegistrySerializer):
     """A link as flexzone configured it; initiator WWNs (and pairs holding them) only of the
     principal's sites."""
 
-    site = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    device = serializers.SlugRelatedField(slug_field="description", read_only=True)
-    router = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    zone = serializers.SlugRelatedField(slug_field="zone_id", read_only=True)
+    site: serializers.SlugRelatedField[Site] = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    device: serializers.SlugRelatedField[Device] = serializers.SlugRelatedField(slug_field="description",
+                                                                                read_only=True)
+    router: serializers.SlugRelatedField[Router] = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    zone: serializers.SlugRelatedField[Zone] = serializers.SlugRelatedField(slug_field="zone_id", read_only=True)
     initiators = serializers.ListField(child=serializers.CharField(), read_only=True,
                                        help_text=Link._meta.get_field("initiators").help_text)
     pairs = serializers.ListField(child=serializers.ListField(child=serializers.CharField(), min_length=2,
@@ -304,8 +306,9 @@ class GrantSerializer(RegistrySerializer):
     and what disconnect or expiry ends. Initiator WWNs only for principals whose scope has the grant's
     site (admins and all_sites principals see every one)."""
 
-    site = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    device = serializers.SlugRelatedField(slug_field="description", read_only=True)
+    site: serializers.SlugRelatedField[Site] = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    device: serializers.SlugRelatedField[Device] = serializers.SlugRelatedField(slug_field="description",
+                                                                                read_only=True)
     owner_site = serializers.CharField(source="device.owner_site.name", read_only=True,
                                        help_text="the site that owns the device")
     zone = serializers.IntegerField(source="device.zone.zone_id", read_only=True)
@@ -349,7 +352,7 @@ class ZoningImageSerializer(RegistrySerializer):
     """One of flexzone's zoning changes on an FCIP switch: the zoning in force before and after it, what
     differs, and the commands that would put the before-image back (a dry run: never sent)."""
 
-    router = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    router: serializers.SlugRelatedField[Router] = serializers.SlugRelatedField(slug_field="name", read_only=True)
     operation = serializers.IntegerField(source="operation_id", read_only=True, allow_null=True)
     changes = serializers.SerializerMethodField(help_text="zones the change put in force (added), took out "
                                                 "(removed) and whose members it changed (changed)")
@@ -373,7 +376,8 @@ class OperationSerializer(redaction.InitiatorsScoped, RegistrySerializer):
     """State and phase timings for everyone; the router transcript only for admins; initiator WWNs
     (in the request, plan, commands, result and error) only of the principal's sites."""
 
-    principal = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    principal: serializers.SlugRelatedField[Principal] = serializers.SlugRelatedField(slug_field="name",
+                                                                                      read_only=True)
     url = serializers.SerializerMethodField()
     zoning_images = serializers.SerializerMethodField(
         help_text="admins, one operation at a time: the zoning in force on each FCIP switch before and after each "
@@ -410,7 +414,8 @@ class OperationSerializer(redaction.InitiatorsScoped, RegistrySerializer):
         if not self._shows_zoning():
             return []
         images = operation.zoning_images.select_related("router").order_by("taken_at", "pk")
-        return ZoningImageSerializer(images, many=True, context=self.context).data
+        # many=True makes a ListSerializer, whose data is a list (the stubs type the constructor's result as one row's)
+        return cast(list[dict], ZoningImageSerializer(images, many=True, context=self.context).data)
 
 
 class PrincipalSerializer(RegistrySerializer):

@@ -43,12 +43,16 @@ def _jsonable(data) -> dict:
 class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
     code = serializers.CharField()
-    errors = inline_serializer(
-        "FieldError",
-        {"field": serializers.CharField(), "rule": serializers.CharField(), "message": serializers.CharField()},
-        many=True,
-        required=False,
-    )
+
+    def get_fields(self):
+        # Declared here rather than in the class body: `errors` is also the serializer's own property.
+        errors = inline_serializer(
+            "FieldError",
+            {"field": serializers.CharField(), "rule": serializers.CharField(), "message": serializers.CharField()},
+            many=True,
+            required=False,
+        )
+        return {**super().get_fields(), "errors": errors}
 
 
 ERRORS = {status_code: ErrorSerializer for status_code in (400, 401, 403, 404, 409)}
@@ -101,6 +105,8 @@ class RegistryViewSet(AuditedView, viewsets.ModelViewSet):
     def query_filters(cls) -> list[QueryFilter]:
         """The list's filters, typed from the fields they filter on (api.schema): the schema and the
         check of a value come from the same declaration."""
+        if cls.queryset is None:
+            raise TypeError(f"{cls.__name__} lists no queryset to filter")
         return query_filters(cls.queryset.model, cls.filters)
 
     def _target(self, instance) -> str:
@@ -363,7 +369,7 @@ _OPERATION_RESPONSES = {200: s.OperationSerializer, 202: s.OperationSerializer, 
 class ConnectView(OperationView):
     """Connect a site to a device (by description or WWN) or a whole zone; answers 202 + operation."""
 
-    serializer_class = s.ConnectSerializer
+    serializer_class: type[serializers.Serializer] = s.ConnectSerializer
     audit_noun = "connect"
     kind = OperationKind.ADD
 

@@ -204,7 +204,7 @@ class ThrowAwayServers:
     def __init__(self, ceiling: bool = True) -> None:
         self.with_ceiling = ceiling
 
-    def __enter__(self):
+    def __enter__(self) -> ThrowAwayServers:
         import django
 
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
@@ -234,14 +234,13 @@ class ThrowAwayServers:
                 started.append(_serve(directory, "ceiling", env, ("--no-control-socket",
                                                                   "bench.api_ceiling:application")))
             self.processes = [process for process, _ in started]
-            flexzone_url, ceiling_url = [_wait_for_url(process, log) for process, log in started] + [None] * (
-                2 - len(started))
+            urls = [_wait_for_url(process, log) for process, log in started]
         except BaseException:
             self.__exit__()
             raise
         pair = (str(directory / "ca.pem"), str(directory / f"{self.name}.pem"), str(directory / f"{self.name}.key"))
-        self.flexzone = Target(flexzone_url, *pair)
-        self.ceiling = Target(ceiling_url, *pair) if ceiling_url else None
+        self.flexzone = Target(urls[0], *pair)
+        self.ceiling = Target(urls[1], *pair) if len(urls) > 1 else None
         return self
 
     def __exit__(self, *exc) -> None:

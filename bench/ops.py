@@ -119,6 +119,8 @@ class BenchRegistry:
         return site
 
     def pair(self, platform: str, sim_args: list[str]) -> Pair:
+        if self.zone is None:
+            raise RuntimeError("BenchRegistry makes its zone on entry: use it in a with statement")
         owner = self.site(platform, sim_args)
         requester = self.site(platform, sim_args)
         device = Device.objects.create(

@@ -13,6 +13,7 @@ import argparse
 import random
 import statistics
 import time
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -126,11 +127,12 @@ def main(argv: list[str] | None = None) -> int:
                 if site == device.owner_site.name:
                     continue
                 kind = ("description", "wwn", "zone")[i % 3]
-                question = {
+                questions: dict[str, dict[str, Any]] = {
                     "description": {"device_description": device.description.lower()},
                     "wwn": {"wwn": device.wwn.upper()},
                     "zone": {"zone": device.zone.zone_id},
-                }[kind]
+                }
+                question = questions[kind]
                 # sites are asked for by short name, display name or MSAN id, as users do
                 question["site"] = (site, site.upper(), str(100000 + int(site.rsplit("-", 1)[1])))[(i // 3) % 3]
                 t0 = time.perf_counter()

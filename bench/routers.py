@@ -94,8 +94,10 @@ def serve(platform: str, scale: float, fabric_size: int = 0):
     driver_cls = DRIVERS[Platform(platform)]
     transports = getattr(driver_cls, "device_types", {Transport.TELNET: ""})
     transport = Transport.SSH if Transport.SSH in transports else Transport.TELNET
+    address = ("127.0.0.1", 0)
     sim = SimRouter(platform, username=USERNAME, password=PASSWORD, scale=scale, fabric_size=fabric_size,
-                    **{transport.value: ("127.0.0.1", 0)})
+                    telnet=address if transport == Transport.TELNET else None,
+                    ssh=address if transport == Transport.SSH else None)
     host, port = sim.start()[transport.value]
     target = RouterTarget(Platform(platform), host, port, transport, USERNAME, PASSWORD, name=f"bench-{platform}",
                           connect_timeout=60.0, command_timeout=120.0,

@@ -178,6 +178,7 @@ def _start_farms(spec: list[dict], args, scratch: Path, lab, farms: list[subproc
         farms.append(subprocess.Popen(lab.command("primary", argv) if lab else argv, cwd=ROOT, text=True,
                                       stdout=subprocess.PIPE, stdin=subprocess.DEVNULL))
     for farm in farms:
+        assert farm.stdout is not None  # stdout=PIPE
         line = farm.stdout.readline()
         if not line:
             raise RuntimeError(f"a router farm stopped at start (exit {farm.wait()})")

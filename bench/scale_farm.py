@@ -27,8 +27,10 @@ USERNAME = "admin"
 async def serve(spec: list[dict], scale: float, seed: int) -> int:
     routers: dict[str, SimRouter] = {}
     for index, entry in enumerate(spec):
-        transport = "telnet" if "telnet" in personality_class(entry["platform"]).transports else "ssh"
-        routers[entry["name"]] = SimRouter(entry["platform"], **{transport: (entry["host"], 0)}, scale=scale,
+        address = (entry["host"], 0)
+        telnet = "telnet" in personality_class(entry["platform"]).transports
+        routers[entry["name"]] = SimRouter(entry["platform"], telnet=address if telnet else None,
+                                           ssh=None if telnet else address, scale=scale,
                                            username=USERNAME, password=entry["password"], seed=seed + index)
     addresses = {}
     for name, router in routers.items():

@@ -175,7 +175,7 @@ class Soak:
     def _choose_add(self, _step: Step, devices: list[Device] | None = None) -> tuple[str, Callable[[], list[int]]]:
         site, device = self._pair(devices)
         lease = self.rng.choice(LEASES)
-        request = {"site": site.name, "device_description": device.description,
+        request: dict[str, Any] = {"site": site.name, "device_description": device.description,
                    **({"duration": lease} if lease else {})}
         hosts = self.cast.hosts.get(self.cast.sites.index(site))
         if hosts and self.rng.random() < 0.6:  # over FCIP: some of the site's hosts, else all of them
@@ -321,7 +321,7 @@ class Soak:
             armed.setdefault(router_index, Counter())[kind] += count
         for router_index, kinds in armed.items():
             sim = self.cast.sims[router_index]
-            left = Counter()
+            left: Counter[str] = Counter()
             for fault in sim.faults:
                 left[fault.kind] += fault.count or 0
             for kind, count in kinds.items():

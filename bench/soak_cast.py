@@ -86,7 +86,9 @@ def build_cast(cast: Cast, seed: int) -> None:
         letter = "abcde"[index]
         password = secrets.token_urlsafe(12)
         admin_password = secrets.token_urlsafe(12)
-        sim = SimRouter(platform, **{transport: ("127.0.0.1", 0)}, scale=0.0, username=USERNAME, password=password,
+        address = ("127.0.0.1", 0)
+        sim = SimRouter(platform, telnet=address if transport == "telnet" else None,
+                        ssh=address if transport == "ssh" else None, scale=0.0, username=USERNAME, password=password,
                         seed=seed + index, production_zoning=cast.fcip(index), accounts={ADMIN: admin_password})
         cast.sims.append(sim)
         host, port = sim.start()[transport]

@@ -4,6 +4,7 @@ means)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from bench.soak_cast import Cast
 from operations import ledger
@@ -22,7 +23,7 @@ FCIP_PLATFORMS = ("brocade_fos", "cisco_mds")
 def registry_matches_routers(cast: Cast) -> list[str]:
     problems = []
     for router in cast.routers:
-        report = None
+        report: dict[str, Any] = {}
         for _attempt in range(3):  # a pooled session a fault left half-dead is replaced; try again
             op = reconcile(repair=False, router=router.name)
             report = op.result.get("routers", {}).get(router.name, {})
@@ -108,7 +109,7 @@ def routers_carry_the_grants(cast: Cast) -> list[str]:
     return problems
 
 
-def others_zoning_untouched(cast: Cast, foreign: dict[int, object]) -> list[str]:
+def others_zoning_untouched(cast: Cast, foreign: dict[int, dict[str, Any]]) -> list[str]:
     """(h) what flexzone did not create on each FCIP switch is what its other admin left there."""
     problems = []
     for index, before in foreign.items():

@@ -51,14 +51,15 @@ def execute_all(ids: list[int], killed: tuple[int, str, float] | None, lines: li
         claim_and_abandon(killed[0], kills, problems)  # the reaper queues it again: it stays in the queue
     elif killed:
         child = start_child_worker(killed[0], secrets_dir)
+    childs = killed[0] if child is not None and killed else None  # the child worker's operation, not queued here
     for pk in ids:
-        if child is None or pk != killed[0]:
+        if pk != childs:
             work.put(pk)
     workers = [threading.Thread(target=_worker, args=(work,), name=f"soak-worker-{n}") for n in (1, 2)]
     for worker in workers:
         work.put(None)  # one end marker per worker
         worker.start()
-    if child is not None:
+    if child is not None and killed:
         kill_and_recover(killed, child, lines, kills, problems)
     for worker in workers:
         worker.join()

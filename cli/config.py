@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -85,10 +86,9 @@ def read_file(path: Path) -> dict:
     return values
 
 
-def load_config(flags: dict[str, str | None], environ: dict[str, str] | None = None) -> Config:
+def load_config(flags: dict[str, str | None], environ: Mapping[str, str] | None = None) -> Config:
     """Flags over the file named by $FLEXZONE_CONFIG (or ~/.flexzone/config.toml) over nothing."""
-    environ = os.environ if environ is None else environ
-    explicit = environ.get(ENV_VAR)
+    explicit = (os.environ if environ is None else environ).get(ENV_VAR)
     values: dict = {}
     source = "flags"
     if explicit:
@@ -97,8 +97,8 @@ def load_config(flags: dict[str, str | None], environ: dict[str, str] | None = N
     elif default_path().exists():
         values, source = read_file(default_path()), str(default_path())
     for name in KEYS:
-        if flags.get(name):
-            values[name] = flags[name] if name == "server" else str(Path(flags[name]).expanduser())
+        if flag := flags.get(name):
+            values[name] = flag if name == "server" else str(Path(flag).expanduser())
     missing = [name for name in KEYS if not values.get(name)]
     if missing:
         if source == "flags":

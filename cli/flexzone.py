@@ -136,6 +136,7 @@ def _main(argv: Sequence[str]) -> int:
     }
     if action in ("add", "remove"):
         return connect(client, args, lease)
+    assert action is not None  # checked above: no action only with --plan or --show-config, both answered
     return handlers[action](client, args)
 
 

@@ -77,6 +77,7 @@ def _main(argv: Sequence[str]) -> int:
         return list_routers(client, args)
     if command == "lsifcp":
         return lsifcp(client, args)
+    assert command is not None  # checked above: no command only with --routers or --show-config, both answered
     body = {"router": choose_router(client, args.router, command), "command": command, "port": args.port,
             "zone": args.zone, "ifcpip": args.ifcpip}
     submit_operation(client, "/api/invoke/", body, args, describe_session_operation)
@@ -86,7 +87,7 @@ def _main(argv: Sequence[str]) -> int:
 def choose_router(client: Client, name: str | None, command: str) -> str:
     if name:
         return name
-    names = [router.get("name") for router in client.get_all("/api/routers/")]
+    names = [router["name"] for router in client.get_all("/api/routers/")]
     if len(names) == 1:
         return names[0]
     if not names:

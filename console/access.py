@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import cast
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -25,6 +26,12 @@ from access.permissions import has_role
 # no page of ours inside another site's frame.
 CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                            "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+class ConsoleRequest(HttpRequest):
+    """A request a console page was let through for: it carries the principal it was shown to."""
+
+    principal: Principal
 
 
 def role_refusal(principal: Principal, needed: str, what: str) -> str:
@@ -51,8 +58,9 @@ def console_page(needed: str = Role.VIEWER) -> Callable:
                 return refuse(request, 401, why, "console.auth")
             if not has_role(principal, needed):
                 return refuse(request, 403, role_refusal(principal, needed, "this page"), "console.view")
-            request.principal = principal
-            response = view(request, *args, **kwargs)
+            shown = cast(ConsoleRequest, request)
+            shown.principal = principal
+            response = view(shown, *args, **kwargs)
             response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
             return response
 

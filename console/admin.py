@@ -56,7 +56,8 @@ def _submit(modeladmin, request, kind: str, what: dict, action: str) -> None:
 class _Accepted:
     """The answer an admin action's audit record reads: accepted (202), nothing refused."""
 
-    status_code, data = 202, {}
+    status_code = 202
+    data: dict[str, object] = {}
 
 
 def _disconnect(modeladmin, request, pairs) -> None:
@@ -162,4 +163,5 @@ if apps.is_installed("procrastinate.contrib.django"):
     class QueueJobAdmin(ProcrastinateJobAdmin):
         """procrastinate's job list and pages, without its actions."""
 
-        actions = None
+        # None, as Django documents, turns off the site's actions too; procrastinate annotates a list.
+        actions = None  # type: ignore[assignment]

@@ -103,7 +103,8 @@ def held_connections(links: list[Link]) -> list[Connection]:
     serving: dict[tuple[int, int, int], list[Link]] = {}
     for link in links:
         serving.setdefault((link.site_id, link.zone_id, link.device.owner_site_id), []).append(link)
-    connections, held = [], set()
+    connections: list[Connection] = []
+    held: set[int] = set()
     locks = Grant.objects.select_related("site", "device", "device__owner_site").order_by("site__name",
                                                                                                 "device__description")
     for lock in locks:

@@ -249,6 +249,6 @@ def link_page(request, pk: int):
     hidden = redaction.for_request(request)
     link.initiators, link.pairs = hidden.redact(link.initiators), hidden.redact(link.pairs)
     report = last_reports().get(link.router.name)
-    drifted = bool(report) and link.pk in topology.drifted_links({link.router.name: report}, [link])
+    drifted = link.pk in topology.drifted_links({link.router.name: report}, [link]) if report else False
     return _page(request, "link.html", {"link": link, "drifted": drifted, "report": hidden.redact(report),
                                         "section": "topology"})

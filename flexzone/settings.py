@@ -8,6 +8,7 @@ SQLite is the embedded default; DATABASE_URL selects PostgreSQL.
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -147,7 +148,8 @@ if _database_url:
 else:
     _db = {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": env_path("FLEXZONE_SQLITE_PATH", BASE_DIR / ".demo" / "flexzone.sqlite3"),
+        # A string, so that ":memory:" is seen below (and by Django) as the in-memory database.
+        "NAME": str(env_path("FLEXZONE_SQLITE_PATH", BASE_DIR / ".demo" / "flexzone.sqlite3")),
     }
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # A fresh clone has no .demo/ yet: the file's folder is made here, so that `manage.py migrate` can
@@ -180,10 +182,10 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True  # straight from the apps' sta
 # variable, "file:NAME" reads FLEXZONE_SECRETS_DIR/NAME.
 FLEXZONE_SECRETS_DIR = env_path("FLEXZONE_SECRETS_DIR", BASE_DIR / ".demo" / "secrets")
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
 }
-SPECTACULAR_SETTINGS = {
+SPECTACULAR_SETTINGS: dict[str, Any] = {
     "TITLE": "flexzone API",
     "DESCRIPTION": "SAN extension management: registry, plans, connect/disconnect operations.",
     "VERSION": "1",

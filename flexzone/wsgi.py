@@ -6,8 +6,8 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
-application = get_wsgi_application()
+django_application = get_wsgi_application()
 
 from serving.read_cache import RegistryReadCache  # noqa: E402  (needs the settings configured first)
 
-application = RegistryReadCache(application)
+application = RegistryReadCache(django_application)

@@ -72,7 +72,8 @@ def run(options: dict[str, Any], out: Any = None) -> int:
             return 2
         forward = Impairment.parse(options["forward"])
         reverse = forward if options["reverse"] is None else Impairment.parse(options["reverse"])
-        lab.impair(*options["sites"], LinkProfile("cli", forward, reverse))
+        a, b = options["sites"]
+        lab.impair(a, b, LinkProfile("cli", forward, reverse))
         print(json.dumps(lab.status()["profiles"], indent=1), file=out)
     elif action == "exec":
         argv = options["argv"][1:] if options["argv"][:1] == ["--"] else options["argv"]

@@ -266,9 +266,13 @@ def main(argv: list[str] | None = None) -> int:
         def stop(signum: int, frame: object) -> None:
             emulator.running = False
 
+        def reload(signum: int, frame: object) -> None:
+            emulator.configure(load())
+            emulator.dump()
+
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGHUP, lambda s, f: (emulator.configure(load()), emulator.dump()))
+        signal.signal(signal.SIGHUP, reload)
         signal.signal(signal.SIGUSR1, lambda s, f: emulator.new_window())
         signal.signal(signal.SIGUSR2, lambda s, f: emulator.dump())
         emulator.dump()

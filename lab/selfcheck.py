@@ -264,23 +264,24 @@ def _run_check(lab: Lab, check: Check, targets: Targets, progress: Progress) -> 
                         {"ping": result.to_dict(), "nft_counters_before": before, "nft_counters_after": after,
                          "emulator": details}))
 
-    if check.tcp_cc and profile.forward.rate_mbit and not profile.forward.mean_loss:
+    cc = check.tcp_cc
+    if cc and profile.forward.rate_mbit and not profile.forward.mean_loss:
         rate = profile.forward.rate_mbit
         progress.step(f"{profile.name}: TCP {check.tcp_cc} through a {rate:g} Mbit/s cap, {check.tcp_seconds:g} s",
                       check.tcp_seconds + check.tcp_omit + 2)
         tcp, reasons, details, tries = _measure(lab, lambda: iperf3(
-            lab, "primary", "remote", seconds=check.tcp_seconds, omit=check.tcp_omit, cc=check.tcp_cc))
+            lab, "primary", "remote", seconds=check.tcp_seconds, omit=check.tcp_omit, cc=cc))
         ratio = tcp.mbit / rate
         rows.append(Row(profile.name, "rate", rate, tcp.mbit, ratio - 1, "Mbit/s",
                         targets.rate_low <= ratio <= targets.rate_high, not reasons, tries, reasons,
                         {"ratio": ratio, "congestion_control": tcp.congestion_control, "iperf3": tcp.to_dict(),
                          "emulator": details}))
-    elif check.tcp_cc:
+    elif cc:
         progress.step(f"{profile.name}: TCP {check.tcp_cc} {check.tcp_seconds:g} s (+{check.tcp_omit:g} s omitted)",
                       check.tcp_seconds + check.tcp_omit + 2)
         predicted = mathis_mbit(rtt, profile.forward.mean_loss)
         tcp, reasons, details, tries = _measure(lab, lambda: iperf3(
-            lab, "primary", "remote", seconds=check.tcp_seconds, omit=check.tcp_omit, cc=check.tcp_cc))
+            lab, "primary", "remote", seconds=check.tcp_seconds, omit=check.tcp_omit, cc=cc))
         ratio = tcp.mbit / predicted
         rows.append(Row(profile.name, "tcp", predicted, tcp.mbit, ratio - 1, "Mbit/s",
                         1 / targets.mathis_factor <= ratio <= targets.mathis_factor, not reasons, tries, reasons,

@@ -102,7 +102,8 @@ def stop_serving() -> None:
     its own queue, or is routed there while it drains, to the shared queue."""
     global _serving, _stopping
     if _serving is not None:
-        _serving, _stopping = None, _serving[0]
+        _stopping = _serving[0]
+        _serving = None
 
 
 @contextmanager

@@ -63,7 +63,7 @@ def expire_leases() -> list[int]:
                 .filter(pk=lock_id, expires_at__lte=timezone.now())
                 .first()
             )
-            if lock is None:
+            if lock is None or lock.expires_at is None:
                 continue
             expired_at = lock.expires_at
             lock.expires_at = None  # cleared with the submit, so one lease yields one removal

@@ -99,13 +99,13 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     its plan's, and only without any of those the requesting site's. Without `pairs`, grants carry no
     initiators (which links are needed, not what they zone: two queries fewer).
     """
-    locks = Grant.objects.select_related("device__zone", "operation").defer(
+    query = Grant.objects.select_related("device__zone", "operation").defer(
         "operation__transcript", "operation__result", "operation__request", "operation__error")
     if site_ids is not None:
         ids = list(site_ids)
-        locks = locks.filter(Q(site__in=ids) | Q(device__owner_site__in=ids))
+        query = query.filter(Q(site__in=ids) | Q(device__owner_site__in=ids))
     live = (Operation.State.QUEUED, Operation.State.RUNNING)
-    locks = [lock for lock in locks if not settled or lock.operation is None or lock.operation.state not in live]
+    locks = [lock for lock in query if not settled or lock.operation is None or lock.operation.state not in live]
     site_pks = {lock.site_id for lock in locks} | {lock.device.owner_site_id for lock in locks}
     routers: dict[int, Router] = {}
     for router in Router.objects.filter(site__in=site_pks).order_by("-name"):

@@ -20,6 +20,7 @@ Policy "router" makes the registry match the router.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -294,19 +295,19 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
                 action = f"registry: recorded as link {link.pk}, held by {link.site.name}'s lock on {link.device}"
                 report["repaired"].append(_describe(key, action=action))
         for row in stuck:
-            found = actual.get(_key(row))
+            listed = actual.get(_key(row))
             final = (
                 Link.State.UP
-                if found is not None and found.state == "up" and not (zoning and _members_differ(row, found))
+                if listed is not None and listed.state == "up" and not (zoning and _members_differ(row, listed))
                 else (
                     Link.State.FAILED
                     if row.state in (Link.State.CONFIGURING, Link.State.REQUESTED)
                     else Link.State.DOWN
                 )
             )
-            if final == Link.State.UP and (refusal := _hold_for(row.site, row.device, operation=None)):
+            if final == Link.State.UP and (refused := _hold_for(row.site, row.device, operation=None)):
                 final = Link.State.FAILED  # up on the router, but the registry cannot give it a holder
-                report["unresolved"].append(_describe(_key(row), reason=refusal))
+                report["unresolved"].append(_describe(_key(row), reason=refused))
             Link.objects.filter(pk=row.pk).update(state=final, updated_at=now)
             report["repaired"].append(_describe(_key(row), action=f"registry: {row.state} -> {final}"))
     if report["repaired"]:
@@ -386,7 +387,7 @@ def _release_unheld_locks(rows: list[Link], report: dict[str, Any]) -> None:
         locks.delete()
 
 
-def _hold_for(site: Site, device: Device, operation: Operation | None, initiators: list[str] = ()) -> str | None:
+def _hold_for(site: Site, device: Device, operation: Operation | None, initiators: Sequence[str] = ()) -> str | None:
     """Give `site` its lock on `device` for a link the registry now records up (policy "router"): every
     up link has a holder. Returns why it cannot (another site holds the device exclusively, or the
     device is not shareable and another site holds it), or None when the site holds it."""
@@ -414,12 +415,12 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
     unmatched = "no registered site/device matches this link"
     if remote is None or zone is None:
         return None, unmatched
-    devices = Device.objects.filter(zone=zone, owner_site__in=[router.site, remote]).order_by("description")
+    query = Device.objects.filter(zone=zone, owner_site__in=[router.site, remote]).order_by("description")
     if zoning:  # an FCIP link names its devices: the targets its zones hold
         if not found.pairs:
             return None, unmatched
-        devices = devices.filter(wwn__in=found.targets)
-    devices = list(devices)
+        query = query.filter(wwn__in=found.targets)
+    devices = list(query)
     if not devices:
         return None, unmatched
     # Each device it zones is held by the site on the other side of its owner (on FCIP, with the
@@ -447,19 +448,19 @@ def execute_reconcile(run: Run) -> None:
     name = run.op.request.get("router")
     for router in [find_router(name)] if name else Router.objects.order_by("name"):
         try:
-            report[router.name] = with_router(
-                run,
-                router,
-                lambda lease, _read_first, router=router: reconcile_router(
-                    run, router, lease, repair, policy, settle_only
-                ),
-            )
+            report[router.name] = with_router(run, router, _reconciling(run, router, repair, policy, settle_only))
         except StepFailed as exc:
             report[router.name] = {"error": str(exc)}
             failed.append(router.name)
     run.op.result = {"repair": repair, "policy": policy, "routers": report}
     if failed:
         raise OperationFailed(f"could not read {', '.join(failed)}")
+
+
+def _reconciling(run: Run, router: Router, repair: bool, policy: str,
+                 settle_only: bool) -> Callable[[Lease, bool], dict[str, Any]]:
+    """with_router's work for one router: reconcile it (a reconcile reads the router first in any case)."""
+    return lambda lease, _read_first: reconcile_router(run, router, lease, repair, policy, settle_only)
 
 
 DRIFT_KINDS = ("missing", "extra", "mismatched", "unresolved")
@@ -484,18 +485,19 @@ def last_reports(scan: int = 50) -> dict[str, dict[str, Any]]:
         if names <= latest.keys():
             return latest
     for name in sorted(names - latest.keys()):
-        row = ended.filter(result__routers__has_key=name).first()
-        if row is not None:
-            _take_reports(latest, row, {name})
+        older = ended.filter(result__routers__has_key=name).first()
+        if older is not None:
+            _take_reports(latest, older, {name})
     return latest
 
 
-def _take_reports(latest: dict[str, dict[str, Any]], row: dict[str, Any], names: set[str]) -> None:
+def _take_reports(latest: dict[str, dict[str, Any]], row: Mapping[str, Any], names: set[str]) -> None:
     result = row["result"] or {}
     repair = bool(result.get("repair"))
     for name, report in (result.get("routers") or {}).items():
         if name in latest or name not in names or not isinstance(report, dict):
             continue
+        kinds: tuple[str, ...]
         if not repair or report.get("converged") is False:
             kinds = DRIFT_KINDS
         else:

@@ -9,6 +9,7 @@ for its site.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -138,9 +139,10 @@ def holders_expiries(link: Link, site_id: int, excluding: list[int]) -> list[dat
 def link_lease(expiries: list[datetime | None]) -> datetime | None:
     """A link shared by several holders lasts as long as the longest of them: none if any holds it
     without a lease, else the latest expiry."""
-    if not expiries or any(expiry is None for expiry in expiries):
+    known = [expiry for expiry in expiries if expiry is not None]
+    if not known or len(known) < len(expiries):
         return None
-    return max(expiries)
+    return max(known)
 
 
 def mark_down(link_ids: list[int], now: datetime | None = None) -> None:
@@ -170,7 +172,7 @@ def renewed_since(op: Operation) -> str | None:
     return f"renewed until {until.isoformat()}" if until else None
 
 
-def _locks_zoning(hosts: list[int]) -> list[int]:
+def _locks_zoning(hosts: Sequence[int]) -> list[int]:
     """The locks of the hosts' sites whose FCIP links zone one of the hosts' initiators."""
     wwns = set(Initiator.objects.filter(host__in=hosts).values_list("wwn", flat=True))
     site_ids = set(Host.objects.filter(pk__in=hosts).values_list("site_id", flat=True))
@@ -182,8 +184,8 @@ def _locks_zoning(hosts: list[int]) -> list[int]:
     return [pk for pk, site, device in held if (site, device) in zoning]
 
 
-def holding_through(subject: in_use.Subject, *, sites: list[int] = (), hosts: list[int] = (),
-                    routers: list[int] = (), devices: list[int] = ()) -> list[str]:
+def holding_through(subject: in_use.Subject, *, sites: Sequence[int] = (), hosts: Sequence[int] = (),
+                    routers: Sequence[int] = (), devices: Sequence[int] = ()) -> list[str]:
     """"<site> holds <device>" for each lock and each active link made with a registry value of the
     subject (the registry's `in_use` rule asks before an edit of such a value is saved)."""
     Subject = in_use.Subject

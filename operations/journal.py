@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, models, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -32,7 +32,7 @@ from registry.models import Device, Router
 from routers.drivers.base import RouterDriver
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
+T = TypeVar("T", bound=models.Model)
 
 # Plain SQL names its tables from the models: each app owns its tables.
 OPERATION, LINK, LOCK, DEVICE = (model._meta.db_table for model in (Operation, Link, Grant, Device))
@@ -75,7 +75,7 @@ class Run:
         """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
         key = (model.__name__, tuple(sorted(lookup.items())))
         if key not in self._rows:
-            self._rows[key] = model.objects.get(**lookup)
+            self._rows[key] = model._default_manager.get(**lookup)
         return self._rows[key]
 
     def waits_for(self, operation_id: int, kind: str, command: str | None = None) -> bool:
@@ -157,7 +157,8 @@ def claim(operation_id: int) -> tuple[Operation | None, bool]:
         claimed = list(Operation.objects.raw(_CLAIM_SQL, params))
         if not claimed:
             return None, False
-        return claimed[0], claimed[0].previous_state == State.RUNNING
+        # previous_state: a column of _CLAIM_SQL's own, not a field of the model
+        return claimed[0], claimed[0].previous_state == State.RUNNING  # type: ignore[attr-defined]
     # Elsewhere (SQLite, where several processes may share the file and row locks do not exist) a
     # conditional UPDATE is the claim: the database applies one writer's at a time, and only the
     # first finds the row still claimable.

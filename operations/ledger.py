@@ -42,7 +42,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from access.models import AuditEvent
@@ -55,8 +55,10 @@ AUDIT_FIELDS = ("id", "principal_name", "cert_sha256", "cert_subject", "action",
 OPERATION_FIELDS = ("id", "kind", "principal_id", "request", "plan", "result", "state", "attempts", "error",
                     "transcript", "registry_ms", "invocation_ms", "router_ms", "total_ms", "created_at",
                     "started_at", "finished_at")
-SOURCES = {LedgerEntry.Kind.AUDIT: (AuditEvent, AUDIT_FIELDS),
-           LedgerEntry.Kind.OPERATION: (Operation, OPERATION_FIELDS)}
+SOURCES: dict[str, tuple[type[models.Model], tuple[str, ...]]] = {
+    LedgerEntry.Kind.AUDIT: (AuditEvent, AUDIT_FIELDS),
+    LedgerEntry.Kind.OPERATION: (Operation, OPERATION_FIELDS),
+}
 
 
 def _canonical(value: Any) -> Any:
@@ -176,8 +178,8 @@ def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
     # many entries no signature covers).
     if sign is None:
         newest = LedgerSignature.objects.order_by("-signed_at").values_list("signed_at", "seq").first()
-        age = None if newest is None else (timezone.now() - newest[0]).total_seconds()
-        sign = seq > 0 and (newest is None or (newest[1] < seq and age >= settings.FLEXZONE_LEDGER_SIGN_EVERY))
+        sign = seq > 0 and (newest is None or (newest[1] < seq and (timezone.now() - newest[0]).total_seconds()
+                                                >= settings.FLEXZONE_LEDGER_SIGN_EVERY))
     if sign and seq > 0:
         key = signing_key()
         sealed.signed = LedgerSignature.objects.create(
@@ -248,7 +250,7 @@ def verify(checkpoint_doc: dict[str, Any] | None = None, *, chunk: int = 5000) -
     entries = LedgerEntry.objects.order_by("seq").values_list("seq", "kind", "ref", "digest", "prev", "hash", "late")
     for batch_start in range(0, LedgerEntry.objects.count(), chunk):
         batch = list(entries[batch_start:batch_start + chunk])
-        records = {kind: {row["id"]: row for row in model.objects.filter(
+        records = {kind: {row["id"]: row for row in model._default_manager.filter(
             pk__in=[ref for _s, k, ref, *_ in batch if k == kind]).values(*fields)}
             for kind, (model, fields) in SOURCES.items()}
         for seq, kind, ref, record_digest, entry_prev, entry_hash, late in batch:

@@ -68,11 +68,11 @@ def _endpoints(steps: list[PlanStep], rows: list[list[int]]) -> Q:
 class InFlight(OperationFailed):
     """A link of the plan is being changed by another operation that is queued or running."""
 
-    def __init__(self, link: Link) -> None:
-        super().__init__(f"link {link} is being changed by operation {link.operation_id}")
-        self.operation_id = link.operation_id
-        self.kind = link.operation.kind
-        self.command = (link.operation.request or {}).get("command")
+    def __init__(self, link: Link, operation: Operation) -> None:
+        super().__init__(f"link {link} is being changed by operation {operation.pk}")
+        self.operation_id = operation.pk
+        self.kind = operation.kind
+        self.command = (operation.request or {}).get("command")
 
 
 _IN_FLIGHT_POLL = 0.2  # s between looks at an operation in flight; its own journal row says when it is done
@@ -100,9 +100,9 @@ def _after_operations_in_flight(run: Run, take: Callable[[], T]) -> T:
             time.sleep(_IN_FLIGHT_POLL)
 
 
-def _busy_elsewhere(link: Link, op: Operation) -> bool:
+def _busy_elsewhere(link: Link, op: Operation) -> Operation | None:
     other = link.operation
-    return other is not None and other.pk != op.pk and other.state in (State.QUEUED, State.RUNNING)
+    return other if other is not None and other.pk != op.pk and other.state in (State.QUEUED, State.RUNNING) else None
 
 
 def _after_earlier_requests(run: Run) -> None:
@@ -293,8 +293,8 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
             if link is not None and link.state == Link.State.UP:
                 pass  # another grant's: shared as it is, or (FCIP) extended in place (`lacks_pairs`)
             elif link is not None:
-                if _busy_elsewhere(link, op):
-                    raise InFlight(link)
+                if other := _busy_elsewhere(link, op):
+                    raise InFlight(link, other)
                 if refusal := claims_more(link, routers[step.router_id], step):
                     raise OperationFailed(refusal)
                 link.state, link.operation = Link.State.CONFIGURING, op
@@ -436,27 +436,29 @@ def _links_for_remove(
         # What stays is what the desired state still names once this site's grants of these devices
         # end (V1 is literal: its rmifcp removes what it names).
         stays = {} if op.plan.get("raw") else keepers({step.router_id for step in steps}, ids["site"], leaving)
-        markers = []
+        markers, records = [], []  # records: `links`, with a marker for each missing record
         for index, link in enumerate(links):
             if link is None:
                 # No record: the router is still told (a link left there is removed), under a record
                 # marked `removing` like any other, so that an add of the same endpoint (another
                 # device of the zone) waits for this remove instead of racing it.
                 step, (device_id, zone_id) = steps[index], rows[index]
-                links[index] = Link(site_id=ids["site"], device_id=device_id, router_id=step.router_id,
-                                    port=step.port, zone_id=zone_id, remote_ip=step.remote_ip,
-                                    state=Link.State.REMOVING, operation=op, initiators=step.initiators)
-                markers.append(links[index])
+                marker = Link(site_id=ids["site"], device_id=device_id, router_id=step.router_id,
+                              port=step.port, zone_id=zone_id, remote_ip=step.remote_ip,
+                              state=Link.State.REMOVING, operation=op, initiators=step.initiators)
+                markers.append(marker)
+                records.append(marker)
                 continue
-            if _busy_elsewhere(link, op):
-                raise InFlight(link)
+            records.append(link)
+            if other := _busy_elsewhere(link, op):
+                raise InFlight(link, other)
             # An up link another grant needs is handed to it (an FCIP one then shrinks).
             step = steps[index]
             holder = stays.get((step.router_id, step.spec.key)) if link.state == Link.State.UP else None
             if holder is not None:
                 lease = link_lease(holders_expiries(link, ids["site"], leaving))
                 holder_site, holder_device = holder
-                snapshot = {}
+                snapshot: dict[str, Any] = {}
                 if DRIVERS[link.router.platform].zones_initiators:  # the holder's initiators on it, so far
                     wwn = Device.objects.get(pk=holder_device).wwn
                     snapshot = {"initiators": sorted(i for i, target in link_pairs(link) if target == wwn)}
@@ -475,7 +477,7 @@ def _links_for_remove(
         except IntegrityError:  # an add wrote the endpoint's record since we looked: look again
             raise _EndpointTaken from None
         previous.update({marker.pk: None for marker in markers})  # None: there was no record
-    return links, previous, kept
+    return records, previous, kept
 
 
 class _EndpointTaken(Exception):

@@ -89,7 +89,7 @@ def _process_lock(router_id: int, deadline: float | None, timeout: float) -> Ite
     finally:
         if advisory:
             _release_advisory(router_id)
-        else:
+        elif descriptor is not None:  # taken, so the lock file's
             _release_file_lock(descriptor)
 
 

@@ -168,9 +168,12 @@ def _plan_invoke(request: dict[str, Any]) -> dict[str, Any]:
         raise PlanError("command", f"must be one of {', '.join(INVOKE_COMMANDS)}.")
     if command == "lsifcp":
         return {}
+    zone, port = request.get("zone"), request.get("port")
+    if zone is None or port is None:
+        raise PlanError("zone" if zone is None else "port", f"Required for {command}.")
     try:
-        spec_zone = int(request.get("zone"))
-        spec = LinkSpec(port=int(request.get("port")), zone=spec_zone, remote_ip=str(request.get("remote_ip")))
+        spec_zone = int(zone)
+        spec = LinkSpec(port=int(port), zone=spec_zone, remote_ip=str(request.get("remote_ip")))
     except (TypeError, ValueError) as exc:
         field_name = str(exc).split(":")[0] if ":" in str(exc) else "port"
         raise PlanError(field_name, str(exc)) from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 
 from django.utils import timezone
 
@@ -35,7 +36,7 @@ def _undo_budget(run: Run) -> None:
 
 
 def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed,
-                  extended: list[tuple[PlanStep, Link]] = ()) -> None:
+                  extended: Sequence[tuple[PlanStep, Link]] = ()) -> None:
     """Undo this add's router steps in reverse; raise OperationFailed with the original reason.
 
     Shared FCIP links it extended (`extended`, as read before) get their records back and shrink to
@@ -75,7 +76,7 @@ def roll_back_add(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: Step
     raise OperationFailed(f"{cause} (rolled back)", state=State.ROLLED_BACK)
 
 
-def _shrink_back(run: Run, extended: list[tuple[PlanStep, Link]]) -> list[str]:
+def _shrink_back(run: Run, extended: Sequence[tuple[PlanStep, Link]]) -> list[str]:
     """Shrink the shared FCIP links this add extended to what the grants need without the ones it
     took, recording what each zones now. One that cannot be shrunk records the pairs it may zone (as
     before, and this add's), marked as last changed by this failed add: a later connect reads the

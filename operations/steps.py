@@ -36,6 +36,7 @@ from routers.drivers.base import (
     RouterTarget,
     ZoningBusy,
 )
+from routers.platforms import Platform, Transport
 
 T = TypeVar("T")
 Phase = Operation.Phase
@@ -54,10 +55,10 @@ def router_target(router: Router) -> RouterTarget:
         # Before any connection: nothing was sent, so nothing is undone and a removal keeps its link up.
         raise StepFailed(router.name, str(exc), permanent=True, untouched=True) from None
     return RouterTarget(
-        platform=router.platform,
+        platform=Platform(router.platform),
         host=router.host,
         port=router.port,
-        transport=router.transport,
+        transport=Transport(router.transport),
         username=router.username,
         password=password,
         name=router.name,

@@ -15,16 +15,16 @@ from functools import partial
 from operations.models import ZoningLock
 from registry.models import Router
 from routers.drivers.base import RouterDriver
+from routers.drivers.cisco_mds_guard import ZoneLocks
 
 
 def bind(driver: RouterDriver, router: Router) -> None:
     """Before a step: tell an MDS session which locks flexzone recorded on this switch, and record
     what it takes and frees from now on."""
-    adopt = getattr(driver, "adopt_left_lock", None)
-    if adopt is None:
+    if not isinstance(driver, ZoneLocks):
         return
     for vsan in ZoningLock.objects.filter(router_id=router.pk).values_list("vsan", flat=True):
-        adopt(vsan)
+        driver.adopt_left_lock(vsan)
     driver.on_lock_record = partial(_record, router.pk)
 
 

@@ -12,11 +12,26 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import TypedDict
 
 from django.conf import settings
 from django.db import transaction
 
 from registry.models import Device, Host, Initiator, Router, Site, Zone
+
+
+class ZoneRow(TypedDict):
+    zone_id: int
+    description: str
+
+
+class DeviceRow(TypedDict):
+    device_id: str
+    description: str
+    wwn: str
+    zone: int  # its zone_id
+    owner: str  # its site's name
+
 
 SITES = [
     {
@@ -42,12 +57,12 @@ ROUTERS = [
     {"name": "primary-rtr", "site": "primary-site", "platform": "mcdata_eclipse", "transport": "telnet", "port": 2323},
     {"name": "remote-rtr", "site": "remote-site", "platform": "nishan_ips3000", "transport": "telnet", "port": 2324},
 ]
-ZONES = [
+ZONES: list[ZoneRow] = [
     {"zone_id": 1, "description": "GSFC shared storage"},
     {"zone_id": 2, "description": "Remote shared storage"},
     {"zone_id": 3, "description": "Remote archive"},
 ]
-DEVICES = [
+DEVICES: list[DeviceRow] = [
     {
         "device_id": "xraid1",
         "description": "XRAID1",
@@ -101,8 +116,8 @@ FCIP_ROUTERS = [
     {"name": "east-rtr", "site": "east-site", "platform": "brocade_fos", "transport": "ssh", "port": 2325},
     {"name": "west-rtr", "site": "west-site", "platform": "cisco_mds", "transport": "ssh", "port": 2326, "vsan": 1},
 ]
-FCIP_ZONES = [{"zone_id": 4, "description": "East FCIP storage"}]
-FCIP_DEVICES = [
+FCIP_ZONES: list[ZoneRow] = [{"zone_id": 4, "description": "East FCIP storage"}]
+FCIP_DEVICES: list[DeviceRow] = [
     {
         "device_id": "east-array1",
         "description": "EAST-ARRAY1",

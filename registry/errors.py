@@ -41,8 +41,8 @@ def explain_integrity_error(exc: IntegrityError) -> tuple[str, str]:
     for prefix, explained in _FOREIGN_KEY_MESSAGES.items():
         if constraint.startswith(prefix) or prefix in text:
             return explained
-    column = getattr(diag, "column_name", None)
-    table = getattr(diag, "table_name", None)
+    column = getattr(diag, "column_name", None) or ""
+    table = getattr(diag, "table_name", None) or ""
     if (table, column) in _NOT_NULL_MESSAGES:
         return _NOT_NULL_MESSAGES[(table, column)]
     if "FOREIGN KEY" in text.upper():

@@ -13,7 +13,7 @@ through `answer_with` when its app is ready.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -48,14 +48,21 @@ def changed_fields(instance: models.Model, fields: list[str]) -> list[str]:
     """Those of `fields` whose value in `instance` differs from the stored row ([] for a new object)."""
     if instance.pk is None:
         return []
-    attnames = {name: instance._meta.get_field(name).attname for name in fields}
+    attnames = {name: _column(instance, name) for name in fields}
     stored = type(instance)._default_manager.filter(pk=instance.pk).values(*attnames.values()).first()
     if stored is None:
         return []
     return [name for name, attname in attnames.items() if getattr(instance, attname) != stored[attname]]
 
 
-def refuse(changed: list[str], what: str, subject: Subject, **keys: list[int | None]) -> None:
+def _column(instance: models.Model, name: str) -> str:
+    field = instance._meta.get_field(name)
+    if not isinstance(field, models.Field):  # a reverse relation: no column in this row
+        raise TypeError(f"{type(instance).__name__}.{name} is not a field of its own row")
+    return field.attname
+
+
+def refuse(changed: list[str], what: str, subject: Subject, **keys: Sequence[int | None]) -> None:
     """Raise a ValidationError on each changed field if anyone holds a device through the subject."""
     if not changed:
         return

@@ -79,7 +79,7 @@ def find_device(
     devices = Device.objects.select_related(*related)
     if description is not None:
         text = description.strip()
-        device = devices.annotate(lower=Lower("description")).filter(lower=text.lower()).first()
+        device: Device | None = devices.annotate(lower=Lower("description")).filter(lower=text.lower()).first()
         if device is None:
             names = list(Device.objects.values_list("description", flat=True))
             raise QueryError("device_description", f"no device is described as {text!r}.", close_matches(text, names))

@@ -17,7 +17,9 @@ class LabelledEnum(StrEnum):
 
     label: str
 
-    def __new__(cls, value: str, label: str) -> LabelledEnum:
+    # Every member names its label; the default only lets a type checker read `Platform(value)` as what it
+    # is, the lookup of a member by its stored value (which the enum's metaclass does without this method).
+    def __new__(cls, value: str, label: str = "") -> LabelledEnum:
         member = str.__new__(cls, value)
         member._value_ = value
         member.label = label

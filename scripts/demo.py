@@ -194,6 +194,7 @@ def start_routers(supervisor: Supervisor, env: dict[str, str]) -> list[dict]:
             # A fabric as flexzone meets it in production: other hosts' zoning already in force.
             argv.append("--production-zoning")
         process = supervisor.start(f"sim-{router['name']}", argv, env, stdout=subprocess.PIPE, text=True)
+        assert process.stdout is not None  # stdout=PIPE
         line = process.stdout.readline()
         if not line:
             raise SystemExit(f"demo: simulator for {router['name']} did not start; see .demo/logs/")

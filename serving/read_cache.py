@@ -33,6 +33,8 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import psycopg
 from django.db import close_old_connections, connection
@@ -40,6 +42,9 @@ from prometheus_client import Counter
 
 from access.authentication import client_identity, crl_cache
 from access.models import Principal
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger("flexzone.api")
 
@@ -178,10 +183,10 @@ class RegistryReadCache:
     """WSGI middleware around Django: a cached body goes out without Django being asked at all (the
     headers Django's middleware added to it are stored with it)."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if (environ.get("REQUEST_METHOD") != "GET" or not CACHED.match(environ.get("PATH_INFO", ""))
                 or connection.vendor != "postgresql"):
             return self.app(environ, start_response)

@@ -10,6 +10,7 @@ given another one the simulator has (`accounts`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from netmiko import ConnectHandler
 
@@ -20,11 +21,19 @@ PROD_MEMBERS = ["10:00:00:90:fa:c7:43:10", "50:00:09:73:f0:2c:51:04"]
 PENDING_MEMBERS = ["10:00:00:90:fa:c7:43:99", "50:00:09:73:f0:2c:51:99"]
 
 
+class Simulator(Protocol):
+    """A running simulator, as FabricAdmin reaches it: its bound addresses and its own account."""
+
+    addresses: dict[str, tuple[str, int]]
+    username: str
+    password: str
+
+
 @dataclass
 class FabricAdmin:
     """A stock netmiko session to a simulated FOS or MDS switch, as an administrator would open it."""
 
-    sim: object
+    sim: Simulator
     platform: str
     username: str | None = None  # an account of its own (SimRouter `accounts`); default: the simulator's one
     password: str | None = None
@@ -44,7 +53,7 @@ class FabricAdmin:
 
     # --- FOS ---------------------------------------------------------------------------------
     def fos(self, command: str) -> str:
-        return self.conn.send_command(command, expect_string=r"(?:\[no\]\s*$)|(?:>\s*$)")
+        return str(self.conn.send_command(command, expect_string=r"(?:\[no\]\s*$)|(?:>\s*$)"))
 
     def fos_confirmed(self, command: str) -> str:
         output = self.fos(command)
@@ -122,21 +131,25 @@ def configuration_in_force(sim, platform: str) -> str | None:
     return (running["active"].get("1") or {}).get("name")
 
 
-def foreign_zoning(sim) -> object:
+def foreign_zoning(sim) -> dict[str, Any]:
     """The switch's zoning (defined and in force; on MDS also each VSAN's zoning mode, default zone and
     distribution) with every object flexzone created (fz_...) taken out."""
     running = sim.state().running
     if sim.platform == "brocade_fos":
-        return _not_flexzones(running["zoning"])
-    return _not_flexzones({key: running.get(key, {}) for key in MDS_ZONING_STATE})
+        return _not_flexzone_table(running["zoning"])
+    return _not_flexzone_table({key: running.get(key, {}) for key in MDS_ZONING_STATE})
+
+
+def _not_flexzone_table(table: dict[str, Any]) -> dict[str, Any]:
+    kept = {key: _not_flexzones(item) for key, item in table.items() if not str(key).startswith("fz_")}
+    return {key: item for key, item in kept.items() if item != {}}
 
 
 def _not_flexzones(value: object) -> object:
     """`value` without flexzone's objects, nor empty tables (the MDS simulator makes a VSAN's empty fcalias
     table on its first basic-mode edit, which no switch would show)."""
     if isinstance(value, dict):
-        kept = {key: _not_flexzones(item) for key, item in value.items() if not str(key).startswith("fz_")}
-        return {key: item for key, item in kept.items() if item != {}}
+        return _not_flexzone_table(value)
     if isinstance(value, list):
         return [_not_flexzones(item) for item in value if not str(item).startswith("fz_")]
     return value

@@ -17,6 +17,7 @@ from __future__ import annotations
 import statistics
 import sys
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -77,7 +78,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
         progress.step(name)
         for op in ("write", "read"):
             run_ = XddRun(op, plan.record, plan.size_per_client, time_limit_s=plan.time_limit_s, clients=n)
-            result, valid, reasons = measured(bench, lambda r=run_, p=path: xdd(bench, p, r, expected_mb_s=10))
+            result, valid, reasons = measured(bench, partial(xdd, bench, path, run_, expected_mb_s=10))
             rows.append({"where": bench.where, "profile": bench.profile, "path": path, "repetition": rep,
                          **result.to_dict(), "link_mb_s": round(link, 3), "valid": valid,
                          "health": "; ".join(reasons)})

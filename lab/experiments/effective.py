@@ -24,6 +24,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -121,9 +122,9 @@ def measure_setup(plan: Plan, out: TextIO) -> list[dict[str, float]]:
         for sim in sims:
             sim.start()
         relay_b = DataPathRelay(("127.0.0.1", 0), greeter.address)
-        relay_b.start()
-        relay_a = DataPathRelay(("127.0.0.1", 0), relay_b.address)
-        relay_a.start()
+        b_address = relay_b.start()
+        relay_a = DataPathRelay(("127.0.0.1", 0), b_address)
+        a_address = relay_a.start()
         relays += [relay_b, relay_a]
         relay_a.follow(sims[0], peer=B_DATA)
         relay_b.follow(sims[1], peer=A_DATA)
@@ -146,7 +147,7 @@ def measure_setup(plan: Plan, out: TextIO) -> list[dict[str, float]]:
             for rep in range(1, plan.setup_repetitions + 1):
                 started = time.monotonic()
                 list(pool.map(lambda i: change(i, True), range(2)))
-                _wait(lambda: _path_works(relay_a.address), 30)
+                _wait(lambda: _path_works(a_address), 30)
                 setup = time.monotonic() - started
                 started = time.monotonic()
                 list(pool.map(lambda i: change(i, False), range(2)))
@@ -170,19 +171,19 @@ def data_path_activation() -> tuple[float, float]:
 
     greeter = _Greeter()
     relay_b = DataPathRelay(("127.0.0.1", 0), greeter.address)
-    relay_b.start()
-    relay_a = DataPathRelay(("127.0.0.1", 0), relay_b.address)
-    relay_a.start()
+    b_address = relay_b.start()
+    relay_a = DataPathRelay(("127.0.0.1", 0), b_address)
+    a_address = relay_a.start()
     try:
         started = time.monotonic()
         relay_b.set_link(True)
         relay_a.set_link(True)
-        _wait(lambda: _path_works(relay_a.address), 10)
+        _wait(lambda: _path_works(a_address), 10)
         up = time.monotonic() - started
         started = time.monotonic()
         relay_a.set_link(False)
         relay_b.set_link(False)
-        _wait(lambda: not _path_works(relay_a.address), 10)
+        _wait(lambda: not _path_works(a_address), 10)
         return up, time.monotonic() - started
     finally:
         relay_a.stop()
@@ -250,7 +251,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
         rates = []
         for op in ("write", "read"):
             run_ = XddRun(op, min(size, MIB), size)
-            result, valid, reasons = measured(bench, lambda r=run_, g=guess: xdd(bench, "san", r, expected_mb_s=g))
+            result, valid, reasons = measured(bench, partial(xdd, bench, "san", run_, expected_mb_s=guess))
             transfer_s = size / (result.mb_per_s * 1e6) if result.mb_per_s else float("inf")
             rows.append({"where": bench.where, "profile": bench.profile, "op": op, "size_bytes": size,
                          "repetition": rep, "transfer_mb_s": result.mb_per_s, "transfer_s": transfer_s,

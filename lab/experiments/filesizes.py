@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 import sys
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -80,7 +81,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
         rates = []
         for op in ("write", "read"):
             result, valid, reasons = measured(
-                bench, lambda o=op, p=path, n=size: xdd(bench, p, _run(plan, n, o), expected_mb_s=rate_guess[p]))
+                bench, partial(xdd, bench, path, _run(plan, size, op), expected_mb_s=rate_guess[path]))
             rates.append(max(result.mb_per_s, 0.05))
             rows.append({"where": bench.where, "profile": bench.profile, "path": path, "repetition": rep,
                          **result.to_dict(), "link_mb_s": round(link, 3), "valid": valid,
@@ -108,8 +109,8 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], s
     for op in ("write", "read"):
         series = []
         for path in plan.paths:
-            points = [(s, _stats(rows, path, op, s)) for s in plan.sizes]
-            points = [(s, st) for s, st in points if st is not None]
+            stats_by_size = [(s, _stats(rows, path, op, s)) for s in plan.sizes]
+            points = [(s, st) for s, st in stats_by_size if st is not None]
             if points:
                 series.append(Series(LABELS[path], [s for s, _ in points], [st[0] for _, st in points],
                                      low=[st[1] for _, st in points], high=[st[2] for _, st in points],

@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 import sys
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -116,7 +117,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
             continue
         progress.step(name)
         result, valid, reasons = measured(
-            bench, lambda c=cell: xdd(bench, c.path, c.run(plan), expected_mb_s=guess_mb_s(c.record)))
+            bench, partial(xdd, bench, cell.path, cell.run(plan), expected_mb_s=guess_mb_s(cell.record)))
         progress.finished()
         rows.append({"where": bench.where, "profile": bench.profile, "path": cell.path, "pass": cell.pass_no,
                      **result.to_dict(), "link_mb_s": round(link, 3), "valid": valid, "health": "; ".join(reasons)})

@@ -13,7 +13,7 @@ from routers.drivers.mcdata_eclipse import EclipseDriver
 from routers.drivers.nishan_ips3000 import NishanDriver
 from routers.platforms import Platform
 
-DRIVERS: dict[Platform, type[RouterDriver]] = {
+DRIVERS: dict[str, type[RouterDriver]] = {  # keyed by Platform, whose members are the stored strings
     Platform.MCDATA_ECLIPSE: EclipseDriver,
     Platform.NISHAN_IPS3000: NishanDriver,
     Platform.BROCADE_FOS: BrocadeFosDriver,
@@ -24,7 +24,7 @@ DRIVERS: dict[Platform, type[RouterDriver]] = {
 def get_driver(target: RouterTarget) -> RouterDriver:
     """A driver (not yet connected) for the target's platform."""
     try:
-        cls = DRIVERS[Platform(target.platform)]
-    except (KeyError, ValueError):
+        cls = DRIVERS[target.platform]
+    except KeyError:
         raise ValueError(f"platform: no driver for {target.platform!r} (have {', '.join(DRIVERS)})") from None
     return cls(target)

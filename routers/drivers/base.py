@@ -246,6 +246,14 @@ def validate_link_spec(spec: LinkSpec) -> None:
         raise ValueError(f"vsan: must be an integer 1-4093 other than 4079, got {spec.vsan!r}")
 
 
+@dataclass
+class ZoningChange:
+    """A zoning change a driver made: the zoning in force before it and, once read again, after it."""
+
+    before: dict[str, Any]
+    after: dict[str, Any] | None = None
+
+
 class RouterDriver:
     """One management session to one router (netmiko style: subclasses override only what differs).
 
@@ -280,7 +288,7 @@ class RouterDriver:
         self.target = target
         self.deadline: float | None = None
         self._warnings: list[str] = []
-        self._zoning_changes: list[list[dict[str, Any] | None]] = []
+        self._zoning_changes: list[ZoningChange] = []
 
     def warn(self, text: str) -> None:
         self._warnings.append(text)
@@ -295,13 +303,13 @@ class RouterDriver:
         """A zoning change is about to go in force (called right before the command that commits it, so
         that one which fails part-way is journaled too); `before` is the zoning as read last before it.
         Its after-image is the next read of the zoning (the engine's verification reads it at once)."""
-        self._zoning_changes.append([self.zoning_image(before), None])
+        self._zoning_changes.append(ZoningChange(self.zoning_image(before)))
 
     def zoning_read(self, fabric: Any) -> None:
         """Every read of the zoning: the after-image of the changes made before it that have none yet."""
         for change in self._zoning_changes:
-            if change[1] is None:
-                change[1] = self.zoning_image(fabric)
+            if change.after is None:
+                change.after = self.zoning_image(fabric)
 
     @staticmethod
     def render_restore(before: dict[str, Any], after: dict[str, Any] | None) -> list[str]:
@@ -313,7 +321,7 @@ class RouterDriver:
         """(before, after) of each zoning change since the last call; after is None when the session
         ended before the zoning was read again."""
         changes, self._zoning_changes = self._zoning_changes, []
-        return [(before, after) for before, after in changes]
+        return [(change.before, change.after) for change in changes]
 
     def take_warnings(self) -> list[str]:
         warnings, self._warnings = self._warnings, []

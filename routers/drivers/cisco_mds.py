@@ -101,7 +101,7 @@ from routers.drivers.cisco_mds_show import (
     parse_zoneset_brief,
     resolve,
 )
-from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
+from routers.drivers.netmiko_base import closed_session_is_eof
 from routers.drivers.zoning import (
     ACTIVE_ZONESET,
     FabricZoning,
@@ -130,7 +130,7 @@ def link_prefix(spec: LinkSpec) -> str:
     return f"fz_z{spec.zone}_fcip{spec.port}"
 
 
-class CiscoMdsDriver(ZoneLocks, SessionGuardedDriver):
+class CiscoMdsDriver(ZoneLocks):
     """MDS NX-OS FCIP: a flexzone fcip interface per port, a zone per initiator-target pair in the
     VSAN's active zoneset (module doc)."""
 

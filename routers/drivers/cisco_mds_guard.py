@@ -25,6 +25,7 @@ from netmiko.exceptions import ConfigInvalidException
 
 from routers.drivers.base import CommandRejected, ZoningBusy
 from routers.drivers.cisco_mds_show import ZoneStatus
+from routers.drivers.netmiko_base import SessionGuardedDriver
 from routers.drivers.zoning import FabricZoning, describe_changes
 
 SESSION_CREATED = "Enhanced zone session has been created"
@@ -118,15 +119,19 @@ def stale_full_database(fabric: FabricZoning, status: ZoneStatus, ours: set[str]
             f"database in step with 'zoneset distribute full vsan {vsan}'")
 
 
-class ZoneLocks:
+class ZoneLocks(SessionGuardedDriver):
     """The MDS driver's part that keeps track of its enhanced-mode zone session locks: which it holds,
     which a dead session of this process left behind, freeing only those, and reading a commit back.
-    Mixed into CiscoMdsDriver, whose session (``conn``, ``target``, ``zone_status``) it uses."""
+    The base of CiscoMdsDriver, whose ``zone_status`` it uses."""
 
     _holding: set[int]
     # Set by the engine: called with (vsan, True) when a session of ours is seen to take the lock and
     # (vsan, False) when ours is freed, so that the record outlives this process (operations/zoning_locks.py).
     on_lock_record: Callable[[int, bool], None] | None = None
+
+    def zone_status(self) -> ZoneStatus:
+        """The VSAN's zone status as the switch reports it (CiscoMdsDriver reads it)."""
+        raise NotImplementedError
 
     def adopt_left_lock(self, vsan: int) -> None:
         """A lock flexzone recorded taking, in a session of its own that is gone (another process's, which

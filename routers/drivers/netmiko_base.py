@@ -401,6 +401,8 @@ def wait_closed_by_peer(conn: BaseConnection, timeout: float) -> bool:
     """Read until the device closes the session (telnet EOF; SSH channel EOF or close), at most
     `timeout` seconds; whether it did."""
     remote = conn.remote_conn
+    if remote is None:  # netmiko has let go of it: nothing left to close
+        return True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -473,7 +475,7 @@ class SessionGuardedDriver(NetmikoDriver):
         try:
             if conn.protocol == "ssh":
                 conn.paramiko_cleanup()
-            else:
+            elif conn.remote_conn is not None:
                 conn.remote_conn.close()
         except Exception:  # noqa: BLE001 - the session is being abandoned either way
             pass

@@ -202,7 +202,7 @@ class FosShows:
         return f"{prefix}Offline     VE"
 
     async def islshow(self, session: Session, console: Console, rest: str) -> None:
-        rows = []
+        rows: list[str] = []
         for ve in sorted(self.tunnels, key=int):
             circuit = self.tunnels[ve]["circuits"].get("0")
             if circuit and circuit.get("remote_ip") and circuit.get("admin") == "enable":

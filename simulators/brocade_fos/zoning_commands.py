@@ -44,7 +44,9 @@ def is_mutating(command: str, rest: str) -> bool:
 
 def split_zoning_args(text: str) -> list[str]:
     """FOS zoning arguments: comma-separated, each optionally double-quoted (`"z1", "a; b"`)."""
-    args, current, quoted = [], [], False
+    args: list[str] = []
+    current: list[str] = []
+    quoted = False
     for char in text:
         if char == '"':
             quoted = not quoted

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Literal, overload
 
 from simulators.personality import Console
 
@@ -41,6 +42,11 @@ class Words:
 
     def position(self) -> int:
         return self.items[self.index][1] if self.more() else len(self.line.rstrip()) + 1
+
+    @overload
+    def keyword(self, *choices: str, optional: Literal[False] = False) -> str: ...
+    @overload
+    def keyword(self, *choices: str, optional: bool) -> str | None: ...
 
     def keyword(self, *choices: str, optional: bool = False) -> str | None:
         """Consume one keyword, accepting any unambiguous prefix (NX-OS parser behaviour)."""

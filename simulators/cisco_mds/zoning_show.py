@@ -134,6 +134,7 @@ def show_zoneset(running: dict[str, Any], vsan: int | None, name: str | None = N
 def show_zoneset_brief(running: dict[str, Any], vsan: int | None, active: bool, name: str | None = None) -> str:
     """``show zoneset [name S] brief [active] [vsan N]``: each zoneset and the names of its zones."""
     lines: list[str] = []
+    tables: Iterator[tuple[str, Any]]
     if active:
         tables = ((key, {info["name"]: list(info["zones"])}) for key, info in by_vsan(running["active"], vsan))
     else:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import asyncssh
@@ -83,22 +84,28 @@ async def open_servers(router: ListeningRouter) -> tuple[list[Any], dict[str, tu
     addresses: dict[str, tuple[str, int]] = {}
     if router.telnet_address is not None:
         host, port = router.telnet_address
-        server = await telnetlib3.create_server(
+        telnet_server = await telnetlib3.create_server(
             host=host, port=port, shell=lambda reader, writer: _telnet_shell(router, reader, writer),
             encoding="utf8", encoding_errors="replace", force_binary=True, connect_maxwait=0.5, timeout=0,
         )
-        servers.append(server)
-        addresses["telnet"] = server.sockets[0].getsockname()[:2]
+        servers.append(telnet_server)
+        addresses["telnet"] = _bound(telnet_server.sockets)
     if router.ssh_address is not None:
         host, port = router.ssh_address
-        server = await asyncssh.create_server(
+        ssh_server = await asyncssh.create_server(
             lambda: _SSHServer(router), host, port, server_host_keys=[router.ssh_key()],
             process_factory=lambda process: _ssh_process(router, process), line_editor=False,
             encoding="utf-8", errors="replace",
         )
-        servers.append(server)
-        addresses["ssh"] = server.sockets[0].getsockname()[:2]
+        servers.append(ssh_server)
+        addresses["ssh"] = _bound(ssh_server.sockets)
     return servers, addresses
+
+
+def _bound(sockets: Sequence[socket.socket] | None) -> tuple[str, int]:
+    if not sockets:
+        raise OSError("the server is not listening")
+    return sockets[0].getsockname()[:2]
 
 
 # --- telnet -------------------------------------------------------------------------------------

@@ -74,6 +74,14 @@ def test_bad_requests_fail_at_submit_without_a_journal_row(ops_lab):
 
 
 @pytest.mark.django_db
+def test_an_invoke_without_its_zone_is_refused_naming_the_zone(demo):
+    with pytest.raises(PlanError) as info:
+        submit("invoke", {"router": "primary-rtr", "command": "addifcp", "port": 8, "remote_ip": "127.0.0.22"})
+    assert info.value.field == "zone"
+    assert not Operation.objects.exists()
+
+
+@pytest.mark.django_db
 def test_list_links_reads_every_router(ops_lab):
     execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk)
     listing = list_links()
