@@ -13,6 +13,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
+from rest_framework.relations import SlugRelatedField
 from rest_framework.validators import UniqueTogetherValidator, UniqueValidator
 
 from access import redaction
@@ -283,11 +284,10 @@ class LinkSerializer(redaction.InitiatorsScoped, RegistrySerializer):
     """A link as flexzone configured it; initiator WWNs (and pairs holding them) only of the
     principal's sites."""
 
-    site: serializers.SlugRelatedField[Site] = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    device: serializers.SlugRelatedField[Device] = serializers.SlugRelatedField(slug_field="description",
-                                                                                read_only=True)
-    router: serializers.SlugRelatedField[Router] = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    zone: serializers.SlugRelatedField[Zone] = serializers.SlugRelatedField(slug_field="zone_id", read_only=True)
+    site: SlugRelatedField[Site] = SlugRelatedField(slug_field="name", read_only=True)
+    device: SlugRelatedField[Device] = SlugRelatedField(slug_field="description", read_only=True)
+    router: SlugRelatedField[Router] = SlugRelatedField(slug_field="name", read_only=True)
+    zone: SlugRelatedField[Zone] = SlugRelatedField(slug_field="zone_id", read_only=True)
     initiators = serializers.ListField(child=serializers.CharField(), read_only=True,
                                        help_text=Link._meta.get_field("initiators").help_text)
     pairs = serializers.ListField(child=serializers.ListField(child=serializers.CharField(), min_length=2,
@@ -306,9 +306,8 @@ class GrantSerializer(RegistrySerializer):
     and what disconnect or expiry ends. Initiator WWNs only for principals whose scope has the grant's
     site (admins and all_sites principals see every one)."""
 
-    site: serializers.SlugRelatedField[Site] = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    device: serializers.SlugRelatedField[Device] = serializers.SlugRelatedField(slug_field="description",
-                                                                                read_only=True)
+    site: SlugRelatedField[Site] = SlugRelatedField(slug_field="name", read_only=True)
+    device: SlugRelatedField[Device] = SlugRelatedField(slug_field="description", read_only=True)
     owner_site = serializers.CharField(source="device.owner_site.name", read_only=True,
                                        help_text="the site that owns the device")
     zone = serializers.IntegerField(source="device.zone.zone_id", read_only=True)
@@ -352,7 +351,7 @@ class ZoningImageSerializer(RegistrySerializer):
     """One of flexzone's zoning changes on an FCIP switch: the zoning in force before and after it, what
     differs, and the commands that would put the before-image back (a dry run: never sent)."""
 
-    router: serializers.SlugRelatedField[Router] = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    router: SlugRelatedField[Router] = SlugRelatedField(slug_field="name", read_only=True)
     operation = serializers.IntegerField(source="operation_id", read_only=True, allow_null=True)
     changes = serializers.SerializerMethodField(help_text="zones the change put in force (added), took out "
                                                 "(removed) and whose members it changed (changed)")
@@ -376,8 +375,7 @@ class OperationSerializer(redaction.InitiatorsScoped, RegistrySerializer):
     """State and phase timings for everyone; the router transcript only for admins; initiator WWNs
     (in the request, plan, commands, result and error) only of the principal's sites."""
 
-    principal: serializers.SlugRelatedField[Principal] = serializers.SlugRelatedField(slug_field="name",
-                                                                                      read_only=True)
+    principal: SlugRelatedField[Principal] = SlugRelatedField(slug_field="name", read_only=True)
     url = serializers.SerializerMethodField()
     zoning_images = serializers.SerializerMethodField(
         help_text="admins, one operation at a time: the zoning in force on each FCIP switch before and after each "
@@ -426,7 +424,6 @@ class PrincipalSerializer(RegistrySerializer):
         model = Principal
         fields = ["id", "name", "role", "cert_sha256", "cert_issuer", "cert_serial", "sites", "zones", "all_sites",
                   "all_zones", "revoked_at", "created_at"]
-
         extra_kwargs = {
             "cert_sha256": {"allow_blank": False, "validators": [RegexValidator(
                 r"\A[0-9a-f]{64}\Z", "64 lower-case hex digits (SHA-256 of the DER certificate).", "sha256_hex")]},
@@ -436,8 +433,7 @@ class PrincipalSerializer(RegistrySerializer):
 
 
 class AuditEventSerializer(RegistrySerializer):
-    operation = serializers.IntegerField(source="operation_id", read_only=True, allow_null=True,
-                                         help_text="the operation the request started, if any")
+    operation = serializers.IntegerField(source="operation_id", read_only=True, allow_null=True)  # its id
 
     class Meta:
         model = AuditEvent

@@ -142,7 +142,8 @@ def _required_by(distributions: set[str]) -> set[str]:
 
 def third_party_imports(packages: tuple[str, ...]) -> dict[str, set[str]]:
     """Each installed distribution the packages import from -> the top-level modules imported of it."""
-    local = {*PACKAGES, "tests", "__future__"}
+    # `_typeshed` exists only for the type checker (imported under TYPE_CHECKING): nothing to install.
+    local = {*PACKAGES, "tests", "__future__", "_typeshed"}
     providers = importlib.metadata.packages_distributions()
     found: dict[str, set[str]] = {}
     for package in packages:
