@@ -16,7 +16,7 @@ import pytest
 
 from lab.experiments import compare, effective, latency, loss, transfer
 from lab.experiments.base import Outcome
-from lab.experiments.compare import COMPARED, NOT_MEASURED, PAPER, SEED, comparison, measured
+from lab.experiments.compare import COMPARED, NOT_MEASURED, PAPER, SEED, Measured, SeedFigure, comparison, measured
 from lab.experiments.report import write_report
 from lab.experiments.service import ServiceSettings
 from lab.xdd import MIB, XddResult
@@ -123,6 +123,15 @@ def test_every_seed_figure_has_a_unit_and_says_where_in_the_seed_it_comes_from()
     assert SEED["effective_read"].low is None and SEED["effective_read"].text() == "not published"
 
 
+def test_a_bound_on_either_side_bounds_the_ratio_and_bounds_on_both_sides_give_none():
+    rate = SeedFigure("rate", "MB/s", 50.0, "fixture", bound="≥")
+    time_ = SeedFigure("time", "s", 10.0, "fixture", bound="≥", lower_is_better=True)
+    assert compare.ratio(rate, Measured(100.0, "")) == "≤ 2.00×"  # the seed did at least 50: at most twice
+    assert compare.ratio(time_, Measured(5.0, "")) == "≥ 2.00×"  # the seed took at least 10 s
+    assert compare.ratio(time_, Measured(5.0, "", at_least=True)) == "— (bounds on both sides)"
+    assert compare.ratio(replace(rate, bound=""), Measured(100.0, "", at_least=True)) == "≥ 2.00×"
+
+
 def test_operation_time_is_the_median_add_at_the_lowest_round_trip_with_per_operation_sessions(tmp_path):
     ours = measured([latency_outcome(tmp_path / "latency")])
     # the three successful adds at 0 ms: totals 18.0, 20.0, 16.0 s; router 17.0, 19.0, 15.5 s; rest 1.0, 1.0, 0.5 s
@@ -131,15 +140,16 @@ def test_operation_time_is_the_median_add_at_the_lowest_round_trip_with_per_oper
     assert ours["op_rest"].value == pytest.approx(1.0)
     assert "add at 0 ms RTT, per-operation sessions, median of 3" in ours["op_total"].condition
     assert compare.ratio(SEED["op_total"], ours["op_total"]) == f"{20 / 18:.2f}×"
-    assert compare.ratio(SEED["op_router"], ours["op_router"]) == f"{12 / 17:.2f}×"
-    assert compare.ratio(SEED["op_rest"], ours["op_rest"]) == "8.00×"
+    # the seed gives its login alone: its router part is at least 12 s, its registry + invocation at most 8 s
+    assert compare.ratio(SEED["op_router"], ours["op_router"]) == f"≥ {12 / 17:.2f}×"
+    assert compare.ratio(SEED["op_rest"], ours["op_rest"]) == "≤ 8.00×"
 
 
 def test_times_on_routers_faster_than_the_seeds_are_shown_without_a_ratio(tmp_path):
     ours = measured([latency_outcome(tmp_path / "latency", scale=0.05)])
     assert compare.ratio(SEED["op_total"], ours["op_total"]) == "— (routers simulated at 0.05 × the seed's timing)"
     assert compare.ratio(SEED["op_router"], ours["op_router"]).startswith("— (routers simulated at 0.05")
-    assert compare.ratio(SEED["op_rest"], ours["op_rest"]) == "8.00×"  # flexzone's own time: no simulator in it
+    assert compare.ratio(SEED["op_rest"], ours["op_rest"]) == "≤ 8.00×"  # flexzone's own time: no simulator in it
 
 
 def test_a_point_the_emulator_spoiled_is_not_compared(tmp_path):
