@@ -76,6 +76,7 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     """Run the experiment named by options["action"] (or all of them) and write its results folder."""
     from lab.database import NoPostgres, server_url
     from lab.experiments.base import open_bench, results_folder
+    from lab.experiments.compare import COMPARED, comparison
     from lab.experiments.report import write_report
 
     out = out or sys.stdout
@@ -127,11 +128,16 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     if action == "all" and where != "lab":
         extra.append(("Not run on loopback", ", ".join(LAB_ONLY) + ": they need the lab's emulated WAN "
                       "(run as root with --where lab)."))
-    report = write_report(folder, outcomes, environment, command=command, extra_sections=extra)
+    # `all` runs every experiment: the report opens with the seed's figures beside this run's.
+    first = [(COMPARED, comparison(outcomes))] if action == "all" else []
+    report = write_report(folder, outcomes, environment, command=command, first_sections=first,
+                          extra_sections=extra)
     for outcome in outcomes:
         print(f"\n## {outcome.title}\n{outcome.table}", file=out)
         for note in outcome.notes:
             print(f"- {note}", file=out)
+    for title, body in first:
+        print(f"\n## {title}\n{body}", file=out)
     print(f"\nreport: {report}", file=out, flush=True)
     return 0 if all(o.valid for o in outcomes) and checks_passed else 1
 

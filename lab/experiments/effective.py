@@ -261,6 +261,13 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
             rates.append(max(result.mb_per_s, 0.05))
         guess = min(rates)
         progress.finished()
+    return _write(bench, plan, folder, rows, timings, source, link, skipped, command)
+
+
+def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], timings: list[dict[str, float]],
+           source: str, link: float, skipped: list[str], command: str) -> Outcome:
+    setup = statistics.median(t["setup_s"] for t in timings)
+    teardown = statistics.median(t["teardown_s"] for t in timings)
     write_csv(folder / "effective.csv", rows)
     write_csv(folder / "setup.csv", timings)
     write_json(folder / "effective.json", {"plan": asdict(plan), "environment": bench.environment(),

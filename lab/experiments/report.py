@@ -25,8 +25,10 @@ the emulated WAN; each operation's registry / invocation / router split comes fr
 
 
 def write_report(folder: Path, outcomes: Sequence[Outcome], environment: dict[str, Any], *, command: str = "",
+                 first_sections: Sequence[tuple[str, str]] = (),
                  extra_sections: Sequence[tuple[str, str]] = ()) -> Path:
-    """Write folder/report.md linking each outcome's plots (paths relative to the report)."""
+    """Write folder/report.md linking each outcome's plots (paths relative to the report); `first_sections`
+    (title, Markdown) come before the experiments' own, `extra_sections` after them."""
     lines = ["# flexzone lab report", "",
              f"Generated {datetime.now(UTC).isoformat(timespec='seconds')}" + (f" by `{command}`" if command else "")
              + ".", ""]
@@ -38,12 +40,16 @@ def write_report(folder: Path, outcomes: Sequence[Outcome], environment: dict[st
         lines.append(f"| raw link samples (MB/s) | {environment['raw_link_mb_s_samples']} |")
     lines += ["", METHOD, ""]
     lines += ["## Contents", ""]
+    for title, _ in first_sections:
+        lines.append(f"- {title}")
     for outcome in outcomes:
         mark = "" if outcome.valid else " (incomplete or invalid, see notes)"
         lines.append(f"- [{outcome.title}](#{outcome.name}){mark}")
     for title, _ in extra_sections:
         lines.append(f"- {title}")
     lines.append("")
+    for title, body in first_sections:
+        lines += [f"## {title}", "", body, ""]
     for outcome in outcomes:
         lines += [f'<a id="{outcome.name}"></a>', f"## {outcome.title}", ""]
         if outcome.command:

@@ -74,6 +74,7 @@ def test_lab_all_quick_runs_every_experiment_on_a_database_of_its_own_and_writes
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, plot
     assert "| op | file size |" in report and "| pattern | op | record |" in report
     assert "Registry/API operations over mutual TLS" in report and "FAILED" not in report
+    assert "## Compared with the seed" in report  # latency and loss need the lab: their rows say not measured
     with open(folder / "clients" / "api_clients.csv", newline="") as f:
         api = [row for row in csv.DictReader(f) if row["operation"] == "all"]
     assert [row["clients"] for row in api] == ["1", "2", "4"] and {row["errors"] for row in api} == {"0"}, api
