@@ -1,1 +1,1 @@
-"""Storage-router drivers (netmiko) and the CLI simulators that stand in for the hardware."""
+"""Storage-router drivers (netmiko): one per platform, and the platforms and transports they speak."""

@@ -13,11 +13,20 @@ squashed into each app's 0001_initial, and this migration refuses to adopt table
 
 import django.db.models.deletion
 from django.db import migrations, models
+from django.db.migrations.exceptions import IrreversibleError
 
 import registry.validators
 
 PRINCIPAL_TABLES = ("registry_principal", "registry_principal_sites", "registry_principal_zones")
 LAST_OF_EARLIER_RELEASE = (("registry", "0011_router_session_budget"), ("operations", "0010_zoning_locks"))
+
+
+def _previous_release(connection) -> list[str]:
+    """The previous release's last migrations this database lacks ([] when it has them all)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT app, name FROM django_migrations")
+        applied = set(cursor.fetchall())
+    return [f"{app} {name}" for app, name in LAST_OF_EARLIER_RELEASE if (app, name) not in applied]
 
 
 def adopt_or_create(apps, schema_editor):
@@ -33,25 +42,35 @@ def adopt_or_create(apps, schema_editor):
                     f"CREATE TRIGGER flexzone_registry_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {table} "
                     "FOR EACH STATEMENT EXECUTE FUNCTION flexzone_registry_changed()")
         return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT app, name FROM django_migrations")
-        applied = set(cursor.fetchall())
-    missing = [f"{app} {name}" for app, name in LAST_OF_EARLIER_RELEASE if (app, name) not in applied]
-    if missing:
+    if missing := _previous_release(connection):
         raise RuntimeError(
             f"this database is from a release older than the one before this: migrate it with that release "
             f"first (it lacks {', '.join(missing)})")
-    with connection.cursor() as cursor:
-        constraints = connection.introspection.get_constraints(cursor, "registry_auditevent")
-    for name, info in constraints.items():
-        if info["foreign_key"] and info["columns"] == ["operation_id"]:
-            schema_editor.execute(f"ALTER TABLE registry_auditevent DROP CONSTRAINT {schema_editor.quote_name(name)}")
+    audit = apps.get_model("access", "AuditEvent")
+    if connection.vendor == "sqlite":
+        # SQLite cannot drop a constraint: the table is made again from the model (its rows copied), as
+        # Django does for any change SQLite's ALTER TABLE cannot make.
+        schema_editor._remake_table(audit)
+    else:
+        with connection.cursor() as cursor:
+            constraints = connection.introspection.get_constraints(cursor, audit._meta.db_table)
+        for name, info in constraints.items():
+            if info["foreign_key"] and info["columns"] == ["operation_id"]:
+                schema_editor.execute(f"ALTER TABLE {schema_editor.quote_name(audit._meta.db_table)} "
+                                      f"DROP CONSTRAINT {schema_editor.quote_name(name)}")
     content_type = apps.get_model("contenttypes", "ContentType")
-    content_type.objects.filter(app_label="registry", model__in=("principal", "auditevent")).update(app_label="access")
+    moving = content_type.objects.filter(app_label="registry", model__in=("principal", "auditevent"))
+    if moving.exists():  # types the new code made before this ran would collide with the moved ones
+        content_type.objects.filter(app_label="access", model__in=("principal", "auditevent")).delete()
+        moving.update(app_label="access")
 
 
 def drop_or_leave(apps, schema_editor):
-    # Backwards only on a database this migration made: the earlier release's tables are not restored.
+    """Backwards only on a database this migration made: an adopted one's principals and audit trail
+    are never dropped."""
+    if not _previous_release(schema_editor.connection):
+        raise IrreversibleError(
+            "access 0001 adopted the previous release's principals and audit trail: it is not reversed")
     for name in ("AuditEvent", "Principal"):
         schema_editor.delete_model(apps.get_model("access", name))
 

@@ -7,6 +7,7 @@ the column here.
 
 import django.db.models.deletion
 from django.db import migrations, models
+from django.db.migrations.exceptions import IrreversibleError
 
 
 def add_unless_there(apps, schema_editor):
@@ -18,7 +19,15 @@ def add_unless_there(apps, schema_editor):
         schema_editor.add_field(operation, operation._meta.get_field("principal"))
 
 
+PREVIOUS_RELEASE = ("operations", "0010_zoning_locks")
+
+
 def remove(apps, schema_editor):
+    """Backwards only where this migration added the column: never an earlier release's."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM django_migrations WHERE app = %s AND name = %s", list(PREVIOUS_RELEASE))
+        if cursor.fetchone() is not None:
+            raise IrreversibleError("the journal's principal column is the previous release's: it is not removed")
     operation = apps.get_model("operations", "Operation")
     schema_editor.remove_field(operation, operation._meta.get_field("principal"))
 

@@ -21,6 +21,7 @@ from simulators.process import SimProcess
 from simulators.server import SimRouter, check_bind_host
 from tests.support.sims import PASSWORD, USERNAME
 
+ROOT = Path(__file__).resolve().parents[2]  # where `python -m simulators` finds its package
 PROMPT = b"ECL2640-A:eosi# "
 
 
@@ -231,7 +232,7 @@ def test_the_simulator_reads_its_password_from_a_file_and_keeps_it_off_the_comma
         process.stop()
     secret.write_text("")
     empty = subprocess.run([sys.executable, "-m", "simulators", "--platform", "nishan_ips3000", "--password-file",
-                            str(secret)], capture_output=True, text=True, timeout=30)  # fmt: skip
+                            str(secret)], capture_output=True, text=True, timeout=30, cwd=ROOT)  # fmt: skip
     assert empty.returncode == 2 and "is empty" in empty.stderr
 
 
