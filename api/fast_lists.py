@@ -1,0 +1,356 @@
+"""The lists automation polls most, `/api/links/` and `/api/operations/`, answered in one SQL statement.
+
+Through Django and DRF such a GET costs two round trips (the principal, the page) and the serializers;
+the registry's read cache (serving/read_cache.py) cannot keep them, as they change with every
+operation. So this WSGI wrapper, in front of the read cache (flexzone/wsgi.py), answers exactly these
+list GETs itself: one statement reads the certificate's principal, the page's rows, the count when the
+page cannot tell it (as api.pagination does) and, for a principal limited to some sites, the WWNs it
+may see; Python builds the JSON from the tuples with DRF's own field conversions, pagination links and
+renderer, and the answer carries the headers Django gave this list last (none until it has answered
+one). What is asked is read with the view's own rules (its filters' checks, the pagination's bounds).
+
+It answers only when it can settle everything: a GET of the list itself in JSON (no Accept, `*/*` or
+`application/json`), query parameters among the view's filters and limit/offset, each once and valid,
+an allowed Host, a client certificate not in the CRL whose principal is not revoked and has a role
+that may read the list. Anything else (a bad value, an unknown parameter, another format, any refusal,
+the database away, SQLite) goes the whole way through Django, which answers, refuses and audits as
+always. `FLEXZONE_API_FAST_LISTS=0` turns it off. `tests/api/test_fast_lists.py` holds it to DRF's
+answers byte for byte.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.wsgi import WSGIRequest, get_script_name
+from django.db import close_old_connections, connection
+from django.db.models import Model
+from django.http import QueryDict
+from django.urls import reverse, set_script_prefix
+from django.utils import timezone
+from prometheus_client import Counter
+from rest_framework import ISO_8601, exceptions
+from rest_framework.renderers import JSONRenderer
+from rest_framework.settings import api_settings
+
+from access.authentication import client_identity
+from access.authentication import crl_cache as _crl_cache
+from access.models import Principal, Role
+from access.permissions import has_role
+from access.redaction import Hidden
+from api.pagination import Pagination
+from api.schema import QueryFilter
+from api.views import LinkViewSet, OperationViewSet
+from operations.models import Link, Operation
+from registry.models import Device, Host, Initiator, Router, Site, Zone
+
+log = logging.getLogger("flexzone.api")
+StartResponse = Callable[..., Any]
+JSON_ACCEPTS = (None, "*/*", "application/json")
+SENTINEL = 9876543210  # an id no reverse() output holds otherwise, replaced by each operation's
+
+answers_total = Counter("flexzone_fast_lists", "Link and operation list GETs by who answered them (fast: the "
+                        "one-statement path in front of Django; django: anything it could not settle).", ["by"])
+
+
+def _table(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _column(model: type[Model], field: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(field).column)
+
+
+class _Unsettled(Exception):
+    """Something the fast path does not answer: Django does."""
+
+
+@dataclass(frozen=True)
+class FastList:
+    """One list: its view, the SQL of its rows (`columns` over `joins`, by `filters`: query parameter ->
+    SQL expression, each the view's lookup of the same name), and how a row becomes the serializer's dict."""
+
+    view: type
+    model: type[Model]
+    columns: str
+    joins: str
+    filters: dict[str, tuple[str, str]]  # param -> (the view's lookup it stands for, SQL expression)
+    build: Callable[[tuple, bool, str, _When], dict]  # (row, admin, operation URL template, dates) -> item
+
+
+@dataclass
+class _Prepared:
+    """What a list's requests share, worked out once: the filters this path knows that mean here what
+    they mean in the view (the view's own checks of their values), the roles that may read it, and
+    its statement for each set of filters given."""
+
+    fast: FastList
+    checks: dict[str, QueryFilter]
+    readers: frozenset[str]
+    statements: dict[tuple[str, ...], tuple[str, str]]
+
+    @classmethod
+    def of(cls, fast: FastList) -> _Prepared:
+        checks = {check.param: check for check in fast.view.query_filters()
+                  if check.param in fast.filters and fast.filters[check.param][0] == check.lookup}
+        readers = frozenset(role for role in Role if has_role(Principal(role=role), fast.view.read_role))
+        return cls(fast, checks, readers, {})
+
+    def statement(self, given: tuple[str, ...]) -> tuple[str, str]:
+        """(its name, the PREPARE of it) for this set of filters."""
+        found = self.statements.get(given)
+        if found is None:
+            name = f"flexzone_fast_{self.fast.model._meta.model_name}_{'_'.join(given) or 'all'}"
+            types = ", ".join(TYPES + ("text",) * len(given))
+            found = self.statements[given] = (name, f"PREPARE {name} ({types}) AS {_statement(self.fast, given)}")
+        return found
+
+
+class _When:
+    """A datetime as DRF's DateTimeField gives it in ISO 8601 (the only DATETIME_FORMAT this path
+    answers for): in the current time zone, `Z` for UTC; the zone read once per request, not per value."""
+
+    def __init__(self) -> None:
+        self.zone = timezone.get_current_timezone() if settings.USE_TZ else None
+
+    def __call__(self, value: dt.datetime | None) -> str | None:
+        if not value:
+            return None
+        if self.zone is None or timezone.is_naive(value):
+            raise _Unsettled  # not what a timestamptz column gives: DRF's own rules decide
+        try:
+            text = value.astimezone(self.zone).isoformat()
+        except OverflowError:
+            raise _Unsettled from None
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def _strings(value: Any) -> list[str]:
+    """A ListField(child=CharField) of the stored JSON, as DRF gives it; anything but a list of strings: Django."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _Unsettled
+    return value
+
+
+def _link(row: tuple, admin: bool, url: str, _when: _When) -> dict:
+    (pk, site, device, router, port, zone, remote_ip, state, initiators, pairs, lease, created, updated, up,
+     down) = row
+    pairs = json.loads(pairs)
+    if not isinstance(pairs, list):
+        raise _Unsettled
+    return {"id": pk, "site": site, "device": device, "router": router, "port": port, "zone": zone,
+            "remote_ip": str(remote_ip), "state": state, "initiators": _strings(json.loads(initiators)),
+            "pairs": [_strings(pair) for pair in pairs], "lease_expires_at": _when(lease),
+            "created_at": _when(created), "updated_at": _when(updated), "up_at": _when(up), "down_at": _when(down)}
+
+
+def _operation(row: tuple, admin: bool, url: str, _when: _When) -> dict:
+    (pk, kind, state, phase, principal, request, plan, result, attempts, error, transcript, registry_ms,
+     invocation_ms, router_ms, total_ms, created, started, finished, heartbeat) = row
+    item = {"id": pk, "url": url.replace(str(SENTINEL), str(pk)), "kind": kind, "state": state, "phase": phase,
+            "principal": principal, "request": json.loads(request), "plan": json.loads(plan),
+            "result": json.loads(result), "attempts": attempts, "error": error}
+    if admin:  # the transcript is for admins (OperationSerializer); zoning images go with one operation only
+        item["transcript"] = transcript
+    item.update(registry_ms=float(registry_ms), invocation_ms=float(invocation_ms), router_ms=float(router_ms),
+                total_ms=float(total_ms), created_at=_when(created), started_at=_when(started),
+                finished_at=_when(finished), heartbeat_at=_when(heartbeat))
+    return item
+
+
+def _lists() -> dict[str, FastList]:
+    link, op = _table(Link), _table(Operation)
+    site, device, router, zone = _table(Site), _table(Device), _table(Router), _table(Zone)
+    principal = _table(Principal)
+    return {
+        "/api/links/": FastList(
+            LinkViewSet, Link,
+            "l.id, s.name, d.description, r.name, l.port, z.zone_id, l.remote_ip, l.state, l.initiators::text, "
+            "l.pairs::text, l.lease_expires_at, l.created_at, l.updated_at, l.up_at, l.down_at",
+            f"{link} AS l JOIN {site} AS s ON s.id = l.{_column(Link, 'site')} "
+            f"JOIN {device} AS d ON d.id = l.{_column(Link, 'device')} "
+            f"JOIN {router} AS r ON r.id = l.{_column(Link, 'router')} "
+            f"JOIN {zone} AS z ON z.id = l.{_column(Link, 'zone')}",
+            {"state": ("state", "l.state"), "site": ("site__name", "s.name"), "router": ("router__name", "r.name"),
+             "device": ("device__description", "d.description")},
+            _link),
+        "/api/operations/": FastList(
+            OperationViewSet, Operation,
+            "o.id, o.kind, o.state, o.phase, p.name, o.request::text, o.plan::text, o.result::text, o.attempts, "
+            "o.error, CASE WHEN (SELECT role FROM who) = 'admin' THEN o.transcript END, o.registry_ms, "
+            "o.invocation_ms, o.router_ms, o.total_ms, o.created_at, o.started_at, o.finished_at, o.heartbeat_at",
+            f"{op} AS o LEFT JOIN {principal} AS p ON p.id = o.{_column(Operation, 'principal')}",
+            {"state": ("state", "o.state"), "kind": ("kind", "o.kind")},
+            _operation),
+    }
+
+
+ORDER = ("sha", "issuer", "serial", "limit", "offset")  # the statement's first parameters; the filters' follow
+TYPES = ("text", "text", "text", "bigint", "bigint")
+
+
+def _statement(fast: FastList, given: tuple[str, ...]) -> str:
+    """The one statement for a list with these filters given: the principal (by fingerprint first, then
+    issuer and serial, as access.authentication.find_principal), the page, the count only when the page
+    cannot tell it (an InitPlan runs only if reached), and what a site-scoped principal may see of WWNs
+    (access.redaction.hidden_initiators)."""
+    alias = fast.columns.split(".", 1)[0]
+    where = " AND ".join(f"{fast.filters[param][1]} = ${index}"
+                         for index, param in enumerate(given, start=len(ORDER) + 1)) or "TRUE"
+    through = Principal._meta.get_field("sites")
+    scope = connection.ops.quote_name(through.m2m_db_table())
+    return f"""
+    WITH who AS (
+        SELECT id, role, all_sites, revoked_at IS NULL AS active FROM {_table(Principal)}
+         WHERE cert_sha256 = $1 OR (cert_issuer = $2 AND cert_serial = $3)
+         ORDER BY cert_sha256 = $1 DESC NULLS LAST LIMIT 1),
+    page AS (
+        SELECT {fast.columns} FROM {fast.joins} WHERE {where}
+         ORDER BY {alias}.created_at DESC LIMIT $4 OFFSET $5)
+    SELECT who.id, who.role, who.all_sites, who.active,
+           CASE WHEN (SELECT count(*) FROM page) < $4 AND ((SELECT count(*) FROM page) > 0 OR $5 = 0)
+                THEN $5 + (SELECT count(*) FROM page)
+                ELSE (SELECT count(*) FROM {fast.joins} WHERE {where}) END,
+           CASE WHEN who.role <> 'admin' AND NOT who.all_sites THEN ARRAY(
+                SELECT i.{_column(Initiator, 'wwn')} FROM {_table(Initiator)} AS i
+                  JOIN {_table(Host)} AS h ON h.id = i.{_column(Initiator, 'host')}
+                  JOIN {scope} AS ps ON ps.{connection.ops.quote_name(through.m2m_reverse_name())} = h.site_id
+                 WHERE ps.{connection.ops.quote_name(through.m2m_column_name())} = who.id
+                UNION SELECT {_column(Device, 'wwn')} FROM {_table(Device)}) END,
+           page.*
+      FROM who LEFT JOIN page ON TRUE
+     ORDER BY page.created_at DESC"""
+
+
+_prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()  # per database connection
+
+
+class _Query:
+    """What the pagination reads of a request."""
+
+    def __init__(self, request: WSGIRequest) -> None:
+        self.query_params: QueryDict = request.GET
+        self.build_absolute_uri = request.build_absolute_uri
+
+
+class FastLists:
+    """WSGI middleware: the lists above answered without Django when everything can be settled; `app`
+    (Django behind the read cache) answers the rest."""
+
+    def __init__(self, app: Callable[[dict, StartResponse], Iterable[bytes]]) -> None:
+        self.app = app
+        # SQLite has no such statement to offer; another DATETIME_FORMAT is DRF's to apply.
+        self.lists = {path: _Prepared.of(fast) for path, fast in _lists().items()} if (
+            connection.vendor == "postgresql" and api_settings.DATETIME_FORMAT == ISO_8601) else {}
+        self.headers: dict[str, list[tuple[str, str]]] = {}  # Django's, per list, learnt from its last 200
+        self._guard = threading.Lock()
+
+    def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        prepared = self.lists.get(environ.get("PATH_INFO", ""))
+        if (prepared is None or environ.get("REQUEST_METHOD") != "GET" or not settings.FLEXZONE_API_FAST_LISTS
+                or environ.get("HTTP_ACCEPT") not in JSON_ACCEPTS):
+            return self.app(environ, start_response)
+        headers = self.headers.get(environ["PATH_INFO"])
+        body = None
+        if headers is not None:
+            try:
+                body = self._answer(prepared, environ)
+            except (_Unsettled, exceptions.APIException, DisallowedHost):
+                body = None
+            except Exception:  # noqa: BLE001 - the database away, not migrated, an unusable CRL: Django says
+                log.debug("fast list failed; Django answers", exc_info=True)
+                body = None
+        if body is None:
+            answers_total.labels("django").inc()
+            return self._through_django(environ, start_response)
+        answers_total.labels("fast").inc()
+        start_response("200 OK", [(name, str(len(body)) if name.lower() == "content-length" else value)
+                                  for name, value in headers])
+        close_old_connections()  # as Django does after a request (FLEXZONE_DB_CONN_MAX_AGE)
+        return [body]
+
+    def _through_django(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        """Django's answer, whose headers are kept when it is a list's plain JSON 200 (the headers of
+        every answer from here: they depend on the path and the format only)."""
+        path = environ["PATH_INFO"]
+
+        def keep(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            if (status.startswith("200 ") and any(name.lower() == "content-length" for name, _ in headers)
+                    and not any(name.lower() == "set-cookie" for name, _ in headers)
+                    and dict((name.lower(), value) for name, value in headers).get("content-type")
+                    == "application/json"):
+                with self._guard:
+                    self.headers[path] = list(headers)
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, keep)
+
+    def _answer(self, prepared: _Prepared, environ: dict) -> bytes | None:
+        """The body Django would give, or None (or an exception) when this cannot settle it."""
+        request = WSGIRequest(environ)
+        request.get_host()  # DisallowedHost: Django's 400
+        query = request.GET
+        given = tuple(sorted(param for param in query if param not in ("limit", "offset")))
+        if any(len(query.getlist(param)) != 1 for param in query) or not set(given) <= prepared.checks.keys():
+            return None
+        values = {param: prepared.checks[param].clean(query[param]) for param in given}
+        pagination, asked = Pagination(), _Query(request)
+        limit, offset = pagination.get_limit(asked), pagination.get_offset(asked)
+        identity = client_identity(request)
+        if identity is None or _crl_cache().is_revoked(identity.cert):
+            return None
+        rows = self._rows(*prepared.statement(given), [identity.sha256, identity.issuer, identity.serial, limit,
+                                                       offset, *(values[param] for param in given)])
+        if not rows:
+            return None
+        _pk, role, _all_sites, active, count, visible = rows[0][:6]
+        if not active or role not in prepared.readers:
+            return None
+        fast, url = prepared.fast, ""
+        if fast.model is Operation:
+            set_script_prefix(get_script_name(environ))  # as Django's handler does, for reverse()
+            url = request.build_absolute_uri(reverse("operation-detail", args=[SENTINEL]))
+        hidden = Hidden(set(visible)) if visible is not None else None
+        results, when = [], _When()
+        for row in rows:
+            if row[6] is None:
+                continue  # the principal's row alone: an empty page
+            item = fast.build(row[6:], role == Role.ADMIN, url, when)
+            results.append(hidden.redact(item) if hidden is not None else item)
+        pagination.request, pagination.limit, pagination.offset, pagination.count = asked, limit, offset, count
+        data = {"count": count, "next": pagination.get_next_link(), "previous": pagination.get_previous_link(),
+                "results": results}
+        return JSONRenderer().render(data)
+
+    @staticmethod
+    def _rows(name: str, prepare: str, params: list[Any]) -> list[tuple]:
+        close_old_connections()  # as Django does around a request: a connection past its age is closed first
+        connection.ensure_connection()
+        raw = connection.connection
+        try:
+            # Prepared once per database connection, as the read cache's statement: planning it costs
+            # several times what running it does, and Django's connections prepare nothing themselves.
+            with raw.cursor() as cursor:
+                names = _prepared.setdefault(raw, set())
+                if name not in names:
+                    cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE name = %s", [name])
+                    if not cursor.fetchone()[0]:
+                        cursor.execute(prepare)
+                    names.add(name)
+                cursor.execute(f"EXECUTE {name} ({', '.join(['%s'] * len(params))})", params)
+                return cursor.fetchall()
+        except psycopg.Error:
+            _prepared.pop(raw, None)  # a session reset (or a failed PREPARE) forgets them: prepared again
+            if raw.broken:
+                connection.close()  # Django opens a new one for the request
+            raise
