@@ -20,7 +20,6 @@ answers byte for byte.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import threading
@@ -77,15 +76,25 @@ class _Unsettled(Exception):
 
 @dataclass(frozen=True)
 class FastList:
-    """One list: its view, the SQL of its rows (`columns` over `joins`, by `filters`: query parameter ->
-    SQL expression, each the view's lookup of the same name), and how a row becomes the serializer's dict."""
+    """One list: its view; its table (`table`, as `alias`) and the tables joined to it (`joins`: alias ->
+    JOIN clause); its `filters` (query parameter -> the view's lookup it stands for and the SQL
+    expression, over those aliases, that the lookup compares); a row's `columns`, then its timestamptz
+    columns `dates` (as ISO 8601 text), and how such a row becomes the serializer's dict (`build`)."""
 
     view: type
-    model: type[Model]
-    columns: str
-    joins: str
-    filters: dict[str, tuple[str, str]]  # param -> (the view's lookup it stands for, SQL expression)
-    build: Callable[[tuple, bool, str, _When], dict]  # (row, admin, operation URL template, dates) -> item
+    table: str
+    alias: str
+    joins: dict[str, str]
+    filters: dict[str, tuple[str, str]]
+    columns: tuple[str, ...]
+    dates: tuple[str, ...]
+    build: Callable[[tuple, bool, str], dict]  # (row, admin, the operation URL template) -> the answer's item
+
+    def rows(self, given: tuple[str, ...], where: str) -> str:
+        """FROM ... WHERE for the rows these filters keep, joining only what the filters read."""
+        aliases = {self.filters[param][1].split(".", 1)[0] for param in given}
+        joins = "".join(f" {join}" for alias, join in self.joins.items() if alias in aliases)
+        return f"{self.table} AS {self.alias}{joins} WHERE {where}"
 
 
 @dataclass
@@ -110,29 +119,26 @@ class _Prepared:
         """(its name, the PREPARE of it) for this set of filters."""
         found = self.statements.get(given)
         if found is None:
-            name = f"flexzone_fast_{self.fast.model._meta.model_name}_{'_'.join(given) or 'all'}"
+            name = f"flexzone_fast_{self.fast.view.audit_noun}_{'_'.join(given) or 'all'}"
             types = ", ".join(TYPES + ("text",) * len(given))
             found = self.statements[given] = (name, f"PREPARE {name} ({types}) AS {_statement(self.fast, given)}")
         return found
 
 
-class _When:
-    """A datetime as DRF's DateTimeField gives it in ISO 8601 (the only DATETIME_FORMAT this path
-    answers for): in the current time zone, `Z` for UTC; the zone read once per request, not per value."""
+def _iso(column: str) -> str:
+    """SQL for a timestamptz column as DRF's DateTimeField writes it in ISO 8601 in UTC (the only time zone
+    this path answers for): microseconds only when there are some, `Z` for the offset; NULL stays NULL.
+    Formatted by PostgreSQL: psycopg's time-zone-aware loader that Django installs costs more per value
+    than the rest of a row."""
+    utc = f"({column} AT TIME ZONE 'UTC')"
+    return (f"to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN to_char({utc}, 'US') = '000000' THEN '' "
+            f"ELSE to_char({utc}, '.US') END || 'Z'")
 
-    def __init__(self) -> None:
-        self.zone = timezone.get_current_timezone() if settings.USE_TZ else None
 
-    def __call__(self, value: dt.datetime | None) -> str | None:
-        if not value:
-            return None
-        if self.zone is None or timezone.is_naive(value):
-            raise _Unsettled  # not what a timestamptz column gives: DRF's own rules decide
-        try:
-            text = value.astimezone(self.zone).isoformat()
-        except OverflowError:
-            raise _Unsettled from None
-        return text[:-6] + "Z" if text.endswith("+00:00") else text
+def _odd(columns: tuple[str, ...]) -> str:
+    """SQL: true when a date is outside what Python's datetime holds (infinity, year 10000): Django's."""
+    return " OR ".join(f"NOT coalesce({column} >= '0001-01-01 00:00:00+00' AND {column} < '10000-01-01 00:00:00+00',"
+                       " TRUE)" for column in columns)
 
 
 def _strings(value: Any) -> list[str]:
@@ -142,7 +148,7 @@ def _strings(value: Any) -> list[str]:
     return value
 
 
-def _link(row: tuple, admin: bool, url: str, _when: _When) -> dict:
+def _link(row: tuple, admin: bool, url: str) -> dict:
     (pk, site, device, router, port, zone, remote_ip, state, initiators, pairs, lease, created, updated, up,
      down) = row
     pairs = json.loads(pairs)
@@ -150,11 +156,11 @@ def _link(row: tuple, admin: bool, url: str, _when: _When) -> dict:
         raise _Unsettled
     return {"id": pk, "site": site, "device": device, "router": router, "port": port, "zone": zone,
             "remote_ip": str(remote_ip), "state": state, "initiators": _strings(json.loads(initiators)),
-            "pairs": [_strings(pair) for pair in pairs], "lease_expires_at": _when(lease),
-            "created_at": _when(created), "updated_at": _when(updated), "up_at": _when(up), "down_at": _when(down)}
+            "pairs": [_strings(pair) for pair in pairs], "lease_expires_at": lease,
+            "created_at": created, "updated_at": updated, "up_at": up, "down_at": down}
 
 
-def _operation(row: tuple, admin: bool, url: str, _when: _When) -> dict:
+def _operation(row: tuple, admin: bool, url: str) -> dict:
     (pk, kind, state, phase, principal, request, plan, result, attempts, error, transcript, registry_ms,
      invocation_ms, router_ms, total_ms, created, started, finished, heartbeat) = row
     item = {"id": pk, "url": url.replace(str(SENTINEL), str(pk)), "kind": kind, "state": state, "phase": phase,
@@ -163,34 +169,36 @@ def _operation(row: tuple, admin: bool, url: str, _when: _When) -> dict:
     if admin:  # the transcript is for admins (OperationSerializer); zoning images go with one operation only
         item["transcript"] = transcript
     item.update(registry_ms=float(registry_ms), invocation_ms=float(invocation_ms), router_ms=float(router_ms),
-                total_ms=float(total_ms), created_at=_when(created), started_at=_when(started),
-                finished_at=_when(finished), heartbeat_at=_when(heartbeat))
+                total_ms=float(total_ms), created_at=created, started_at=started, finished_at=finished,
+                heartbeat_at=heartbeat)
     return item
 
 
 def _lists() -> dict[str, FastList]:
-    link, op = _table(Link), _table(Operation)
-    site, device, router, zone = _table(Site), _table(Device), _table(Router), _table(Zone)
-    principal = _table(Principal)
+    def join(kind: str, model: type[Model], alias: str, on: str) -> str:
+        return f"{kind} JOIN {_table(model)} AS {alias} ON {alias}.id = {on}"
+
+    link = {"s": join("", Site, "s", f"l.{_column(Link, 'site')}"),
+            "d": join("", Device, "d", f"l.{_column(Link, 'device')}"),
+            "r": join("", Router, "r", f"l.{_column(Link, 'router')}"),
+            "z": join("", Zone, "z", f"l.{_column(Link, 'zone')}")}
     return {
         "/api/links/": FastList(
-            LinkViewSet, Link,
-            "l.id, s.name, d.description, r.name, l.port, z.zone_id, l.remote_ip, l.state, l.initiators::text, "
-            "l.pairs::text, l.lease_expires_at, l.created_at, l.updated_at, l.up_at, l.down_at",
-            f"{link} AS l JOIN {site} AS s ON s.id = l.{_column(Link, 'site')} "
-            f"JOIN {device} AS d ON d.id = l.{_column(Link, 'device')} "
-            f"JOIN {router} AS r ON r.id = l.{_column(Link, 'router')} "
-            f"JOIN {zone} AS z ON z.id = l.{_column(Link, 'zone')}",
+            LinkViewSet, _table(Link), "l", link,
             {"state": ("state", "l.state"), "site": ("site__name", "s.name"), "router": ("router__name", "r.name"),
              "device": ("device__description", "d.description")},
+            ("l.id", "s.name", "d.description", "r.name", "l.port", "z.zone_id", "l.remote_ip", "l.state",
+             "l.initiators::text", "l.pairs::text"),
+            ("l.lease_expires_at", "l.created_at", "l.updated_at", "l.up_at", "l.down_at"),
             _link),
         "/api/operations/": FastList(
-            OperationViewSet, Operation,
-            "o.id, o.kind, o.state, o.phase, p.name, o.request::text, o.plan::text, o.result::text, o.attempts, "
-            "o.error, CASE WHEN (SELECT role FROM who) = 'admin' THEN o.transcript END, o.registry_ms, "
-            "o.invocation_ms, o.router_ms, o.total_ms, o.created_at, o.started_at, o.finished_at, o.heartbeat_at",
-            f"{op} AS o LEFT JOIN {principal} AS p ON p.id = o.{_column(Operation, 'principal')}",
+            OperationViewSet, _table(Operation), "o",
+            {"p": join("LEFT", Principal, "p", f"o.{_column(Operation, 'principal')}")},
             {"state": ("state", "o.state"), "kind": ("kind", "o.kind")},
+            ("o.id", "o.kind", "o.state", "o.phase", "p.name", "o.request::text", "o.plan::text", "o.result::text",
+             "o.attempts", "o.error", "CASE WHEN who.role = 'admin' THEN o.transcript END", "o.registry_ms",
+             "o.invocation_ms", "o.router_ms", "o.total_ms"),
+            ("o.created_at", "o.started_at", "o.finished_at", "o.heartbeat_at"),
             _operation),
     }
 
@@ -201,34 +209,35 @@ TYPES = ("text", "text", "text", "bigint", "bigint")
 
 def _statement(fast: FastList, given: tuple[str, ...]) -> str:
     """The one statement for a list with these filters given: the principal (by fingerprint first, then
-    issuer and serial, as access.authentication.find_principal), the page, the count only when the page
-    cannot tell it (an InitPlan runs only if reached), and what a site-scoped principal may see of WWNs
-    (access.redaction.hidden_initiators)."""
-    alias = fast.columns.split(".", 1)[0]
+    issuer and serial, as access.authentication.find_principal), the page's ids (only then its columns,
+    joins and dates, for those rows alone), the count only when the page cannot tell it (an InitPlan
+    runs only if reached), and what a site-scoped principal may see of WWNs
+    (access.redaction.hidden_initiators). Ordered as the models are, newest first."""
     where = " AND ".join(f"{fast.filters[param][1]} = ${index}"
                          for index, param in enumerate(given, start=len(ORDER) + 1)) or "TRUE"
     through = Principal._meta.get_field("sites")
     scope = connection.ops.quote_name(through.m2m_db_table())
+    alias, joins = fast.alias, " ".join(fast.joins.values())
     return f"""
     WITH who AS (
         SELECT id, role, all_sites, revoked_at IS NULL AS active FROM {_table(Principal)}
          WHERE cert_sha256 = $1 OR (cert_issuer = $2 AND cert_serial = $3)
          ORDER BY cert_sha256 = $1 DESC NULLS LAST LIMIT 1),
     page AS (
-        SELECT {fast.columns} FROM {fast.joins} WHERE {where}
+        SELECT {alias}.id, {alias}.created_at FROM {fast.rows(given, where)}
          ORDER BY {alias}.created_at DESC LIMIT $4 OFFSET $5)
     SELECT who.id, who.role, who.all_sites, who.active,
            CASE WHEN (SELECT count(*) FROM page) < $4 AND ((SELECT count(*) FROM page) > 0 OR $5 = 0)
                 THEN $5 + (SELECT count(*) FROM page)
-                ELSE (SELECT count(*) FROM {fast.joins} WHERE {where}) END,
+                ELSE (SELECT count(*) FROM {fast.rows(given, where)}) END,
            CASE WHEN who.role <> 'admin' AND NOT who.all_sites THEN ARRAY(
                 SELECT i.{_column(Initiator, 'wwn')} FROM {_table(Initiator)} AS i
                   JOIN {_table(Host)} AS h ON h.id = i.{_column(Initiator, 'host')}
                   JOIN {scope} AS ps ON ps.{connection.ops.quote_name(through.m2m_reverse_name())} = h.site_id
                  WHERE ps.{connection.ops.quote_name(through.m2m_column_name())} = who.id
                 UNION SELECT {_column(Device, 'wwn')} FROM {_table(Device)}) END,
-           page.*
-      FROM who LEFT JOIN page ON TRUE
+           {", ".join(fast.columns)}, {", ".join(_iso(column) for column in fast.dates)}, {_odd(fast.dates)}
+      FROM who LEFT JOIN (page JOIN {fast.table} AS {alias} ON {alias}.id = page.id {joins}) ON TRUE
      ORDER BY page.created_at DESC"""
 
 
@@ -249,9 +258,10 @@ class FastLists:
 
     def __init__(self, app: Callable[[dict, StartResponse], Iterable[bytes]]) -> None:
         self.app = app
-        # SQLite has no such statement to offer; another DATETIME_FORMAT is DRF's to apply.
+        # SQLite has no such statement to offer; dates in another format or time zone are DRF's to write.
         self.lists = {path: _Prepared.of(fast) for path, fast in _lists().items()} if (
-            connection.vendor == "postgresql" and api_settings.DATETIME_FORMAT == ISO_8601) else {}
+            connection.vendor == "postgresql" and api_settings.DATETIME_FORMAT == ISO_8601 and settings.USE_TZ
+            and settings.TIME_ZONE == "UTC") else {}
         self.headers: dict[str, list[tuple[str, str]]] = {}  # Django's, per list, learnt from its last 200
         self._guard = threading.Lock()
 
@@ -297,6 +307,8 @@ class FastLists:
 
     def _answer(self, prepared: _Prepared, environ: dict) -> bytes | None:
         """The body Django would give, or None (or an exception) when this cannot settle it."""
+        if timezone.get_current_timezone_name() != "UTC":
+            return None  # a time zone activated in this thread (nothing in flexzone does): DRF writes the dates
         request = WSGIRequest(environ)
         request.get_host()  # DisallowedHost: Django's 400
         query = request.GET
@@ -317,15 +329,17 @@ class FastLists:
         if not active or role not in prepared.readers:
             return None
         fast, url = prepared.fast, ""
-        if fast.model is Operation:
+        if fast.view is OperationViewSet:
             set_script_prefix(get_script_name(environ))  # as Django's handler does, for reverse()
             url = request.build_absolute_uri(reverse("operation-detail", args=[SENTINEL]))
         hidden = Hidden(set(visible)) if visible is not None else None
-        results, when = [], _When()
+        results = []
         for row in rows:
             if row[6] is None:
                 continue  # the principal's row alone: an empty page
-            item = fast.build(row[6:], role == Role.ADMIN, url, when)
+            if row[-1]:
+                raise _Unsettled  # a date Python cannot hold: Django's to answer
+            item = fast.build(row[6:-1], role == Role.ADMIN, url)
             results.append(hidden.redact(item) if hidden is not None else item)
         pagination.request, pagination.limit, pagination.offset, pagination.count = asked, limit, offset, count
         data = {"count": count, "next": pagination.get_next_link(), "previous": pagination.get_previous_link(),
