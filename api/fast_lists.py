@@ -78,17 +78,33 @@ class _Unsettled(Exception):
 class FastList:
     """One list: its view; its table (`table`, as `alias`) and the tables joined to it (`joins`: alias ->
     JOIN clause); its `filters` (query parameter -> the view's lookup it stands for and the SQL
-    expression, over those aliases, that the lookup compares); a row's `columns`, then its timestamptz
-    columns `dates` (as ISO 8601 text), and how such a row becomes the serializer's dict (`build`)."""
+    expression, over those aliases, that the lookup compares); an item's `fields` in the serializer's
+    order (name -> SQL, of which `dates` are timestamptz and `floats` float8 columns), and what Python
+    settles of an item PostgreSQL built (`finish`)."""
 
     view: type
     table: str
     alias: str
     joins: dict[str, str]
     filters: dict[str, tuple[str, str]]
-    columns: tuple[str, ...]
-    dates: tuple[str, ...]
-    build: Callable[[tuple, bool, str], dict]  # (row, admin, the operation URL template) -> the answer's item
+    fields: dict[str, str]
+    dates: frozenset[str]
+    floats: frozenset[str]
+    finish: Callable[[dict, bool, str], None]  # (item, admin, the operation URL template)
+
+    def json(self) -> str:
+        """SQL: an item as JSON, its fields in the serializer's order (json_build_object keeps it)."""
+        values = {name: _iso(sql) if name in self.dates else _float(sql) if name in self.floats else sql
+                  for name, sql in self.fields.items()}
+        pairs = ", ".join(f"'{name}', {sql}" for name, sql in values.items())
+        return f"json_build_object({pairs})"
+
+    def odd(self) -> str:
+        """SQL: true when a value is one this path does not write as DRF does (see _iso and _float)."""
+        dates = [f"NOT coalesce({self.fields[name]} >= '0001-01-01 00:00:00+00' AND {self.fields[name]} < "
+                 f"'10000-01-01 00:00:00+00', TRUE)" for name in sorted(self.dates)]
+        floats = [f"{self.fields[name]} IN ('NaN', 'Infinity', '-Infinity')" for name in sorted(self.floats)]
+        return " OR ".join(dates + floats) or "FALSE"
 
     def rows(self, given: tuple[str, ...], where: str) -> str:
         """FROM ... WHERE for the rows these filters keep, joining only what the filters read."""
@@ -135,10 +151,12 @@ def _iso(column: str) -> str:
             f"ELSE to_char({utc}, '.US') END || 'Z'")
 
 
-def _odd(columns: tuple[str, ...]) -> str:
-    """SQL: true when a date is outside what Python's datetime holds (infinity, year 10000): Django's."""
-    return " OR ".join(f"NOT coalesce({column} >= '0001-01-01 00:00:00+00' AND {column} < '10000-01-01 00:00:00+00',"
-                       " TRUE)" for column in columns)
+def _float(column: str) -> str:
+    """SQL for a float8 column as a JSON number that Python reads as the same float: PostgreSQL writes the
+    shortest text that reads back as the same value (extra_float_digits >= 1, checked in the statement);
+    a whole number gets `.0`, or Python would read an int. NaN and infinities are flagged (odd)."""
+    return (f"CASE WHEN {column} IN ('NaN', 'Infinity', '-Infinity') THEN NULL "
+            f"WHEN {column}::text ~ '^-?[0-9]+$' THEN ({column}::text || '.0')::json ELSE {column}::text::json END")
 
 
 def _strings(value: Any) -> list[str]:
@@ -148,30 +166,18 @@ def _strings(value: Any) -> list[str]:
     return value
 
 
-def _link(row: tuple, admin: bool, url: str) -> dict:
-    (pk, site, device, router, port, zone, remote_ip, state, initiators, pairs, lease, created, updated, up,
-     down) = row
-    pairs = json.loads(pairs)
-    if not isinstance(pairs, list):
+def _link(item: dict, admin: bool, url: str) -> None:
+    _strings(item["initiators"])
+    if not isinstance(item["pairs"], list):
         raise _Unsettled
-    return {"id": pk, "site": site, "device": device, "router": router, "port": port, "zone": zone,
-            "remote_ip": str(remote_ip), "state": state, "initiators": _strings(json.loads(initiators)),
-            "pairs": [_strings(pair) for pair in pairs], "lease_expires_at": lease,
-            "created_at": created, "updated_at": updated, "up_at": up, "down_at": down}
+    for pair in item["pairs"]:
+        _strings(pair)
 
 
-def _operation(row: tuple, admin: bool, url: str) -> dict:
-    (pk, kind, state, phase, principal, request, plan, result, attempts, error, transcript, registry_ms,
-     invocation_ms, router_ms, total_ms, created, started, finished, heartbeat) = row
-    item = {"id": pk, "url": url.replace(str(SENTINEL), str(pk)), "kind": kind, "state": state, "phase": phase,
-            "principal": principal, "request": json.loads(request), "plan": json.loads(plan),
-            "result": json.loads(result), "attempts": attempts, "error": error}
-    if admin:  # the transcript is for admins (OperationSerializer); zoning images go with one operation only
-        item["transcript"] = transcript
-    item.update(registry_ms=float(registry_ms), invocation_ms=float(invocation_ms), router_ms=float(router_ms),
-                total_ms=float(total_ms), created_at=created, started_at=started, finished_at=finished,
-                heartbeat_at=heartbeat)
-    return item
+def _operation(item: dict, admin: bool, url: str) -> None:
+    item["url"] = url.replace(str(SENTINEL), str(item["id"]))
+    if not admin:  # the transcript is for admins (OperationSerializer); zoning images go with one operation only
+        del item["transcript"]
 
 
 def _lists() -> dict[str, FastList]:
@@ -187,18 +193,25 @@ def _lists() -> dict[str, FastList]:
             LinkViewSet, _table(Link), "l", link,
             {"state": ("state", "l.state"), "site": ("site__name", "s.name"), "router": ("router__name", "r.name"),
              "device": ("device__description", "d.description")},
-            ("l.id", "s.name", "d.description", "r.name", "l.port", "z.zone_id", "l.remote_ip", "l.state",
-             "l.initiators::text", "l.pairs::text"),
-            ("l.lease_expires_at", "l.created_at", "l.updated_at", "l.up_at", "l.down_at"),
+            {"id": "l.id", "site": "s.name", "device": "d.description", "router": "r.name", "port": "l.port",
+             "zone": "z.zone_id", "remote_ip": "l.remote_ip", "state": "l.state", "initiators": "l.initiators",
+             "pairs": "l.pairs", "lease_expires_at": "l.lease_expires_at", "created_at": "l.created_at",
+             "updated_at": "l.updated_at", "up_at": "l.up_at", "down_at": "l.down_at"},
+            frozenset({"lease_expires_at", "created_at", "updated_at", "up_at", "down_at"}), frozenset(),
             _link),
         "/api/operations/": FastList(
             OperationViewSet, _table(Operation), "o",
             {"p": join("LEFT", Principal, "p", f"o.{_column(Operation, 'principal')}")},
             {"state": ("state", "o.state"), "kind": ("kind", "o.kind")},
-            ("o.id", "o.kind", "o.state", "o.phase", "p.name", "o.request::text", "o.plan::text", "o.result::text",
-             "o.attempts", "o.error", "CASE WHEN who.role = 'admin' THEN o.transcript END", "o.registry_ms",
-             "o.invocation_ms", "o.router_ms", "o.total_ms"),
-            ("o.created_at", "o.started_at", "o.finished_at", "o.heartbeat_at"),
+            {"id": "o.id", "url": "NULL", "kind": "o.kind", "state": "o.state", "phase": "o.phase",
+             "principal": "p.name", "request": "o.request", "plan": "o.plan", "result": "o.result",
+             "attempts": "o.attempts", "error": "o.error",
+             "transcript": "CASE WHEN who.role = 'admin' THEN o.transcript END", "registry_ms": "o.registry_ms",
+             "invocation_ms": "o.invocation_ms", "router_ms": "o.router_ms", "total_ms": "o.total_ms",
+             "created_at": "o.created_at", "started_at": "o.started_at", "finished_at": "o.finished_at",
+             "heartbeat_at": "o.heartbeat_at"},
+            frozenset({"created_at", "started_at", "finished_at", "heartbeat_at"}),
+            frozenset({"registry_ms", "invocation_ms", "router_ms", "total_ms"}),
             _operation),
     }
 
@@ -212,7 +225,8 @@ def _statement(fast: FastList, given: tuple[str, ...]) -> str:
     issuer and serial, as access.authentication.find_principal), the page's ids (only then its columns,
     joins and dates, for those rows alone), the count only when the page cannot tell it (an InitPlan
     runs only if reached), and what a site-scoped principal may see of WWNs
-    (access.redaction.hidden_initiators). Ordered as the models are, newest first."""
+    (access.redaction.hidden_initiators); the page's items as one JSON array, built by PostgreSQL, newest
+    first as the models are ordered, and whether any value in them is odd (left to Django)."""
     where = " AND ".join(f"{fast.filters[param][1]} = ${index}"
                          for index, param in enumerate(given, start=len(ORDER) + 1)) or "TRUE"
     through = Principal._meta.get_field("sites")
@@ -236,9 +250,11 @@ def _statement(fast: FastList, given: tuple[str, ...]) -> str:
                   JOIN {scope} AS ps ON ps.{connection.ops.quote_name(through.m2m_reverse_name())} = h.site_id
                  WHERE ps.{connection.ops.quote_name(through.m2m_column_name())} = who.id
                 UNION SELECT {_column(Device, 'wwn')} FROM {_table(Device)}) END,
-           {", ".join(fast.columns)}, {", ".join(_iso(column) for column in fast.dates)}, {_odd(fast.dates)}
-      FROM who LEFT JOIN (page JOIN {fast.table} AS {alias} ON {alias}.id = page.id {joins}) ON TRUE
-     ORDER BY page.created_at DESC"""
+           items.json, items.odd OR current_setting('extra_float_digits')::int < 1
+      FROM who CROSS JOIN LATERAL (
+           SELECT coalesce(json_agg({fast.json()} ORDER BY page.created_at DESC), '[]')::text AS json,
+                  coalesce(bool_or({fast.odd()}), FALSE) AS odd
+             FROM page JOIN {fast.table} AS {alias} ON {alias}.id = page.id {joins}) AS items"""
 
 
 _prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()  # per database connection
@@ -325,22 +341,20 @@ class FastLists:
                                                        offset, *(values[param] for param in given)])
         if not rows:
             return None
-        _pk, role, _all_sites, active, count, visible = rows[0][:6]
-        if not active or role not in prepared.readers:
+        _pk, role, _all_sites, active, count, visible, items, odd = rows[0]
+        if not active or role not in prepared.readers or odd:
             return None
         fast, url = prepared.fast, ""
         if fast.view is OperationViewSet:
             set_script_prefix(get_script_name(environ))  # as Django's handler does, for reverse()
             url = request.build_absolute_uri(reverse("operation-detail", args=[SENTINEL]))
         hidden = Hidden(set(visible)) if visible is not None else None
-        results = []
-        for row in rows:
-            if row[6] is None:
-                continue  # the principal's row alone: an empty page
-            if row[-1]:
-                raise _Unsettled  # a date Python cannot hold: Django's to answer
-            item = fast.build(row[6:-1], role == Role.ADMIN, url)
-            results.append(hidden.redact(item) if hidden is not None else item)
+        # Read as Django reads a JSON column (json.loads of PostgreSQL's text), and written by DRF's renderer.
+        results = json.loads(items)
+        for item in results:
+            fast.finish(item, role == Role.ADMIN, url)
+        if hidden is not None:
+            results = [hidden.redact(item) for item in results]
         pagination.request, pagination.limit, pagination.offset, pagination.count = asked, limit, offset, count
         data = {"count": count, "next": pagination.get_next_link(), "previous": pagination.get_previous_link(),
                 "results": results}
