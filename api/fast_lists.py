@@ -26,20 +26,21 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_script_name
 from django.db import close_old_connections, connection
-from django.db.models import Model
+from django.db.models import Field, ManyToManyField, Model
 from django.http import QueryDict
 from django.urls import reverse, set_script_prefix
 from django.utils import timezone
 from prometheus_client import Counter
 from rest_framework import ISO_8601, exceptions
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
 from access.authentication import client_identity
@@ -49,7 +50,7 @@ from access.permissions import has_role
 from access.redaction import Hidden
 from api.pagination import Pagination
 from api.schema import QueryFilter
-from api.views import LinkViewSet, OperationViewSet
+from api.views import LinkViewSet, OperationViewSet, RegistryViewSet
 from operations.models import Link, Operation
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 
@@ -66,8 +67,10 @@ def _table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
-def _column(model: type[Model], field: str) -> str:
-    return connection.ops.quote_name(model._meta.get_field(field).column)
+def _column(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column, name
+    return connection.ops.quote_name(field.column)
 
 
 class _Unsettled(Exception):
@@ -82,7 +85,7 @@ class FastList:
     order (name -> SQL, of which `dates` are timestamptz and `floats` float8 columns), and what Python
     settles of an item PostgreSQL built (`finish`)."""
 
-    view: type
+    view: type[RegistryViewSet]
     table: str
     alias: str
     joins: dict[str, str]
@@ -230,6 +233,7 @@ def _statement(fast: FastList, given: tuple[str, ...]) -> str:
     where = " AND ".join(f"{fast.filters[param][1]} = ${index}"
                          for index, param in enumerate(given, start=len(ORDER) + 1)) or "TRUE"
     through = Principal._meta.get_field("sites")
+    assert isinstance(through, ManyToManyField)
     scope = connection.ops.quote_name(through.m2m_db_table())
     alias, joins = fast.alias, " ".join(fast.joins.values())
     return f"""
@@ -296,7 +300,7 @@ class FastLists:
             except Exception:  # noqa: BLE001 - the database away, not migrated, an unusable CRL: Django says
                 log.debug("fast list failed; Django answers", exc_info=True)
                 body = None
-        if body is None:
+        if body is None or headers is None:
             answers_total.labels("django").inc()
             return self._through_django(environ, start_response)
         answers_total.labels("fast").inc()
@@ -355,7 +359,9 @@ class FastLists:
             fast.finish(item, role == Role.ADMIN, url)
         if hidden is not None:
             results = [hidden.redact(item) for item in results]
-        pagination.request, pagination.limit, pagination.offset, pagination.count = asked, limit, offset, count
+        # The pagination reads nothing else of its request than _Query holds.
+        pagination.request = cast(Request, asked)
+        pagination.limit, pagination.offset, pagination.count = limit, offset, count
         data = {"count": count, "next": pagination.get_next_link(), "previous": pagination.get_previous_link(),
                 "results": results}
         return JSONRenderer().render(data)

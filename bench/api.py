@@ -1,15 +1,18 @@
 """`python -m bench api`: GET requests per second over mutual TLS against the server's ceiling, and
 what a full handshake costs.
 
-By default it is self-contained: a throw-away PKI in a temporary directory, a viewer principal
-registered for the run (and deleted after), and two servers on free loopback ports, started by
+By default it is self-contained: a throw-away PKI in a temporary directory, a viewer principal of
+every site registered for the run (and deleted after), 20 links and 20 operations when the database
+has none (deleted after), and two servers on free loopback ports, started by
 `manage.py serve` with the same configuration (serving.gunicorn_conf: gthread, mutual TLS, CRL in the
 handshake): flexzone against the run's database (the demo registry loaded into it when it has no
 sites), and the ceiling, the same gunicorn serving a bare WSGI app with only the app swapped
 (bench/api_ceiling.py). The same client times both in the
 same run, in alternating slices so that machine noise hits both alike; `api_ceiling_ratio` is
-flexzone's keep-alive requests/s on /api/sites/ over the ceiling's. `--url --ca --cert --key` measure a
-running server instead (e.g. `make demo`'s), without a ceiling.
+flexzone's keep-alive requests/s on /api/sites/ over the ceiling's, `links_ceiling_ratio` and
+`operations_ceiling_ratio` the same for a filtered page of each list (UNCACHED: lists the read cache
+never keeps). `--url --ca --cert --key` measure a running server instead (e.g. `make demo`'s), without a
+ceiling.
 
 Figures: requests/s on one keep-alive connection, requests/s with --concurrency keep-alive connections,
 the time of one request on a fresh connection (TCP + TLS handshake with client certificate + request),
@@ -30,8 +33,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import requests
+
+if TYPE_CHECKING:  # Django is set up only when the servers are started
+    from django.db.models import QuerySet
+
+    from access.models import Principal
 
 ROOT = Path(__file__).resolve().parent.parent
 SITES = "/api/sites/"  # the bare app answers every path alike
@@ -203,7 +212,7 @@ def _wait_for_url(process: subprocess.Popen, log_path: Path, timeout: float = 30
     raise RuntimeError(f"{log_path.stem}: the server did not start within {timeout:g} s")
 
 
-def _seed(principal) -> list:
+def _seed(principal: Principal) -> list[QuerySet]:
     """Links and operations to list, SEEDED of each, when the database has none (a list of nothing
     would measure nothing); the querysets that delete them after the run."""
     from django.utils import timezone
@@ -211,9 +220,9 @@ def _seed(principal) -> list:
     from operations.models import Link, Operation
     from registry.models import Device, Router, Site
 
-    if Link.objects.exists() or Operation.objects.exists():
-        return []
     site, device, router = Site.objects.order_by("pk").last(), Device.objects.first(), Router.objects.first()
+    if Link.objects.exists() or Operation.objects.exists() or site is None or device is None or router is None:
+        return []
     now, wwns = timezone.now(), [f"21:00:00:e0:8b:00:00:{index:02x}" for index in range(2)]
     operations = Operation.objects.bulk_create(
         Operation(kind="add", state="succeeded", phase="done", principal=principal, attempts=1,
