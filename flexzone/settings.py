@@ -230,6 +230,8 @@ if FLEXZONE_TRUST_PROXY_HEADERS and len(FLEXZONE_PROXY_SECRET) < 16:
         "proxy sends it as X-Flexzone-Proxy-Secret, so that only the proxy is believed about client certificates"
     )
 FLEXZONE_API_MAX_WAIT = env_float("FLEXZONE_API_MAX_WAIT", 60.0)
+# The link and operation lists answered in one SQL statement in front of Django (api/fast_lists.py).
+FLEXZONE_API_FAST_LISTS = env_bool("FLEXZONE_API_FAST_LISTS", True)
 REST_FRAMEWORK.update(
     {
         "DEFAULT_AUTHENTICATION_CLASSES": ["access.authentication.ClientCertificateAuthentication"],
