@@ -15,6 +15,10 @@ The router-only probe of before (the drivers from the primary site, a fresh sess
 service) still runs beside it when the plan asks for it (`router_probe_reps`), as a cross-check.
 A point the emulator spoiled is measured once more when the budget allows (the first attempt's reason is
 kept as `remeasured_after`); one still spoiled is marked invalid.
+
+Round trips: each operation's row carries the turns each router's simulator counted during it
+(`<site>_turns`, `<site>_login_turns`; simulators.roundtrips), and the results put the WAN router's median
+beside the least its commands need (a second table, latency-round-trips.csv, `round_trips` in the JSON).
 """
 
 from __future__ import annotations
@@ -26,10 +30,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lab.experiments.base import Bench, Budget, Outcome, Progress, markdown_table, write_csv, write_json
-from lab.experiments.service import LabService, ServiceSettings
+from lab.experiments.service import PLATFORMS, LabService, ServiceSettings
+from simulators.roundtrips import least
 
 OPS = ("add", "list", "remove")
 PHASES = ("registry_ms", "invocation_ms", "router_ms")
+WAN_SITE = "remote"  # the service runs at the primary site: only the remote router is across the WAN
+ROUND_TRIP_HEADER = ["sessions", "op", "router", "WAN round trips", "login's", "least", "over least", "n"]
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,37 @@ def medians(rows: list[dict[str, Any]], key: str, value: float, op: str,
     return {p: statistics.median(r[p] for r in chosen) for p in (*PHASES, "total_ms")} | {"n": len(chosen)}
 
 
+def round_trips(rows: list[dict[str, Any]], sessions_modes: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Per session mode and operation: the median turns the WAN router's simulator counted (its commands'
+    and its logins'), beside the least the operation's commands need there (simulators.roundtrips)."""
+    platform = PLATFORMS[WAN_SITE]
+    found = []
+    for sessions in sessions_modes:
+        for op in OPS:
+            chosen = [r for r in rows if r.get("sessions") == sessions and r["kind"] == op
+                      and r["state"] == "succeeded" and f"{WAN_SITE}_turns" in r]
+            if not chosen:
+                continue
+            login = statistics.median(int(r[f"{WAN_SITE}_login_turns"]) for r in chosen)
+            turns = statistics.median(int(r[f"{WAN_SITE}_turns"]) for r in chosen)
+            found.append({"sessions": sessions, "op": op, "router": platform, "turns": turns, "login_turns": login,
+                          "least": least(platform, op), "over_least": turns - least(platform, op), "n": len(chosen)})
+    return found
+
+
+def round_trip_report(found: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The round trips as a table and one note per session mode."""
+    table = markdown_table(ROUND_TRIP_HEADER, [[f["sessions"], f["op"], f["router"], f["turns"], f["login_turns"],
+                                                f["least"], f["over_least"], f["n"]] for f in found])
+    notes = []
+    for sessions in dict.fromkeys(f["sessions"] for f in found):
+        parts = [f"{f['op']} {f['turns']:g} (least {f['least']}; login {f['login_turns']:g} more)"
+                 for f in found if f["sessions"] == sessions]
+        notes.append(f"WAN round trips per operation ({sessions} sessions), the turns the remote router's simulator "
+                     f"counted, median: {'; '.join(parts)}. Not counted: TCP's and telnet's own handshakes.")
+    return table, notes
+
+
 def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], warmups: list[dict[str, Any]],
            probe_rows: list[dict[str, Any]], points: list[dict[str, Any]], skipped: list[str], command: str,
            service: dict[str, Any]) -> Outcome:
@@ -198,9 +236,14 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], w
                 notes.append(f"{op} ({sessions} sessions): {a:.0f} ms + {b:.1f} ms per ms of RTT "
                              f"(= {b:.1f} WAN round trips per operation).")
     write_csv(folder / "latency-summary.csv", summary)
+    trips = round_trips(rows, plan.sessions)
+    if trips:
+        write_csv(folder / "latency-round-trips.csv", trips)
+    trips_table, trips_notes = round_trip_report(trips)
+    notes += trips_notes
     write_json(folder / "latency.json", {"plan": asdict(plan), "environment": bench.environment(),
                                          "service": service, "points": points, "summary": summary, "rows": rows,
-                                         "router_probe_rows": probe_rows, "skipped": skipped})
+                                         "round_trips": trips, "router_probe_rows": probe_rows, "skipped": skipped})
     plots = [_stacked_plot(folder / "latency.png", summary, plan)]
     if probe_rows:
         plots.append(_probe_plot(folder / "latency-router-probe.png", probe_rows))
@@ -225,7 +268,7 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], w
     return Outcome("latency", "Operation time and its registry / invocation / router split vs WAN latency "
                    "(Figures 11-13)", folder, command,
                    markdown_table(["sessions", "op", "RTT ms", "registry ms", "invocation ms", "router ms",
-                                   "total ms", "n", "failures"], table),
+                                   "total ms", "n", "failures"], table) + ("\n\n" + trips_table if trips else ""),
                    plots, notes, skipped, valid=not invalid and bool(rows))
 
 

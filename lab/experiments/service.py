@@ -33,6 +33,7 @@ from cli.client import Client, json_body
 from cli.errors import CliError
 from lab.database import server_url
 from lab.deployment import Deployment
+from simulators.roundtrips import read_round_trips, turns_between
 
 SIM_PORT = 2324  # 2323 is the router-only probe's simulator (mgmt.py), which may run beside it
 USERNAME = "admin"  # the demo routers' user (manage.py loaddemo)
@@ -167,6 +168,7 @@ class LabService:
         path, body = {"add": ("/api/connect/", {"site": REQUESTER, "device_description": DEVICE}),
                       "remove": ("/api/disconnect/", {"site": REQUESTER, "device_description": DEVICE}),
                       "list": ("/api/invoke/", {"router": router, "command": "lsifcp"})}[kind]
+        turns_before = self.round_trips()
         started = time.perf_counter()
         try:
             op = self._submit(path, body, deadline)
@@ -175,11 +177,25 @@ class LabService:
             refused = exc.status is not None and 400 <= exc.status < 500
             return {"kind": kind, "rep": rep, "state": "refused" if refused else "error", "attempts": 0,
                     "error": exc.message[:300], "registry_ms": wall if refused else 0.0, "invocation_ms": 0.0,
-                    "router_ms": 0.0, "total_ms": wall, "wall_ms": wall}
+                    "router_ms": 0.0, "total_ms": wall, "wall_ms": wall, **self.turns_since(turns_before)}
         return {"kind": kind, "rep": rep, "state": op["state"], "attempts": op["attempts"],
                 "error": (op["error"] or "")[:300], "registry_ms": op["registry_ms"],
                 "invocation_ms": op["invocation_ms"], "router_ms": op["router_ms"], "total_ms": op["total_ms"],
-                "wall_ms": (time.perf_counter() - started) * 1000}
+                "wall_ms": (time.perf_counter() - started) * 1000, **self.turns_since(turns_before)}
+
+    def round_trips(self) -> dict[str, dict[str, Any]]:
+        """Each site's simulator's client turns so far (simulators.roundtrips), from its state directory."""
+        return {site: read_round_trips(self.scratch / f"svc-sim-{site}") for site in PLATFORMS}
+
+    def turns_since(self, before: dict[str, dict[str, Any]]) -> dict[str, int]:
+        """The turns each router took since `before` (one operation runs at a time: the worker has one
+        thread), as row fields: `<site>_turns` the commands', `<site>_login_turns` its logins'."""
+        now = self.round_trips()
+        fields = {}
+        for site in PLATFORMS:
+            taken = turns_between(before[site], now[site])
+            fields[f"{site}_turns"], fields[f"{site}_login_turns"] = taken["commands"], taken["login"]
+        return fields
 
     def _submit(self, path: str, body: dict[str, Any], deadline: float) -> dict[str, Any]:
         """POST an operation, waiting for its end in the request (?wait=), then by re-reading it if need be."""

@@ -105,8 +105,7 @@ class BrocadeFOSTelnet(PatientTelnet, BrocadeFOSSSH):
     refusal_pattern = r"(?i)login incorrect|maximum number of|too many"
 
     def session_preparation(self) -> None:
-        self._test_channel_read(pattern=r">")
-        self.set_base_prompt()
+        self.take_login_prompt(r">")
 
 
 def tunnel_lines(spec: LinkSpec) -> list[str]:

@@ -215,7 +215,7 @@ class CiscoMdsDriver(ZoneLocks):
 
     # --- commands ----------------------------------------------------------------------------
     def configure(self, lines: list[str]) -> str:
-        """Send the lines between ``configure terminal`` and ``end`` (netmiko sends those two itself).
+        """Send the lines from ``configure terminal`` to ``end``, one round trip each.
 
         In enhanced mode a failure after our zone session was created discards it (``no zone
         commit``), so nothing half-edited stays pending under our lock.
@@ -229,10 +229,16 @@ class CiscoMdsDriver(ZoneLocks):
         mark = len(self._peek_transcript())
         with self._router_call(lines[1]), closed_session_is_eof(self):
             try:
+                # `configure terminal` and `end` go as lines of their own, each answered by its prompt:
+                # netmiko's config_mode()/exit_config_mode() would also send an empty line before and
+                # after each to look at the prompt, four round trips the prompts already show.
                 output = str(conn.send_config_set(
-                    lines[1:-1], read_timeout=self.wait_limit(self.target.command_timeout), error_pattern=CONFIG_ERRORS,
-                    exit_config_mode=True,
+                    lines, read_timeout=self.wait_limit(self.target.command_timeout), error_pattern=CONFIG_ERRORS,
+                    enter_config_mode=False, exit_config_mode=False,
                 ))
+                last = (output.rstrip().splitlines() or [""])[-1]
+                if not re.fullmatch(rf"{re.escape(conn.base_prompt)}#\s*", last):
+                    output += str(conn.exit_config_mode())  # not back in exec mode: make sure, as netmiko does
             except ConfigInvalidException as exc:
                 said = self._peek_transcript()[mark:]
                 message = _error_line(said)

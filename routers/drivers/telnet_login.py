@@ -39,6 +39,7 @@ class PatientTelnet(BaseConnection):
 
     def __init__(self, *args: Any, login_patience: float = 30.0, **kwargs: Any) -> None:
         self.login_patience = login_patience
+        self.login_prompt = ""  # the prompt the login ended on, as the device printed it
         super().__init__(*args, **kwargs)
 
     def telnet_login(self, *args: Any, **kwargs: Any) -> str:
@@ -72,11 +73,28 @@ class PatientTelnet(BaseConnection):
             elif password_sent and re.search(self.refusal_pattern, pending):
                 raise NetmikoAuthenticationException(f"Login refused by {self.host}: {last_line(pending)}")
             elif password_sent and re.search(self.prompt_pattern, pending):
+                self.login_prompt = last_line(pending)
                 return output
         raise NetmikoTimeoutException(
             f"{self.host}: no {'prompt' if password_sent else 'login prompt'} within {self.login_patience:.0f} s"
         )
 
+    def _try_session_preparation(self, force_data: bool = True) -> None:
+        # netmiko sends an empty line first (and sleeps 0.1 s) so that session_preparation has data to read;
+        # a login that ended on the prompt has read it already, and the device would only print it again.
+        super()._try_session_preparation(force_data=force_data and not self.login_prompt)
+
     def session_preparation(self) -> None:
-        self._test_channel_read(pattern=self.prompt_pattern)
+        self.take_login_prompt(self.prompt_pattern)
+
+    def take_login_prompt(self, pattern: str) -> None:
+        """Set the base prompt from the prompt the login ended on (the device's own words, the prompt and
+        nothing after it). netmiko's way, which a login that saw no prompt still takes, sends an empty
+        line twice and reads the prompt again: two round trips per login for what was already read."""
+        prompt = self.login_prompt
+        # Anything after it means the login stopped on a line that only looked like the prompt (a banner's).
+        if prompt[-1:] in ("#", ">") and re.search(pattern, prompt) and not self.read_channel():
+            self.base_prompt = prompt[:-1]
+            return
+        self._test_channel_read(pattern=pattern)
         self.set_base_prompt()

@@ -22,6 +22,7 @@ from routers.drivers.base import RouterLink
 from simulators.faults import Fault, FaultBook
 from simulators.loop import BackgroundLoop
 from simulators.personality import Personality, Session, SimState, TimingProfile
+from simulators.roundtrips import RoundTripBook
 from simulators.server.state import StateListener, StateStore
 from simulators.server.terminal import Terminal
 from simulators.server.transports import open_servers, parse_address
@@ -98,6 +99,7 @@ class SimRouter:
         self._background = BackgroundLoop(f"sim-{platform}")
         self.addresses: dict[str, tuple[str, int]] = {}
         self.think_seconds = 0.0  # total device "think time" (timing-profile delays) served so far
+        self.round_trip_book = RoundTripBook(self.state_dir)  # the clients' turns (simulators.roundtrips)
 
     # --- public API --------------------------------------------------------------------------
     @property
@@ -127,6 +129,10 @@ class SimRouter:
 
     def transcript(self) -> str:
         return self.store.transcript()
+
+    def round_trips(self) -> dict[str, Any]:
+        """The clients' turns so far: {"login": n, "commands": n, "sessions": n, "per_session": {...}}."""
+        return self._on_loop(self.round_trip_book.snapshot)
 
     def active_sessions(self) -> int:
         return len(self.sessions)
@@ -199,7 +205,7 @@ class SimRouter:
         """A terminal for a new connection, numbered in connection order and logged in the transcript."""
         self._session_counter += 1
         return Terminal(transport, write, abort, close, self.store.transcript_logger(self._session_counter, transport),
-                        session_id=self._session_counter)
+                        session_id=self._session_counter, on_turn=self.round_trip_book.count)
 
     def session_started(self, terminal: Terminal) -> None:
         """A connection past the session limit check: counted, and the peak of concurrent ones kept."""

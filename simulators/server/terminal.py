@@ -62,7 +62,8 @@ class Terminal:
     """
 
     def __init__(self, transport: str, write: Callable[[str], None], abort: Callable[[], None],
-                 close: Callable[[], None], log_line: Callable[[str], None], session_id: int = 0) -> None:
+                 close: Callable[[], None], log_line: Callable[[str], None], session_id: int = 0,
+                 on_turn: Callable[[int, bool], None] | None = None) -> None:
         self.transport = transport
         self.session_id = session_id
         self._write = write
@@ -78,12 +79,22 @@ class Terminal:
         self._pending: collections.deque[tuple[float, str]] = collections.deque()
         self._drainer: asyncio.TimerHandle | None = None
         self._close_when_drained = False
+        # Round trips (simulators.roundtrips): the device spoke since the client's last input; the
+        # client's next input is then a turn of its own, in the login dialogue until `logged_in`.
+        self._on_turn = on_turn
+        self._spoke = False
+        self.logged_in = False
 
     def feed(self, data: str | None) -> None:
         if data is None:
             self._chars.put_nowait(None)
             self.closed.set()
             return
+        # A NUL alone is netmiko's SSH keepalive (is_alive): it waits for nothing, so it is no turn.
+        if data.strip("\0"):
+            if self._spoke and self._on_turn is not None:
+                self._on_turn(self.session_id, not self.logged_in)
+            self._spoke = False
         for char in data:
             self._chars.put_nowait(char)
 
@@ -101,6 +112,7 @@ class Terminal:
         if self.garbler is not None:
             text = garble(text, self.garbler)
         self._log("> " + text)
+        self._spoke = True  # echo (write_raw) is not an answer: the client does not wait for it to send more
         try:
             self._send(text)
         except Exception as exc:  # noqa: BLE001 - a write to a dead peer ends the session
@@ -254,6 +266,7 @@ class CommandLoop:
     async def run(self) -> None:
         """Raises SessionEnded or DropConnection when the session ends otherwise than by a command."""
         await self._first_prompt_delay()
+        self.terminal.logged_in = True
         self.terminal.write(self.router.personality.motd(self.session))
         while True:
             self.terminal.write(self.router.personality.prompt(self.session))

@@ -1,0 +1,100 @@
+"""Round trips: each platform's add, remove and list through the real driver over real sockets, counted by the
+simulator (simulators.roundtrips), beside the least its commands need.
+
+Each operation is what the engine does on a pooled, logged-in session (operations/steps.py): the change,
+then the read that verifies it (a listing after an add, ``remnants`` after a remove). FOS and MDS start
+with production zoning in force, as a real fabric does, and are reached over SSH.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from routers.drivers.base import LinkSpec, RouterDriver
+from simulators.roundtrips import LEAST, least, turns_between
+
+WWN = "50:06:01:60:3b:20:11:22"
+HOST = "10:00:00:90:fa:c7:43:10"
+SPECS = {
+    "mcdata_eclipse": LinkSpec(port=3, zone=7, remote_ip="198.18.1.1"),
+    "nishan_ips3000": LinkSpec(port=3, zone=7, remote_ip="198.18.1.1"),
+    "brocade_fos": LinkSpec(port=24, zone=7, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn=WWN,
+                            initiators=(HOST,)),
+    "cisco_mds": LinkSpec(port=5, zone=7, remote_ip="198.18.1.1", local_ip="198.18.0.1", wwn=WWN,
+                          initiators=(HOST,)),
+}
+# Where an operation is not yet within one round trip of its least: the turns it takes now (the test
+# holds the line there until the reductions reach it).
+MEASURED_AT_MOST: dict[tuple[str, str], int] = {
+    ("brocade_fos", "add"): 14, ("brocade_fos", "remove"): 13, ("brocade_fos", "list"): 3,
+    ("cisco_mds", "add"): 29, ("cisco_mds", "remove"): 21, ("cisco_mds", "list"): 3,
+}
+
+
+def operations(driver: RouterDriver, spec: LinkSpec) -> dict[str, Callable[[], object]]:
+    def add() -> None:
+        driver.add_link(spec)
+        assert spec.key in {link.key for link in driver.list_links()}
+
+    def remove() -> None:
+        driver.remove_link(spec)
+        assert not driver.remnants(spec)
+
+    return {"add": add, "list": driver.list_links, "remove": remove}
+
+
+def measure(sim, driver: RouterDriver, spec: LinkSpec) -> dict[str, dict[str, int]]:
+    counted = {}
+    for name, operation in operations(driver, spec).items():
+        before = sim.round_trips()
+        operation()
+        counted[name] = turns_between(before, sim.round_trips())
+    return counted
+
+
+@pytest.mark.parametrize("platform", sorted(LEAST))
+def test_each_operation_takes_at_most_one_round_trip_more_than_its_commands_need(platform, sim_factory, driver_for):
+    transport = {"ssh": ("127.0.0.1", 0)} if platform in ("brocade_fos", "cisco_mds") else {}
+    sim = sim_factory(platform, production_zoning=True, **transport)
+    driver = driver_for(sim)
+    counted = measure(sim, driver, SPECS[platform])
+    print(platform, {name: (turns["commands"], least(platform, name)) for name, turns in counted.items()})
+    for name, turns in counted.items():
+        assert turns["login"] == 0 and turns["sessions"] == 0  # the pooled session: nobody logged in again
+        assert turns["commands"] >= least(platform, name)
+        assert turns["commands"] <= MEASURED_AT_MOST.get((platform, name), least(platform, name) + 1), name
+
+
+def test_a_telnet_login_is_counted_apart_from_the_commands(sim_factory, driver_for):
+    sim = sim_factory("nishan_ips3000")
+    before = sim.round_trips()
+    driver = driver_for(sim)
+    login = turns_between(before, sim.round_trips())
+    assert login == {"login": 2, "commands": 0, "sessions": 1}  # username, password; the prompt read once
+    before = sim.round_trips()
+    driver.list_links()
+    assert turns_between(before, sim.round_trips()) == {"commands": 1, "login": 0, "sessions": 0}
+
+
+def test_a_simulator_with_a_state_directory_keeps_its_count_there_for_another_process(sim_factory, driver_for,
+                                                                                       tmp_path):
+    from simulators.roundtrips import read_round_trips
+
+    sim = sim_factory("nishan_ips3000", state_dir=tmp_path)
+    driver_for(sim).list_links()
+    kept = read_round_trips(tmp_path)
+    assert kept["commands"] >= 1 and kept["login"] == 2 and kept == sim.round_trips()
+
+
+def test_lines_sent_together_are_one_turn_and_a_keepalive_is_none(sim_factory, driver_for):
+    sim = sim_factory("cisco_mds", ssh=("127.0.0.1", 0))
+    driver = driver_for(sim)
+    conn = driver.conn
+    before = sim.round_trips()
+    conn.write_channel("\0")  # netmiko's SSH keepalive (is_alive) waits for nothing
+    conn.write_channel("show clock\nshow clock\n")
+    output = conn.read_until_pattern(pattern=r"show clock[\s\S]*show clock[\s\S]*#\s*$", read_timeout=5)
+    assert output.count("show clock") == 2
+    assert turns_between(before, sim.round_trips())["commands"] == 1
