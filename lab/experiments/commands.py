@@ -6,6 +6,7 @@
     lab clients   [--quick] ...
     lab latency   [--quick] ...      (lab only)
     lab loss      [--quick] ...      (lab only)
+    lab sites     [--quick] ...      (lab only)
     lab all       [--quick] ...      every experiment that exists, then report.md with every plot
 """
 
@@ -36,10 +37,12 @@ EXPERIMENTS: dict[str, str] = {
     " (Figures 11-13)",
     "loss": "add/list/remove success and time vs packet loss 0..30 percent through the service, agreement checked"
     " (Figure 14)",
+    "sites": "five sites, a platform mix with FCIP: every site connects to every other site's array at once;"
+    " per-path operation time and transfer rate",
 }
-LAB_ONLY = ("latency", "loss")  # their impairments exist only between the lab's namespaces
+LAB_ONLY = ("latency", "loss", "sites")  # their impairments exist only between the lab's namespaces
 # They start the flexzone service, on a temporary PostgreSQL database of their own (lab.database).
-NEEDS_DATABASE = ("clients", "latency", "loss")
+NEEDS_DATABASE = ("clients", "latency", "loss", "sites")
 ACTIONS = (*EXPERIMENTS, "all")
 
 
@@ -107,7 +110,7 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     outcomes: list[Outcome] = []
     extra: list[tuple[str, str]] = []
     checks_passed = True
-    with _lab(options, where) as (lab, owned):
+    with _lab(options, where, sites=5 if "sites" in names else 2) as (lab, owned):
         data_path = any(name not in LAB_ONLY for name in names)
         with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none",
                         data_path=data_path) as bench:
@@ -187,8 +190,9 @@ def _run_one(name: str, bench: Bench, plan: Any, folder: Path, out: TextIO, comm
 
 
 @contextlib.contextmanager
-def _lab(options: dict[str, Any], where: str) -> Iterator[tuple[Any, bool]]:
-    """(the lab to run in, whether we brought it up and take it down afterwards), or (None, False) on loopback."""
+def _lab(options: dict[str, Any], where: str, sites: int = 2) -> Iterator[tuple[Any, bool]]:
+    """(the lab to run in, whether we brought it up and take it down afterwards), or (None, False) on loopback;
+    a lab we bring up has `sites` sites (the experiments on two use the first two)."""
     if where != "lab":
         yield None, False
         return
@@ -197,7 +201,7 @@ def _lab(options: dict[str, Any], where: str) -> Iterator[tuple[Any, bool]]:
     lab = Lab(prefix=options.get("prefix") or DEFAULT_PREFIX, run_dir=options.get("run_dir"))
     owned = not lab.is_up
     if owned:
-        lab.up(2)
+        lab.up(sites)
     try:
         yield lab, owned
     finally:

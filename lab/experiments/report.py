@@ -21,7 +21,9 @@ congestion control, sampled at the start of each experiment. A measurement durin
 fell behind is marked invalid in the raw data.
 `latency` and `loss` time real flexzone operations: the operations engine runs in the primary site's
 namespace (registry in PostgreSQL over its UNIX socket) and drives simulated routers at both sites across
-the emulated WAN; each operation's registry / invocation / router split comes from the engine's journal."""
+the emulated WAN; each operation's registry / invocation / router split comes from the engine's journal.
+`sites` does the same across five sites with a router each (iFCP and FCIP platforms), every site asking for
+every other site's array at once, then moves blocks over each connected path on its own."""
 
 
 def write_report(folder: Path, outcomes: Sequence[Outcome], environment: dict[str, Any], *, command: str = "",

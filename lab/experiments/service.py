@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from cli.client import Client, json_body
 from cli.errors import CliError
@@ -38,6 +38,7 @@ from simulators.roundtrips import read_round_trips, turns_between
 SIM_PORT = 2324  # 2323 is the router-only probe's simulator (mgmt.py), which may run beside it
 USERNAME = "admin"  # the demo routers' user (manage.py loaddemo)
 PLATFORMS = {"primary": "mcdata_eclipse", "remote": "nishan_ips3000"}  # the demo's: primary-rtr, remote-rtr
+SSH_PLATFORMS = ("brocade_fos", "cisco_mds")  # the FCIP switches are managed over SSH, the iFCP gateways telnet
 REQUESTER = "primary-site"
 DEVICE = "XRAID2"  # owned by the remote site: an add configures both routers, the remote one across the WAN
 LISTED = "remote-rtr"
@@ -67,7 +68,15 @@ class ServiceSettings:
 
 
 class LabService:
-    """The service and its two routers in a running lab; a context manager that leaves nothing behind."""
+    """The service and its two routers in a running lab; a context manager that leaves nothing behind.
+
+    `platforms` (lab site -> simulated platform) and `registry_names` say which routers run where and which
+    registry site and router each one is; `fcip` loads the demo's FCIP sites too; `concurrency` is the
+    engine's (one operation at a time by default, so that each one's round trips are its own)."""
+
+    platforms: dict[str, str] = PLATFORMS
+    fcip = False
+    concurrency = 1
 
     def __init__(self, lab: Any, settings: ServiceSettings | None = None) -> None:
         self.lab = lab
@@ -83,9 +92,9 @@ class LabService:
     def database(self) -> str:
         return self.deployment.database.name if self.deployment else ""
 
-    def start(self) -> LabService:
+    def start(self) -> Self:
         try:
-            deployment = self.deployment = Deployment(server_url(), label=self.lab.prefix, fcip=False,
+            deployment = self.deployment = Deployment(server_url(), label=self.lab.prefix, fcip=self.fcip,
                                                       procs=self.lab.procs, env=self.settings.ops_env(),
                                                       serve_name="svc-serve")
             self.worker_url = deployment.database.socket_url()
@@ -95,40 +104,58 @@ class LabService:
                                    "/var/run/postgresql, /run/postgresql or /tmp)")
             deployment.start()
             self._start_worker(self.settings.pool)  # early: it is up by the first operation
-            for site, platform in PLATFORMS.items():
-                name = f"svc-sim-{site}"
-                self.lab.start_router_sim(site, platform, name=name, telnet_port=SIM_PORT,
-                                          state_dir=self.scratch / name, args=[
-                                              "--timing-scale", f"{self.settings.timing_scale:g}", "--username",
-                                              USERNAME, "--password-file", str(deployment.password(f"{site}-rtr")),
-                                              "--seed", "7"])
-                self.sims.append(name)
-            self.lab.wait_listening("remote", SIM_PORT, timeout=20)
             self.client = deployment.client("root", timeout=self.settings.total_timeout + 60)
+            self.prepare_registry(self.client)
+            for site, platform in self.platforms.items():
+                name = f"svc-sim-{site}"
+                ssh = platform in SSH_PLATFORMS
+                self.lab.start_router_sim(site, platform, name=name, telnet_port=None if ssh else SIM_PORT,
+                                          ssh_port=SIM_PORT if ssh else None, state_dir=self.scratch / name, args=[
+                                              "--timing-scale", f"{self.settings.timing_scale:g}", "--username",
+                                              USERNAME, "--password-file",
+                                              str(deployment.password(self.registry_names(site)[1])), "--seed", "7"])
+                self.sims.append(name)
+            for site in self.platforms:
+                self.lab.wait_listening(site, SIM_PORT, timeout=20)
             self._move_registry_into_the_lab(self.client)
         except BaseException:
             self.stop()
             raise
         return self
 
+    def registry_names(self, site: str) -> tuple[str, str]:
+        """The registry site and router a lab site's simulator stands for (the demo's names by default)."""
+        return f"{site}-site", f"{site}-rtr"
+
+    def prepare_registry(self, client: Client) -> None:
+        """Registry entries the run needs beyond the demo's (none here), made through the API before the
+        simulators start (a router made here has its password file by then)."""
+
     def _move_registry_into_the_lab(self, client: Client) -> None:
-        """The demo's sites and routers on the lab's addresses, as an admin changes them through the API."""
+        """The demo's sites and routers on the lab's addresses, as an admin changes them through the API; an
+        SSH router's host key is the one its simulator generated, read from its state directory and trusted
+        as an admin would after comparing it (`manage.py routers trust`)."""
         sites = {s["name"]: s for s in client.get_all("/api/sites/")}
         routers = {r["name"]: r for r in client.get_all("/api/routers/")}
-        for site in PLATFORMS:
+        for site, platform in self.platforms.items():
             where = self.lab.site(site)
-            client.request("PATCH", f"/api/sites/{sites[f'{site}-site']['id']}/",
+            site_name, router_name = self.registry_names(site)
+            client.request("PATCH", f"/api/sites/{sites[site_name]['id']}/",
                            body={"management_ip": where.mgmt_addr, "data_ip": where.data_addr})
-            client.request("PATCH", f"/api/routers/{routers[f'{site}-rtr']['id']}/", body={
-                "host": where.mgmt_addr, "port": SIM_PORT, "username": USERNAME,
-                "connect_timeout": self.settings.router_timeout, "command_timeout": self.settings.router_timeout})
+            body: dict[str, Any] = {"host": where.mgmt_addr, "port": SIM_PORT, "username": USERNAME,
+                                    "connect_timeout": self.settings.router_timeout,
+                                    "command_timeout": self.settings.router_timeout}
+            if platform in SSH_PLATFORMS:
+                body["ssh_host_key"] = simulator_host_key(self.scratch / f"svc-sim-{site}")
+            client.request("PATCH", f"/api/routers/{routers[router_name]['id']}/", body=body)
 
     def _start_worker(self, pool: bool) -> None:
         """A fresh `manage.py worker` in the primary site (a fresh session pool, as each run had its own)."""
         assert self.deployment is not None
         self.deployment.stop_process(WORKER)
-        self.deployment.spawn(WORKER, ["worker", "--concurrency", "1"], netns=self.lab.site("primary").netns,
-                              database_url=self.worker_url, FLEXZONE_OPS_POOL="1" if pool else "0")
+        self.deployment.spawn(WORKER, ["worker", "--concurrency", str(self.concurrency)],
+                              netns=self.lab.site("primary").netns, database_url=self.worker_url,
+                              FLEXZONE_OPS_POOL="1" if pool else "0")
         self.worker_pool = pool
 
     def run(self, reps: int, *, warmup: bool = True, reconcile: bool = False, repair: bool = False,
@@ -147,7 +174,7 @@ class LabService:
         if timeout is None:
             timeout = (3 * reps + 4) * self.settings.total_timeout + 60
         deadline = time.monotonic() + timeout
-        rows = [self.operation("list", 0, deadline, router=f"{site}-rtr") for site in PLATFORMS] if warmup else []
+        rows = [self.operation("list", 0, deadline, router=f"{site}-rtr") for site in self.platforms] if warmup else []
         for rep in range(1, reps + 1):
             for kind in ("add", "list", "remove"):
                 rows.append(self.operation(kind, rep, deadline))
@@ -185,29 +212,31 @@ class LabService:
 
     def round_trips(self) -> dict[str, dict[str, Any]]:
         """Each site's simulator's client turns so far (simulators.roundtrips), from its state directory."""
-        return {site: read_round_trips(self.scratch / f"svc-sim-{site}") for site in PLATFORMS}
+        return {site: read_round_trips(self.scratch / f"svc-sim-{site}") for site in self.platforms}
 
     def turns_since(self, before: dict[str, dict[str, Any]]) -> dict[str, int]:
         """The turns each router took since `before` (one operation runs at a time: the worker has one
         thread), as row fields: `<site>_turns` the commands', `<site>_login_turns` its logins'."""
         now = self.round_trips()
         fields = {}
-        for site in PLATFORMS:
+        for site in self.platforms:
             taken = turns_between(before[site], now[site])
             fields[f"{site}_turns"], fields[f"{site}_login_turns"] = taken["commands"], taken["login"]
         return fields
 
-    def _submit(self, path: str, body: dict[str, Any], deadline: float) -> dict[str, Any]:
-        """POST an operation, waiting for its end in the request (?wait=), then by re-reading it if need be."""
-        assert self.client is not None
+    def _submit(self, path: str, body: dict[str, Any], deadline: float, client: Client | None = None
+                ) -> dict[str, Any]:
+        """POST an operation, waiting for its end in the request (?wait=), then by re-reading it if need be
+        (with `client`, a thread's own, or the service's)."""
+        client = client or self.client
+        assert client is not None
         wait = max(1.0, min(self.settings.total_timeout + 30, deadline - time.monotonic()))
-        op = json_body(self.client.request("POST", path, params={"wait": f"{wait:.0f}"}, body=body,
-                                           timeout=wait + 30))
+        op = json_body(client.request("POST", path, params={"wait": f"{wait:.0f}"}, body=body, timeout=wait + 30))
         while op["state"] not in TERMINAL:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"operation {op['id']} ({path}) did not end within the run's time limit")
             time.sleep(0.2)
-            op = self.client.get(op["url"])
+            op = client.get(op["url"])
         return op
 
     def agreement(self, deadline: float, tries: int = 3) -> dict[str, Any]:
@@ -230,8 +259,8 @@ class LabService:
     def _final_links(self, deadline: float) -> Any:
         """What each router holds now (lsifcp on each, through the API)."""
         links: dict[str, Any] = {}
-        for site in PLATFORMS:
-            router = f"{site}-rtr"
+        for site in self.platforms:
+            router = self.registry_names(site)[1]
             try:
                 op = self._submit("/api/invoke/", {"router": router, "command": "lsifcp"}, deadline)
             except (CliError, TimeoutError) as exc:
@@ -248,7 +277,7 @@ class LabService:
                 "database": self.database, "database_via": "unix socket (worker), DATABASE_URL's server (API)",
                 "list": f"lsifcp on {LISTED} through /api/invoke/",
                 "routers": {site: {"platform": p, "mgmt": self.lab.site(site).mgmt_addr, "port": SIM_PORT}
-                            for site, p in PLATFORMS.items()},
+                            for site, p in self.platforms.items()},
                 "settings": asdict(self.settings)}
 
     def stop(self) -> None:
@@ -267,11 +296,25 @@ class LabService:
             finally:
                 shutil.rmtree(self.scratch, ignore_errors=True)
 
-    def __enter__(self) -> LabService:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def simulator_host_key(state_dir: Path, timeout: float = 20.0) -> str:
+    """The public SSH host key ("<type> <base64>") a simulator keeps in its state directory."""
+    import asyncssh
+
+    path = state_dir / "ssh_host_key"
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no SSH host key in {state_dir} after {timeout:g} s")
+        time.sleep(0.05)
+    key = asyncssh.read_private_key(str(path))
+    return " ".join(key.export_public_key("openssh").decode().split()[:2])
 
 
 def phase_sum_ok(row: dict[str, Any], tolerance_ms: float = 1.0) -> bool:
