@@ -7,6 +7,7 @@ temporary PostgreSQL database of its own; root only.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import uuid
 from dataclasses import replace
@@ -15,8 +16,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from lab.backends import FallbackBackend
 from lab.database import maintenance_url, server_url
-from lab.experiments import latency, loss
+from lab.experiments import latency, loss, sites
 from lab.experiments.base import LabBench
 from lab.experiments.service import WORKER, LabService, ServiceSettings, phase_sum_ok
 
@@ -97,3 +99,33 @@ def test_the_service_drops_its_database_and_stops_its_processes_when_a_run_fails
         assert all(lab.procs.pid(name) for name in ("svc-sim-primary", "svc-sim-remote", "svc-serve", WORKER))
         raise RuntimeError("boom")
     assert_nothing_left(lab)
+
+
+def test_five_sites_connect_to_each_others_arrays_at_once_and_move_blocks_over_each_path(new_lab, tmp_path):
+    """`sites` on a small extent: every pair asked at once, the compatible ones connected (FCIP over SSH
+    included), blocks over each of them, everything disconnected, registry and routers agreeing throughout."""
+    lab = new_lab.up(5, backend=FallbackBackend.name)
+    plan = replace(sites.QUICK, size_bytes=1 << 20, time_limit_s=3, budget_s=240)
+    with LabBench(lab, plan.target_bytes, data_path=False) as bench:
+        outcome = sites.run(bench, plan, tmp_path)
+    ops = rows(tmp_path / "sites.csv")
+    adds = {(r["from"], r["to"]): r for r in ops if r["kind"] == "add"}
+    assert len(adds) == 20
+    fcip = {"site4", "site5"}
+    for (a, b), row in adds.items():
+        if (a in fcip) == (b in fcip):
+            assert row["state"] == "succeeded", row
+        else:
+            assert row["state"] == "refused" and "different protocols" in row["error"], row
+    removes = [r for r in ops if r["kind"] == "remove"]
+    assert len(removes) == 8 and all(r["state"] == "succeeded" for r in removes), removes
+    transfers = rows(tmp_path / "sites-transfers.csv")
+    assert len(transfers) == 16 and all(float(t["mb_per_s"]) > 0 for t in transfers), transfers
+    far = [float(t["rtt_ms"]) for t in transfers if "site3" in (t["from"], t["to"])]
+    assert far and all(rtt == 2 * plan.far.delay_ms for rtt in far)
+    report = json.loads((tmp_path / "sites.json").read_text())["agreement"]
+    assert report["after_connect"]["agree"] and report["after_disconnect"]["agree"], report
+    assert outcome.valid or not all(t["valid"] == "True" for t in transfers)
+    assert databases(lab.prefix) == []
+    assert [lab.procs.pid(f"svc-sim-{site}") for site in lab.sites] == [None] * 5
+    assert not [name for name in lab.procs.names() if name.startswith("sites-")]
