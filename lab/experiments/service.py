@@ -239,8 +239,9 @@ class LabService:
             op = client.get(op["url"])
         return op
 
-    def agreement(self, deadline: float, tries: int = 3) -> dict[str, Any]:
-        """Reconcile (report only) and say whether registry and routers agree; retried, since it crosses the WAN."""
+    def agreement(self, deadline: float, tries: int = 3, final_links: bool = True) -> dict[str, Any]:
+        """Reconcile (report only) and say whether registry and routers agree; retried, since it crosses the WAN.
+        `final_links` also records what each router lists afterwards."""
         last: dict[str, Any] = {}
         for _ in range(tries):
             op = self._submit("/api/reconcile/", {"repair": False}, deadline)
@@ -253,7 +254,8 @@ class LabService:
                     "reconcile_ms": op["total_ms"]}
             if readable:
                 break
-        last["final_links"] = self._final_links(deadline)
+        if final_links:
+            last["final_links"] = self._final_links(deadline)
         return last
 
     def _final_links(self, deadline: float) -> Any:

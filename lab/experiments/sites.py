@@ -251,7 +251,7 @@ def _all_at_once(service: SitesService, kind: str, pairs: list[tuple[SiteRole, S
 
 
 def _agreement(service: SitesService, deadline: float) -> dict[str, Any]:
-    report = service.agreement(deadline)
+    report = service.agreement(deadline, final_links=False)  # reconcile read every router already
     return {key: report[key] for key in ("state", "readable", "agree", "drift", "reconcile_ms", "error")}
 
 
