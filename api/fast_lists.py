@@ -32,6 +32,7 @@ import psycopg
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_script_name
+from django.core.signals import setting_changed
 from django.db import close_old_connections, connection
 from django.db.models import Field, ManyToManyField, Model
 from django.http import QueryDict
@@ -265,11 +266,59 @@ _prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary(
 
 
 class _Query:
-    """What the pagination reads of a request."""
+    """What the pagination reads of a request: its query and its absolute URI (no more of the request is
+    kept, so nothing of a connection outlives it)."""
 
-    def __init__(self, request: WSGIRequest) -> None:
-        self.query_params: QueryDict = request.GET
-        self.build_absolute_uri = request.build_absolute_uri
+    def __init__(self, query_params: QueryDict, uri: str) -> None:
+        self.query_params = query_params
+        self.uri = uri
+
+    def build_absolute_uri(self) -> str:
+        return self.uri
+
+
+# What of a request shapes what it asks (_Asked): the view's checks, the page's bounds and its links
+# (scheme, host and script name as Django's request reads them) are functions of these and the settings.
+ASKED = ("PATH_INFO", "QUERY_STRING", "SCRIPT_NAME", "SCRIPT_URL", "REDIRECT_URL", "HTTP_HOST", "SERVER_NAME",
+         "SERVER_PORT", "wsgi.url_scheme", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT")
+ASKED_KEPT = 1024  # distinct requests whose reading is kept per list, at most
+LINKS_KEPT = 64  # counts whose page links are kept per request, at most
+
+
+@dataclass
+class _Asked:
+    """What one request asks of a list, read once with the view's own rules and kept for every request
+    alike (ASKED): the filters given and their values, the page's bounds, an operation's URL (with
+    SENTINEL for its id) and the page links worked out so far, by count. None of it reads the database."""
+
+    given: tuple[str, ...]
+    values: tuple[Any, ...]
+    limit: int | None
+    offset: int
+    url: str
+    query: _Query
+    links: dict[int, tuple[str | None, str | None]]
+
+    def page_links(self, count: int) -> tuple[str | None, str | None]:
+        """(next, previous) as the pagination writes them for this many rows."""
+        found = self.links.get(count)
+        if found is None:
+            pagination = Pagination()
+            # The pagination reads nothing else of its request than _Query holds.
+            pagination.request = cast(Request, self.query)
+            pagination.limit, pagination.offset, pagination.count = self.limit, self.offset, count
+            found = (pagination.get_next_link(), pagination.get_previous_link())
+            if len(self.links) >= LINKS_KEPT:
+                self.links.clear()
+            self.links[count] = found
+        return found
+
+
+class _Meta:
+    """What access.authentication reads of a request: its WSGI environ."""
+
+    def __init__(self, environ: dict) -> None:
+        self.META = environ
 
 
 class FastLists:
@@ -284,6 +333,13 @@ class FastLists:
             and settings.TIME_ZONE == "UTC") else {}
         self.headers: dict[str, list[tuple[str, str]]] = {}  # Django's, per list, learnt from its last 200
         self._guard = threading.Lock()
+        # Each request's reading (or None: Django answers it), by what shapes it (ASKED and the header
+        # SECURE_PROXY_SSL_HEADER names); forgotten when a setting changes (tests override them).
+        self.asked: dict[tuple, _Asked | None] = {}
+        setting_changed.connect(self._forget, weak=True)
+
+    def _forget(self, **_kwargs: Any) -> None:
+        self.asked = {}
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         prepared = self.lists.get(environ.get("PATH_INFO", ""))
@@ -329,42 +385,61 @@ class FastLists:
         """The body Django would give, or None (or an exception) when this cannot settle it."""
         if timezone.get_current_timezone_name() != "UTC":
             return None  # a time zone activated in this thread (nothing in flexzone does): DRF writes the dates
+        asked = self._asked(prepared, environ)
+        if asked is None:
+            return None
+        identity = client_identity(_Meta(environ))
+        if identity is None or _crl_cache().is_revoked(identity.cert):
+            return None
+        rows = self._rows(*prepared.statement(asked.given), [identity.sha256, identity.issuer, identity.serial,
+                                                             asked.limit, asked.offset, *asked.values])
+        if not rows:
+            return None
+        _pk, role, _all_sites, active, count, visible, items, odd = rows[0]
+        if not active or role not in prepared.readers or odd:
+            return None
+        # Read as Django reads a JSON column (json.loads of PostgreSQL's text), and written by DRF's renderer.
+        results = json.loads(items)
+        finish, admin = prepared.fast.finish, role == Role.ADMIN
+        for item in results:
+            finish(item, admin, asked.url)
+        if visible is not None:
+            hidden = Hidden(set(visible))
+            results = [hidden.redact(item) for item in results]
+        following, preceding = asked.page_links(count)
+        return JSONRenderer().render({"count": count, "next": following, "previous": preceding, "results": results})
+
+    def _asked(self, prepared: _Prepared, environ: dict) -> _Asked | None:
+        """What this request asks, read as the view reads it, or None when this path leaves it to Django."""
+        proxied = settings.SECURE_PROXY_SSL_HEADER
+        key = (*(environ.get(name) for name in ASKED), environ.get(proxied[0]) if proxied else None)
+        if key in self.asked:
+            return self.asked[key]
+        try:
+            found = self._read(prepared, environ)
+        except (_Unsettled, exceptions.APIException, DisallowedHost):
+            found = None
+        if len(self.asked) >= ASKED_KEPT:
+            self.asked = {}
+        self.asked[key] = found
+        return found
+
+    @staticmethod
+    def _read(prepared: _Prepared, environ: dict) -> _Asked | None:
         request = WSGIRequest(environ)
         request.get_host()  # DisallowedHost: Django's 400
         query = request.GET
         given = tuple(sorted(param for param in query if param not in ("limit", "offset")))
         if any(len(query.getlist(param)) != 1 for param in query) or not set(given) <= prepared.checks.keys():
             return None
-        values = {param: prepared.checks[param].clean(query[param]) for param in given}
-        pagination, asked = Pagination(), _Query(request)
+        values = tuple(prepared.checks[param].clean(query[param]) for param in given)
+        asked, pagination = _Query(query, request.build_absolute_uri()), Pagination()
         limit, offset = pagination.get_limit(asked), pagination.get_offset(asked)
-        identity = client_identity(request)
-        if identity is None or _crl_cache().is_revoked(identity.cert):
-            return None
-        rows = self._rows(*prepared.statement(given), [identity.sha256, identity.issuer, identity.serial, limit,
-                                                       offset, *(values[param] for param in given)])
-        if not rows:
-            return None
-        _pk, role, _all_sites, active, count, visible, items, odd = rows[0]
-        if not active or role not in prepared.readers or odd:
-            return None
-        fast, url = prepared.fast, ""
-        if fast.view is OperationViewSet:
+        url = ""
+        if prepared.fast.view is OperationViewSet:
             set_script_prefix(get_script_name(environ))  # as Django's handler does, for reverse()
             url = request.build_absolute_uri(reverse("operation-detail", args=[SENTINEL]))
-        hidden = Hidden(set(visible)) if visible is not None else None
-        # Read as Django reads a JSON column (json.loads of PostgreSQL's text), and written by DRF's renderer.
-        results = json.loads(items)
-        for item in results:
-            fast.finish(item, role == Role.ADMIN, url)
-        if hidden is not None:
-            results = [hidden.redact(item) for item in results]
-        # The pagination reads nothing else of its request than _Query holds.
-        pagination.request = cast(Request, asked)
-        pagination.limit, pagination.offset, pagination.count = limit, offset, count
-        data = {"count": count, "next": pagination.get_next_link(), "previous": pagination.get_previous_link(),
-                "results": results}
-        return JSONRenderer().render(data)
+        return _Asked(given, values, limit, offset, url, asked, {})
 
     @staticmethod
     def _rows(name: str, prepare: str, params: list[Any]) -> list[tuple]:
