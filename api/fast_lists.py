@@ -7,7 +7,10 @@ list GETs itself: one statement reads the certificate's principal, the page's ro
 page cannot tell it (as api.pagination does) and, for a principal limited to some sites, the WWNs it
 may see; Python builds the JSON from the tuples with DRF's own field conversions, pagination links and
 renderer, and the answer carries the headers Django gave this list last (none until it has answered
-one). What is asked is read with the view's own rules (its filters' checks, the pagination's bounds).
+one). What is asked is read with the view's own rules (its filters' checks, the pagination's bounds),
+once per distinct request (ASKED). The same statement reads the registry's and the lists' generations:
+when they are those of a page this process built for the same request and principal, PostgreSQL skips
+the page and the kept body is served (api/list_pages.py); any committed change makes it unreachable.
 
 It answers only when it can settle everything: a GET of the list itself in JSON (no Accept, `*/*` or
 `application/json`), query parameters among the view's filters and limit/offset, each once and valid,
@@ -49,9 +52,11 @@ from access.authentication import crl_cache as _crl_cache
 from access.models import Principal, Role
 from access.permissions import has_role
 from access.redaction import Hidden
+from api.list_pages import Page, Pages
 from api.pagination import Pagination
 from api.schema import QueryFilter
 from api.views import LinkViewSet, OperationViewSet, RegistryViewSet
+from operations import generation
 from operations.models import Link, Operation
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 
@@ -61,7 +66,8 @@ JSON_ACCEPTS = (None, "*/*", "application/json")
 SENTINEL = 9876543210  # an id no reverse() output holds otherwise, replaced by each operation's
 
 answers_total = Counter("flexzone_fast_lists", "Link and operation list GETs by who answered them (fast: the "
-                        "one-statement path in front of Django; django: anything it could not settle).", ["by"])
+                        "one-statement path in front of Django, kept: the same with a page it kept, its "
+                        "generations read unchanged; django: anything it could not settle).", ["by"])
 
 
 def _table(model: type[Model]) -> str:
@@ -220,8 +226,12 @@ def _lists() -> dict[str, FastList]:
     }
 
 
-ORDER = ("sha", "issuer", "serial", "limit", "offset")  # the statement's first parameters; the filters' follow
-TYPES = ("text", "text", "text", "bigint", "bigint")
+# The statement's first parameters (the last: the generations of the page kept, see api/list_pages.py); the
+# filters' follow.
+ORDER = ("sha", "issuer", "serial", "limit", "offset", "kept")
+TYPES = ("text", "text", "text", "bigint", "bigint", "text")
+# The registry's generation (registry/migrations/0001_initial.py): the names on a page and the scopes.
+REGISTRY_CHANGES, REGISTRY_GENERATION = "flexzone_registry_changes", "flexzone_registry_generation"
 
 
 def _statement(fast: FastList, given: tuple[str, ...]) -> str:
@@ -238,28 +248,40 @@ def _statement(fast: FastList, given: tuple[str, ...]) -> str:
     scope = connection.ops.quote_name(through.m2m_db_table())
     alias, joins = fast.alias, " ".join(fast.joins.values())
     return f"""
-    WITH who AS (
+    WITH gen AS MATERIALIZED (
+        SELECT rg.epoch::text AS registry_epoch, rg.folded AS registry_folded,
+               (SELECT count(*) FROM {REGISTRY_CHANGES}) AS registry_rows, lg.epoch::text AS lists_epoch,
+               lg.folded AS lists_folded, (SELECT count(*) FROM {generation.CHANGES}) AS lists_rows
+          FROM {REGISTRY_GENERATION} AS rg, {generation.GENERATION} AS lg WHERE rg.id = 1 AND lg.id = 1),
+    kept AS MATERIALIZED (
+        SELECT *, registry_epoch || ':' || registry || '/' || lists_epoch || ':' || lists = $6 AS fresh
+          FROM (SELECT *, registry_folded + registry_rows AS registry, lists_folded + lists_rows AS lists
+                  FROM gen) AS g),
+    who AS (
         SELECT id, role, all_sites, revoked_at IS NULL AS active FROM {_table(Principal)}
          WHERE cert_sha256 = $1 OR (cert_issuer = $2 AND cert_serial = $3)
          ORDER BY cert_sha256 = $1 DESC NULLS LAST LIMIT 1),
     page AS (
         SELECT {alias}.id, {alias}.created_at FROM {fast.rows(given, where)}
          ORDER BY {alias}.created_at DESC LIMIT $4 OFFSET $5)
-    SELECT who.id, who.role, who.all_sites, who.active,
-           CASE WHEN (SELECT count(*) FROM page) < $4 AND ((SELECT count(*) FROM page) > 0 OR $5 = 0)
+    SELECT who.id, who.role, who.all_sites, who.active, kept.registry_epoch, kept.registry, kept.registry_rows,
+           kept.lists_epoch, kept.lists, kept.lists_rows, kept.fresh,
+           CASE WHEN kept.fresh THEN NULL
+                WHEN (SELECT count(*) FROM page) < $4 AND ((SELECT count(*) FROM page) > 0 OR $5 = 0)
                 THEN $5 + (SELECT count(*) FROM page)
                 ELSE (SELECT count(*) FROM {fast.rows(given, where)}) END,
-           CASE WHEN who.role <> 'admin' AND NOT who.all_sites THEN ARRAY(
+           CASE WHEN NOT kept.fresh AND who.role <> 'admin' AND NOT who.all_sites THEN ARRAY(
                 SELECT i.{_column(Initiator, 'wwn')} FROM {_table(Initiator)} AS i
                   JOIN {_table(Host)} AS h ON h.id = i.{_column(Initiator, 'host')}
                   JOIN {scope} AS ps ON ps.{connection.ops.quote_name(through.m2m_reverse_name())} = h.site_id
                  WHERE ps.{connection.ops.quote_name(through.m2m_column_name())} = who.id
                 UNION SELECT {_column(Device, 'wwn')} FROM {_table(Device)}) END,
            items.json, items.odd OR current_setting('extra_float_digits')::int < 1
-      FROM who CROSS JOIN LATERAL (
+      FROM who CROSS JOIN kept LEFT JOIN LATERAL (
            SELECT coalesce(json_agg({fast.json()} ORDER BY page.created_at DESC), '[]')::text AS json,
                   coalesce(bool_or({fast.odd()}), FALSE) AS odd
-             FROM page JOIN {fast.table} AS {alias} ON {alias}.id = page.id {joins}) AS items"""
+             FROM page JOIN {fast.table} AS {alias} ON {alias}.id = page.id {joins}
+            WHERE NOT kept.fresh) AS items ON TRUE"""
 
 
 _prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()  # per database connection
@@ -298,6 +320,7 @@ class _Asked:
     url: str
     query: _Query
     links: dict[int, tuple[str | None, str | None]]
+    key: tuple = ()  # its ASKED values
 
     def page_links(self, count: int) -> tuple[str | None, str | None]:
         """(next, previous) as the pagination writes them for this many rows."""
@@ -312,6 +335,9 @@ class _Asked:
                 self.links.clear()
             self.links[count] = found
         return found
+
+
+pages = Pages()
 
 
 class _Meta:
@@ -347,10 +373,10 @@ class FastLists:
                 or environ.get("HTTP_ACCEPT") not in JSON_ACCEPTS):
             return self.app(environ, start_response)
         headers = self.headers.get(environ["PATH_INFO"])
-        body = None
+        body, by = None, "fast"
         if headers is not None:
             try:
-                body = self._answer(prepared, environ)
+                body, by = self._answer(prepared, environ) or (None, by)
             except (_Unsettled, exceptions.APIException, DisallowedHost):
                 body = None
             except Exception:  # noqa: BLE001 - the database away, not migrated, an unusable CRL: Django says
@@ -359,7 +385,7 @@ class FastLists:
         if body is None or headers is None:
             answers_total.labels("django").inc()
             return self._through_django(environ, start_response)
-        answers_total.labels("fast").inc()
+        answers_total.labels(by).inc()
         start_response("200 OK", [(name, str(len(body)) if name.lower() == "content-length" else value)
                                   for name, value in headers])
         close_old_connections()  # as Django does after a request (FLEXZONE_DB_CONN_MAX_AGE)
@@ -381,8 +407,9 @@ class FastLists:
 
         return self.app(environ, keep)
 
-    def _answer(self, prepared: _Prepared, environ: dict) -> bytes | None:
-        """The body Django would give, or None (or an exception) when this cannot settle it."""
+    def _answer(self, prepared: _Prepared, environ: dict) -> tuple[bytes, str] | None:
+        """The body Django would give and whether it was kept or built, or None (or an exception) when this
+        cannot settle it."""
         if timezone.get_current_timezone_name() != "UTC":
             return None  # a time zone activated in this thread (nothing in flexzone does): DRF writes the dates
         asked = self._asked(prepared, environ)
@@ -391,12 +418,24 @@ class FastLists:
         identity = client_identity(_Meta(environ))
         if identity is None or _crl_cache().is_revoked(identity.cert):
             return None
-        rows = self._rows(*prepared.statement(asked.given), [identity.sha256, identity.issuer, identity.serial,
-                                                             asked.limit, asked.offset, *asked.values])
+        key = (asked.key, identity.sha256)
+        kept = pages.get(key)
+        rows = self._rows(*prepared.statement(asked.given), [
+            identity.sha256, identity.issuer, identity.serial, asked.limit, asked.offset, kept.token if kept else "",
+            *asked.values])
         if not rows:
             return None
-        _pk, role, _all_sites, active, count, visible, items, odd = rows[0]
-        if not active or role not in prepared.readers or odd:
+        (pk, role, all_sites, active, registry_epoch, registry, registry_rows, lists_epoch, lists, lists_rows, fresh,
+         count, visible, items, odd) = rows[0]
+        if not active or role not in prepared.readers:
+            return None
+        if lists_rows > generation.FOLD_AT:
+            self._fold()
+        pages.saw((registry_epoch, registry), (lists_epoch, lists))
+        reader = (pk, role, all_sites)
+        if fresh:  # nothing it shows has changed since the kept page was built, in this very snapshot
+            return (kept.body, "kept") if kept is not None and kept.reader == reader else None
+        if odd:
             return None
         # Read as Django reads a JSON column (json.loads of PostgreSQL's text), and written by DRF's renderer.
         results = json.loads(items)
@@ -407,7 +446,9 @@ class FastLists:
             hidden = Hidden(set(visible))
             results = [hidden.redact(item) for item in results]
         following, preceding = asked.page_links(count)
-        return JSONRenderer().render({"count": count, "next": following, "previous": preceding, "results": results})
+        body = JSONRenderer().render({"count": count, "next": following, "previous": preceding, "results": results})
+        pages.put(key, Page(f"{registry_epoch}:{registry}/{lists_epoch}:{lists}", reader, body))
+        return body, "fast"
 
     def _asked(self, prepared: _Prepared, environ: dict) -> _Asked | None:
         """What this request asks, read as the view reads it, or None when this path leaves it to Django."""
@@ -421,6 +462,8 @@ class FastLists:
             found = None
         if len(self.asked) >= ASKED_KEPT:
             self.asked = {}
+        if found is not None:
+            found.key = key
         self.asked[key] = found
         return found
 
@@ -440,6 +483,11 @@ class FastLists:
             set_script_prefix(get_script_name(environ))  # as Django's handler does, for reverse()
             url = request.build_absolute_uri(reverse("operation-detail", args=[SENTINEL]))
         return _Asked(given, values, limit, offset, url, asked, {})
+
+    @staticmethod
+    def _fold() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(generation.FOLD)
 
     @staticmethod
     def _rows(name: str, prepare: str, params: list[Any]) -> list[tuple]:
