@@ -255,3 +255,15 @@ def test_a_kept_page_is_not_served_after_a_name_role_or_scope_changes(api_server
     carol = Principal.objects.get(name="carol")
     kept_then_fresh(api_server, both, "carol", "/api/links/?limit=100",
                     lambda: carol.sites.add(*Site.objects.exclude(pk__in=carol.sites.all())))
+
+
+def test_a_principal_revoked_after_its_page_was_kept_is_refused_by_django(api_server, both, traffic):
+    warm(both)
+    for _ in range(2):
+        assert_same(*both("alice", "/api/links/?state=up"))
+    counted = answered(api_server)
+    Principal.objects.filter(name="alice").update(revoked_at=dt.datetime.now(dt.UTC))
+    fast, django = both("alice", "/api/links/?state=up")
+    assert fast.status_code == 401
+    assert_same(fast, django)
+    assert fast_answers(api_server) == counted.get("fast", 0.0) + counted.get("kept", 0.0)
