@@ -114,7 +114,7 @@ class _Query:
 # (scheme, host and script name as Django's request reads them) are functions of these and the settings.
 ASKED = ("PATH_INFO", "QUERY_STRING", "SCRIPT_NAME", "SCRIPT_URL", "REDIRECT_URL", "HTTP_HOST", "SERVER_NAME",
          "SERVER_PORT", "wsgi.url_scheme", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT")
-ASKED_KEPT = 1024  # distinct requests whose reading is kept per list, at most
+ASKED_KEPT = 1024  # distinct requests whose reading is kept per process (both lists), at most
 LINKS_KEPT = 64  # counts whose page links are kept per request, at most
 
 
