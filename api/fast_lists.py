@@ -7,7 +7,10 @@ list GETs itself: one statement reads the certificate's principal, the page's ro
 page cannot tell it (as api.pagination does) and, for a principal limited to some sites, the WWNs it
 may see; Python builds the JSON from the tuples with DRF's own field conversions, pagination links and
 renderer, and the answer carries the headers Django gave this list last (none until it has answered
-one). What is asked is read with the view's own rules (its filters' checks, the pagination's bounds).
+one). What is asked is read with the view's own rules (its filters' checks, the pagination's bounds),
+once per distinct request (ASKED). The same statement reads the registry's and the lists' generations:
+when they are those of a page this process built for the same request and principal, PostgreSQL skips
+the page and the kept body is served (api/list_pages.py); any committed change makes it unreachable.
 
 It answers only when it can settle everything: a GET of the list itself in JSON (no Accept, `*/*` or
 `application/json`), query parameters among the view's filters and limit/offset, each once and valid,
@@ -32,8 +35,8 @@ import psycopg
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_script_name
+from django.core.signals import setting_changed
 from django.db import close_old_connections, connection
-from django.db.models import Field, ManyToManyField, Model
 from django.http import QueryDict
 from django.urls import reverse, set_script_prefix
 from django.utils import timezone
@@ -48,72 +51,20 @@ from access.authentication import crl_cache as _crl_cache
 from access.models import Principal, Role
 from access.permissions import has_role
 from access.redaction import Hidden
+from api.fast_sql import SENTINEL, TYPES, FastList, Unsettled, check_statement, lists, page_statement
+from api.list_pages import Page, Pages
 from api.pagination import Pagination
 from api.schema import QueryFilter
-from api.views import LinkViewSet, OperationViewSet, RegistryViewSet
-from operations.models import Link, Operation
-from registry.models import Device, Host, Initiator, Router, Site, Zone
+from api.views import OperationViewSet
+from operations import generation
 
 log = logging.getLogger("flexzone.api")
 StartResponse = Callable[..., Any]
 JSON_ACCEPTS = (None, "*/*", "application/json")
-SENTINEL = 9876543210  # an id no reverse() output holds otherwise, replaced by each operation's
 
 answers_total = Counter("flexzone_fast_lists", "Link and operation list GETs by who answered them (fast: the "
-                        "one-statement path in front of Django; django: anything it could not settle).", ["by"])
-
-
-def _table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def _column(model: type[Model], name: str) -> str:
-    field = model._meta.get_field(name)
-    assert isinstance(field, Field) and field.column, name
-    return connection.ops.quote_name(field.column)
-
-
-class _Unsettled(Exception):
-    """Something the fast path does not answer: Django does."""
-
-
-@dataclass(frozen=True)
-class FastList:
-    """One list: its view; its table (`table`, as `alias`) and the tables joined to it (`joins`: alias ->
-    JOIN clause); its `filters` (query parameter -> the view's lookup it stands for and the SQL
-    expression, over those aliases, that the lookup compares); an item's `fields` in the serializer's
-    order (name -> SQL, of which `dates` are timestamptz and `floats` float8 columns), and what Python
-    settles of an item PostgreSQL built (`finish`)."""
-
-    view: type[RegistryViewSet]
-    table: str
-    alias: str
-    joins: dict[str, str]
-    filters: dict[str, tuple[str, str]]
-    fields: dict[str, str]
-    dates: frozenset[str]
-    floats: frozenset[str]
-    finish: Callable[[dict, bool, str], None]  # (item, admin, the operation URL template)
-
-    def json(self) -> str:
-        """SQL: an item as JSON, its fields in the serializer's order (json_build_object keeps it)."""
-        values = {name: _iso(sql) if name in self.dates else _float(sql) if name in self.floats else sql
-                  for name, sql in self.fields.items()}
-        pairs = ", ".join(f"'{name}', {sql}" for name, sql in values.items())
-        return f"json_build_object({pairs})"
-
-    def odd(self) -> str:
-        """SQL: true when a value is one this path does not write as DRF does (see _iso and _float)."""
-        dates = [f"NOT coalesce({self.fields[name]} >= '0001-01-01 00:00:00+00' AND {self.fields[name]} < "
-                 f"'10000-01-01 00:00:00+00', TRUE)" for name in sorted(self.dates)]
-        floats = [f"{self.fields[name]} IN ('NaN', 'Infinity', '-Infinity')" for name in sorted(self.floats)]
-        return " OR ".join(dates + floats) or "FALSE"
-
-    def rows(self, given: tuple[str, ...], where: str) -> str:
-        """FROM ... WHERE for the rows these filters keep, joining only what the filters read."""
-        aliases = {self.filters[param][1].split(".", 1)[0] for param in given}
-        joins = "".join(f" {join}" for alias, join in self.joins.items() if alias in aliases)
-        return f"{self.table} AS {self.alias}{joins} WHERE {where}"
+                        "one-statement path in front of Django, kept: the same with a page it kept, its "
+                        "generations read unchanged; django: anything it could not settle).", ["by"])
 
 
 @dataclass
@@ -140,136 +91,71 @@ class _Prepared:
         if found is None:
             name = f"flexzone_fast_{self.fast.view.audit_noun}_{'_'.join(given) or 'all'}"
             types = ", ".join(TYPES + ("text",) * len(given))
-            found = self.statements[given] = (name, f"PREPARE {name} ({types}) AS {_statement(self.fast, given)}")
+            found = self.statements[given] = (name, f"PREPARE {name} ({types}) AS {page_statement(self.fast, given)}")
         return found
-
-
-def _iso(column: str) -> str:
-    """SQL for a timestamptz column as DRF's DateTimeField writes it in ISO 8601 in UTC (the only time zone
-    this path answers for): microseconds only when there are some, `Z` for the offset; NULL stays NULL.
-    Formatted by PostgreSQL: psycopg's time-zone-aware loader that Django installs costs more per value
-    than the rest of a row."""
-    utc = f"({column} AT TIME ZONE 'UTC')"
-    return (f"to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN to_char({utc}, 'US') = '000000' THEN '' "
-            f"ELSE to_char({utc}, '.US') END || 'Z'")
-
-
-def _float(column: str) -> str:
-    """SQL for a float8 column as a JSON number that Python reads as the same float: PostgreSQL writes the
-    shortest text that reads back as the same value (extra_float_digits >= 1, checked in the statement);
-    a whole number gets `.0`, or Python would read an int. NaN and infinities are flagged (odd)."""
-    return (f"CASE WHEN {column} IN ('NaN', 'Infinity', '-Infinity') THEN NULL "
-            f"WHEN {column}::text ~ '^-?[0-9]+$' THEN ({column}::text || '.0')::json ELSE {column}::text::json END")
-
-
-def _strings(value: Any) -> list[str]:
-    """A ListField(child=CharField) of the stored JSON, as DRF gives it; anything but a list of strings: Django."""
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise _Unsettled
-    return value
-
-
-def _link(item: dict, admin: bool, url: str) -> None:
-    _strings(item["initiators"])
-    if not isinstance(item["pairs"], list):
-        raise _Unsettled
-    for pair in item["pairs"]:
-        _strings(pair)
-
-
-def _operation(item: dict, admin: bool, url: str) -> None:
-    item["url"] = url.replace(str(SENTINEL), str(item["id"]))
-    if not admin:  # the transcript is for admins (OperationSerializer); zoning images go with one operation only
-        del item["transcript"]
-
-
-def _lists() -> dict[str, FastList]:
-    def join(kind: str, model: type[Model], alias: str, on: str) -> str:
-        return f"{kind} JOIN {_table(model)} AS {alias} ON {alias}.id = {on}"
-
-    link = {"s": join("", Site, "s", f"l.{_column(Link, 'site')}"),
-            "d": join("", Device, "d", f"l.{_column(Link, 'device')}"),
-            "r": join("", Router, "r", f"l.{_column(Link, 'router')}"),
-            "z": join("", Zone, "z", f"l.{_column(Link, 'zone')}")}
-    return {
-        "/api/links/": FastList(
-            LinkViewSet, _table(Link), "l", link,
-            {"state": ("state", "l.state"), "site": ("site__name", "s.name"), "router": ("router__name", "r.name"),
-             "device": ("device__description", "d.description")},
-            {"id": "l.id", "site": "s.name", "device": "d.description", "router": "r.name", "port": "l.port",
-             "zone": "z.zone_id", "remote_ip": "l.remote_ip", "state": "l.state", "initiators": "l.initiators",
-             "pairs": "l.pairs", "lease_expires_at": "l.lease_expires_at", "created_at": "l.created_at",
-             "updated_at": "l.updated_at", "up_at": "l.up_at", "down_at": "l.down_at"},
-            frozenset({"lease_expires_at", "created_at", "updated_at", "up_at", "down_at"}), frozenset(),
-            _link),
-        "/api/operations/": FastList(
-            OperationViewSet, _table(Operation), "o",
-            {"p": join("LEFT", Principal, "p", f"o.{_column(Operation, 'principal')}")},
-            {"state": ("state", "o.state"), "kind": ("kind", "o.kind")},
-            {"id": "o.id", "url": "NULL", "kind": "o.kind", "state": "o.state", "phase": "o.phase",
-             "principal": "p.name", "request": "o.request", "plan": "o.plan", "result": "o.result",
-             "attempts": "o.attempts", "error": "o.error",
-             "transcript": "CASE WHEN who.role = 'admin' THEN o.transcript END", "registry_ms": "o.registry_ms",
-             "invocation_ms": "o.invocation_ms", "router_ms": "o.router_ms", "total_ms": "o.total_ms",
-             "created_at": "o.created_at", "started_at": "o.started_at", "finished_at": "o.finished_at",
-             "heartbeat_at": "o.heartbeat_at"},
-            frozenset({"created_at", "started_at", "finished_at", "heartbeat_at"}),
-            frozenset({"registry_ms", "invocation_ms", "router_ms", "total_ms"}),
-            _operation),
-    }
-
-
-ORDER = ("sha", "issuer", "serial", "limit", "offset")  # the statement's first parameters; the filters' follow
-TYPES = ("text", "text", "text", "bigint", "bigint")
-
-
-def _statement(fast: FastList, given: tuple[str, ...]) -> str:
-    """The one statement for a list with these filters given: the principal (by fingerprint first, then
-    issuer and serial, as access.authentication.find_principal), the page's ids (only then its columns,
-    joins and dates, for those rows alone), the count only when the page cannot tell it (an InitPlan
-    runs only if reached), and what a site-scoped principal may see of WWNs
-    (access.redaction.hidden_initiators); the page's items as one JSON array, built by PostgreSQL, newest
-    first as the models are ordered, and whether any value in them is odd (left to Django)."""
-    where = " AND ".join(f"{fast.filters[param][1]} = ${index}"
-                         for index, param in enumerate(given, start=len(ORDER) + 1)) or "TRUE"
-    through = Principal._meta.get_field("sites")
-    assert isinstance(through, ManyToManyField)
-    scope = connection.ops.quote_name(through.m2m_db_table())
-    alias, joins = fast.alias, " ".join(fast.joins.values())
-    return f"""
-    WITH who AS (
-        SELECT id, role, all_sites, revoked_at IS NULL AS active FROM {_table(Principal)}
-         WHERE cert_sha256 = $1 OR (cert_issuer = $2 AND cert_serial = $3)
-         ORDER BY cert_sha256 = $1 DESC NULLS LAST LIMIT 1),
-    page AS (
-        SELECT {alias}.id, {alias}.created_at FROM {fast.rows(given, where)}
-         ORDER BY {alias}.created_at DESC LIMIT $4 OFFSET $5)
-    SELECT who.id, who.role, who.all_sites, who.active,
-           CASE WHEN (SELECT count(*) FROM page) < $4 AND ((SELECT count(*) FROM page) > 0 OR $5 = 0)
-                THEN $5 + (SELECT count(*) FROM page)
-                ELSE (SELECT count(*) FROM {fast.rows(given, where)}) END,
-           CASE WHEN who.role <> 'admin' AND NOT who.all_sites THEN ARRAY(
-                SELECT i.{_column(Initiator, 'wwn')} FROM {_table(Initiator)} AS i
-                  JOIN {_table(Host)} AS h ON h.id = i.{_column(Initiator, 'host')}
-                  JOIN {scope} AS ps ON ps.{connection.ops.quote_name(through.m2m_reverse_name())} = h.site_id
-                 WHERE ps.{connection.ops.quote_name(through.m2m_column_name())} = who.id
-                UNION SELECT {_column(Device, 'wwn')} FROM {_table(Device)}) END,
-           items.json, items.odd OR current_setting('extra_float_digits')::int < 1
-      FROM who CROSS JOIN LATERAL (
-           SELECT coalesce(json_agg({fast.json()} ORDER BY page.created_at DESC), '[]')::text AS json,
-                  coalesce(bool_or({fast.odd()}), FALSE) AS odd
-             FROM page JOIN {fast.table} AS {alias} ON {alias}.id = page.id {joins}) AS items"""
 
 
 _prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()  # per database connection
 
 
 class _Query:
-    """What the pagination reads of a request."""
+    """What the pagination reads of a request: its query and its absolute URI (no more of the request is
+    kept, so nothing of a connection outlives it)."""
 
-    def __init__(self, request: WSGIRequest) -> None:
-        self.query_params: QueryDict = request.GET
-        self.build_absolute_uri = request.build_absolute_uri
+    def __init__(self, query_params: QueryDict, uri: str) -> None:
+        self.query_params = query_params
+        self.uri = uri
+
+    def build_absolute_uri(self) -> str:
+        return self.uri
+
+
+# What of a request shapes what it asks (_Asked): the view's checks, the page's bounds and its links
+# (scheme, host and script name as Django's request reads them) are functions of these and the settings.
+ASKED = ("PATH_INFO", "QUERY_STRING", "SCRIPT_NAME", "SCRIPT_URL", "REDIRECT_URL", "HTTP_HOST", "SERVER_NAME",
+         "SERVER_PORT", "wsgi.url_scheme", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT")
+ASKED_KEPT = 1024  # distinct requests whose reading is kept per process (both lists), at most
+LINKS_KEPT = 64  # counts whose page links are kept per request, at most
+
+
+@dataclass
+class _Asked:
+    """What one request asks of a list, read once with the view's own rules and kept for every request
+    alike (ASKED): the filters given and their values, the page's bounds, an operation's URL (with
+    SENTINEL for its id) and the page links worked out so far, by count. None of it reads the database."""
+
+    given: tuple[str, ...]
+    values: tuple[Any, ...]
+    limit: int | None
+    offset: int
+    url: str
+    query: _Query
+    links: dict[int, tuple[str | None, str | None]]
+    key: tuple = ()  # its ASKED values
+
+    def page_links(self, count: int) -> tuple[str | None, str | None]:
+        """(next, previous) as the pagination writes them for this many rows."""
+        found = self.links.get(count)
+        if found is None:
+            pagination = Pagination()
+            # The pagination reads nothing else of its request than _Query holds.
+            pagination.request = cast(Request, self.query)
+            pagination.limit, pagination.offset, pagination.count = self.limit, self.offset, count
+            found = (pagination.get_next_link(), pagination.get_previous_link())
+            if len(self.links) >= LINKS_KEPT:
+                self.links.clear()
+            self.links[count] = found
+        return found
+
+
+pages = Pages()
+
+
+class _Meta:
+    """What access.authentication reads of a request: its WSGI environ."""
+
+    def __init__(self, environ: dict) -> None:
+        self.META = environ
 
 
 class FastLists:
@@ -279,11 +165,19 @@ class FastLists:
     def __init__(self, app: Callable[[dict, StartResponse], Iterable[bytes]]) -> None:
         self.app = app
         # SQLite has no such statement to offer; dates in another format or time zone are DRF's to write.
-        self.lists = {path: _Prepared.of(fast) for path, fast in _lists().items()} if (
+        self.lists = {path: _Prepared.of(fast) for path, fast in lists().items()} if (
             connection.vendor == "postgresql" and api_settings.DATETIME_FORMAT == ISO_8601 and settings.USE_TZ
             and settings.TIME_ZONE == "UTC") else {}
+        self.check = check_statement() if self.lists else ""
         self.headers: dict[str, list[tuple[str, str]]] = {}  # Django's, per list, learnt from its last 200
         self._guard = threading.Lock()
+        # Each request's reading (or None: Django answers it), by what shapes it (ASKED and the header
+        # SECURE_PROXY_SSL_HEADER names); forgotten when a setting changes (tests override them).
+        self.asked: dict[tuple, _Asked | None] = {}
+        setting_changed.connect(self._forget, weak=True)
+
+    def _forget(self, **_kwargs: Any) -> None:
+        self.asked = {}
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         prepared = self.lists.get(environ.get("PATH_INFO", ""))
@@ -291,11 +185,11 @@ class FastLists:
                 or environ.get("HTTP_ACCEPT") not in JSON_ACCEPTS):
             return self.app(environ, start_response)
         headers = self.headers.get(environ["PATH_INFO"])
-        body = None
+        body, by = None, "fast"
         if headers is not None:
             try:
-                body = self._answer(prepared, environ)
-            except (_Unsettled, exceptions.APIException, DisallowedHost):
+                body, by = self._answer(prepared, environ) or (None, by)
+            except (Unsettled, exceptions.APIException, DisallowedHost):
                 body = None
             except Exception:  # noqa: BLE001 - the database away, not migrated, an unusable CRL: Django says
                 log.debug("fast list failed; Django answers", exc_info=True)
@@ -303,7 +197,7 @@ class FastLists:
         if body is None or headers is None:
             answers_total.labels("django").inc()
             return self._through_django(environ, start_response)
-        answers_total.labels("fast").inc()
+        answers_total.labels(by).inc()
         start_response("200 OK", [(name, str(len(body)) if name.lower() == "content-length" else value)
                                   for name, value in headers])
         close_old_connections()  # as Django does after a request (FLEXZONE_DB_CONN_MAX_AGE)
@@ -325,46 +219,98 @@ class FastLists:
 
         return self.app(environ, keep)
 
-    def _answer(self, prepared: _Prepared, environ: dict) -> bytes | None:
-        """The body Django would give, or None (or an exception) when this cannot settle it."""
+    def _answer(self, prepared: _Prepared, environ: dict) -> tuple[bytes, str] | None:
+        """The body Django would give and whether it was kept or built, or None (or an exception) when this
+        cannot settle it."""
         if timezone.get_current_timezone_name() != "UTC":
             return None  # a time zone activated in this thread (nothing in flexzone does): DRF writes the dates
+        asked = self._asked(prepared, environ)
+        if asked is None:
+            return None
+        identity = client_identity(_Meta(environ))
+        if identity is None or _crl_cache().is_revoked(identity.cert):
+            return None
+        key, who = (asked.key, identity.sha256), [identity.sha256, identity.issuer, identity.serial]
+        kept = pages.get(key)
+        if kept is not None:  # whether it may go out, in a statement smaller than the page's
+            rows = self._rows("flexzone_fast_check", self.check, [*who, kept.token])
+            if not rows or not self._may_read(prepared, rows[0]):
+                return None
+            if rows[0][10] and kept.reader == tuple(rows[0][:3]):  # fresh: read unchanged in this snapshot
+                return kept.body, "kept"
+        rows = self._rows(*prepared.statement(asked.given), [
+            *who, asked.limit, asked.offset, kept.token if kept else "", *asked.values])
+        if not rows or not self._may_read(prepared, rows[0]):
+            return None
+        (pk, role, all_sites, _active, registry_epoch, registry, _registry_rows, lists_epoch, lists, _lists_rows,
+         fresh, count, visible, items, odd) = rows[0]
+        reader = (pk, role, all_sites)
+        if fresh:  # the kept page's generations (PostgreSQL skipped the page), and it is this principal's
+            return (kept.body, "kept") if kept is not None and kept.reader == reader else None
+        if odd:
+            return None
+        # Read as Django reads a JSON column (json.loads of PostgreSQL's text), and written by DRF's renderer.
+        results = json.loads(items)
+        finish, admin = prepared.fast.finish, role == Role.ADMIN
+        for item in results:
+            finish(item, admin, asked.url)
+        if visible is not None:
+            hidden = Hidden(set(visible))
+            results = [hidden.redact(item) for item in results]
+        following, preceding = asked.page_links(count)
+        body = JSONRenderer().render({"count": count, "next": following, "previous": preceding, "results": results})
+        pages.put(key, Page(f"{registry_epoch}:{registry}/{lists_epoch}:{lists}", reader, body))
+        return body, "fast"
+
+    def _asked(self, prepared: _Prepared, environ: dict) -> _Asked | None:
+        """What this request asks, read as the view reads it, or None when this path leaves it to Django."""
+        proxied = settings.SECURE_PROXY_SSL_HEADER
+        key = (*(environ.get(name) for name in ASKED), environ.get(proxied[0]) if proxied else None)
+        if key in self.asked:
+            return self.asked[key]
+        try:
+            found = self._read(prepared, environ)
+        except (Unsettled, exceptions.APIException, DisallowedHost):
+            found = None
+        if len(self.asked) >= ASKED_KEPT:
+            self.asked = {}
+        if found is not None:
+            found.key = key
+        self.asked[key] = found
+        return found
+
+    @staticmethod
+    def _read(prepared: _Prepared, environ: dict) -> _Asked | None:
         request = WSGIRequest(environ)
         request.get_host()  # DisallowedHost: Django's 400
         query = request.GET
         given = tuple(sorted(param for param in query if param not in ("limit", "offset")))
         if any(len(query.getlist(param)) != 1 for param in query) or not set(given) <= prepared.checks.keys():
             return None
-        values = {param: prepared.checks[param].clean(query[param]) for param in given}
-        pagination, asked = Pagination(), _Query(request)
+        values = tuple(prepared.checks[param].clean(query[param]) for param in given)
+        asked, pagination = _Query(query, request.build_absolute_uri()), Pagination()
         limit, offset = pagination.get_limit(asked), pagination.get_offset(asked)
-        identity = client_identity(request)
-        if identity is None or _crl_cache().is_revoked(identity.cert):
-            return None
-        rows = self._rows(*prepared.statement(given), [identity.sha256, identity.issuer, identity.serial, limit,
-                                                       offset, *(values[param] for param in given)])
-        if not rows:
-            return None
-        _pk, role, _all_sites, active, count, visible, items, odd = rows[0]
-        if not active or role not in prepared.readers or odd:
-            return None
-        fast, url = prepared.fast, ""
-        if fast.view is OperationViewSet:
+        url = ""
+        if prepared.fast.view is OperationViewSet:
             set_script_prefix(get_script_name(environ))  # as Django's handler does, for reverse()
             url = request.build_absolute_uri(reverse("operation-detail", args=[SENTINEL]))
-        hidden = Hidden(set(visible)) if visible is not None else None
-        # Read as Django reads a JSON column (json.loads of PostgreSQL's text), and written by DRF's renderer.
-        results = json.loads(items)
-        for item in results:
-            fast.finish(item, role == Role.ADMIN, url)
-        if hidden is not None:
-            results = [hidden.redact(item) for item in results]
-        # The pagination reads nothing else of its request than _Query holds.
-        pagination.request = cast(Request, asked)
-        pagination.limit, pagination.offset, pagination.count = limit, offset, count
-        data = {"count": count, "next": pagination.get_next_link(), "previous": pagination.get_previous_link(),
-                "results": results}
-        return JSONRenderer().render(data)
+        return _Asked(given, values, limit, offset, url, asked, {})
+
+    def _may_read(self, prepared: _Prepared, row: tuple) -> bool:
+        """Whether the principal may read the list (else Django answers, and refuses); the generations read
+        are noted (one lower than seen forgets every page) and the lists' change rows folded now and then."""
+        _pk, role, _all_sites, active, registry_epoch, registry, _rows, lists_epoch, lists, lists_rows = row[:10]
+        if not active or role not in prepared.readers:
+            return False
+        if lists_rows > generation.FOLD_AT:
+            self._fold()
+        pages.saw((registry_epoch, registry), (lists_epoch, lists))
+        return True
+
+    @staticmethod
+    def _fold() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(generation.FOLD)
 
     @staticmethod
     def _rows(name: str, prepare: str, params: list[Any]) -> list[tuple]:

@@ -11,8 +11,10 @@ sites), and the ceiling, the same gunicorn serving a bare WSGI app with only the
 same run, in alternating slices so that machine noise hits both alike; `api_ceiling_ratio` is
 flexzone's keep-alive requests/s on /api/sites/ over the ceiling's, `links_ceiling_ratio` and
 `operations_ceiling_ratio` the same for a filtered page of each list (UNCACHED: lists the read cache
-never keeps). `--url --ca --cert --key` measure a running server instead (e.g. `make demo`'s), without a
-ceiling.
+never keeps; the lists' path serves a page it kept while the database's generations read unchanged in
+its one statement), and `built_ceiling_ratio` the links' page when each request must build it: a
+link row is updated, untimed, before each request (BUILT). `--url --ca --cert --key` measure a running
+server instead (e.g. `make demo`'s), without a ceiling (nor BUILT).
 
 Figures: requests/s on one keep-alive connection, requests/s with --concurrency keep-alive connections,
 the time of one request on a fresh connection (TCP + TLS handshake with client certificate + request),
@@ -31,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +50,8 @@ SITES = "/api/sites/"  # the bare app answers every path alike
 # Lists the read cache never keeps (they change with every operation), answered by api/fast_lists.py.
 UNCACHED = {"uncached": "/api/links/", "links": "/api/links/?state=up&limit=10",
             "operations": "/api/operations/?state=succeeded&limit=10"}
+# The same page with a link changed before each request (untimed): what a page built afresh costs.
+BUILT = {"built": "/api/links/?state=up&limit=10"}
 SEEDED = 20  # links and operations made for a run whose database has none (deleted after)
 ROUNDS = 10  # slices of each measurement, taken in turn from flexzone and the ceiling
 
@@ -72,9 +77,12 @@ class Target:
         return session
 
 
-def _timed_gets(session: requests.Session, url: str, count: int) -> list[float]:
+def _timed_gets(session: requests.Session, url: str, count: int, before: Callable[[], None] | None = None
+                ) -> list[float]:
     times = []
     for _ in range(count):
+        if before is not None:
+            before()
         started = time.perf_counter()
         response = session.get(url, timeout=30)
         response.raise_for_status()
@@ -142,8 +150,11 @@ def _in_turn(targets: dict[str, Target], measure, rounds: int) -> None:
             measure(name, targets[name])
 
 
-def run(target: Target, ceiling: Target | None, requests_: int, concurrency: int, seconds: float) -> dict:
-    """flexzone's figures (`api_*`) and, given a ceiling, the bare server's (`ceiling_*`) from the same run."""
+def run(target: Target, ceiling: Target | None, requests_: int, concurrency: int, seconds: float,
+        change: Callable[[], None] | None = None) -> dict:
+    """flexzone's figures (`api_*`) and, given a ceiling, the bare server's (`ceiling_*`) from the same run;
+    given `change` (a write to a link), the BUILT ones too."""
+    built = BUILT if change is not None else {}
     targets = {"api": target} if ceiling is None else {"api": target, "ceiling": ceiling}
     one = {name: t.session() for name, t in targets.items()}
     for name, t in targets.items():  # warm up: connections, DB connections, caches
@@ -151,7 +162,7 @@ def run(target: Target, ceiling: Target | None, requests_: int, concurrency: int
         _concurrent_gets(t, t.endpoint(SITES), concurrency, 0.2)
 
     rounds = max(1, min(ROUNDS, requests_))
-    keep_alive: dict[str, list[float]] = {name: [] for name in [*targets, *UNCACHED]}
+    keep_alive: dict[str, list[float]] = {name: [] for name in [*targets, *UNCACHED, *built]}
     parallel: dict[str, list[float]] = {name: [0, 0.0] for name in targets}
     for path in UNCACHED.values():
         _timed_gets(one["api"], target.endpoint(path), 20)
@@ -161,6 +172,8 @@ def run(target: Target, ceiling: Target | None, requests_: int, concurrency: int
         if name == "api":
             for uncached, path in UNCACHED.items():
                 keep_alive[uncached] += _timed_gets(one[name], t.endpoint(path), math.ceil(requests_ / rounds))
+            for fresh, path in built.items():
+                keep_alive[fresh] += _timed_gets(one[name], t.endpoint(path), math.ceil(requests_ / rounds), change)
 
     def concurrent(name: str, t: Target) -> None:
         count, elapsed = _concurrent_gets(t, t.endpoint(SITES), concurrency, seconds / rounds)
@@ -184,7 +197,7 @@ def run(target: Target, ceiling: Target | None, requests_: int, concurrency: int
         figures[f"{name}_parallel_rps"] = parallel[name][0] / parallel[name][1]
     if ceiling is not None:
         figures["ceiling_ratio"] = figures["api_keepalive_rps"] / figures["ceiling_keepalive_rps"]
-        for uncached in UNCACHED:
+        for uncached in [*UNCACHED, *built]:
             figures[f"{uncached}_ratio"] = figures[f"{uncached}_keepalive_rps"] / figures["ceiling_keepalive_rps"]
         figures["ceiling_parallel_ratio"] = figures["api_parallel_rps"] / figures["ceiling_parallel_rps"]
     return figures
@@ -286,6 +299,14 @@ class ThrowAwayServers:
         self.ceiling = Target(urls[1], *pair) if len(urls) > 1 else None
         return self
 
+    def change_a_link(self) -> None:
+        """A committed write to one link (its row left as it was): every kept page of the lists is stale."""
+        from django.db.models import F
+
+        from operations.models import Link
+
+        Link.objects.filter(pk=Link.objects.order_by("pk").values("pk")[:1]).update(updated_at=F("updated_at"))
+
     def __exit__(self, *exc) -> None:
         for process in self.processes:
             process.terminate()
@@ -319,8 +340,11 @@ def report(figures: dict, concurrency: int) -> list[str]:
         if ceiling:
             line += f" {_cell(figures, 'ceiling', kind):>24} {figures[ratio]:>6.2f}"
         lines.append(line)
-    for uncached, path in UNCACHED.items():
-        line = f"{path.split('&limit')[0] + ', one':<34} {_cell(figures, uncached, 'keepalive'):>24}"
+    for uncached, path in [*UNCACHED.items(), *BUILT.items()]:
+        if f"{uncached}_keepalive_rps" not in figures:
+            continue
+        label = path.split("&limit")[0] + (", built" if uncached in BUILT else ", one")
+        line = f"{label:<34} {_cell(figures, uncached, 'keepalive'):>24}"
         if ceiling:
             line += f" {'':>24} {figures[f'{uncached}_ratio']:>6.2f}"
         lines.append(line)
@@ -340,6 +364,8 @@ def report(figures: dict, concurrency: int) -> list[str]:
                  f"uncached_ceiling_ratio={figures['uncached_ratio']:.2f} "
                  f"links_ceiling_ratio={figures['links_ratio']:.2f} "
                  f"operations_ceiling_ratio={figures['operations_ratio']:.2f}")
+        if "built_ratio" in figures:
+            last += f" built_ceiling_ratio={figures['built_ratio']:.2f}"
     lines.append(last)
     return lines
 
@@ -363,6 +389,7 @@ def main(argv: list[str]) -> int:
                       args.seconds)
     else:
         with ThrowAwayServers() as servers:
-            figures = run(servers.flexzone, servers.ceiling, args.requests, args.concurrency, args.seconds)
+            figures = run(servers.flexzone, servers.ceiling, args.requests, args.concurrency, args.seconds,
+                          servers.change_a_link)
     print("\n".join(report(figures, args.concurrency)))
     return 0

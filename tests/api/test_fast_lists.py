@@ -2,7 +2,8 @@
 servers on the same database: the session's, with the path on, and one with FLEXZONE_API_FAST_LISTS=0
 where Django and DRF answer everything. Every request goes to both; the answers must be the same bytes
 with the same headers (but those gunicorn writes per answer), and the path must really have answered
-what it could settle (its counter in /metrics) and nothing it must not (refusals)."""
+what it could settle (its counter in /metrics) and nothing it must not (refusals). A page it kept is
+served again only while nothing it shows has changed, however the change was written."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from urllib.parse import urlencode
 
 import pytest
 import requests
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from access.models import Principal
+from access.models import Principal, Role
 from access.principals import register
 from operations.models import Link, LinkState, Operation, OperationKind, OperationState
 from registry.models import Device, Initiator, Router, Site
@@ -70,7 +72,9 @@ def answered(api_server) -> dict[str, float]:
 
 
 def fast_answers(api_server) -> float:
-    return answered(api_server).get("fast", 0.0)
+    """Answers from the fast path, built or kept."""
+    counted = answered(api_server)
+    return counted.get("fast", 0.0) + counted.get("kept", 0.0)
 
 
 @pytest.fixture
@@ -207,3 +211,59 @@ def test_a_certificate_revoked_on_an_open_connection_is_refused_by_django(api_se
         assert (fast.status_code, fast.json()["detail"]) == (401, "Your client certificate has been revoked.")
         assert_same(fast, django)
     assert fast_answers(api_server) == before
+
+
+def kept_then_fresh(api_server, both, name: str, path: str, change: Callable[[], None]) -> None:
+    """`path` is served from a kept page until `change` commits, then built again: always Django's answer."""
+    assert_same(*both(name, path))
+    kept = answered(api_server).get("kept", 0.0)
+    before, django = both(name, path)
+    assert_same(before, django)
+    assert answered(api_server).get("kept", 0.0) == kept + 1
+    change()
+    counted = answered(api_server)
+    after, django = both(name, path)
+    assert after.content != before.content
+    assert_same(after, django)
+    assert answered(api_server).get("kept", 0.0) == counted.get("kept", 0.0)
+    assert answered(api_server).get("fast", 0.0) == counted.get("fast", 0.0) + 1
+
+
+def test_a_kept_page_is_not_served_after_its_rows_change(api_server, both, traffic):
+    warm(both)
+    link = Link.objects.filter(state=LinkState.UP).order_by("-created_at").first()
+    assert link is not None
+    kept_then_fresh(api_server, both, "alice", "/api/links/?state=up",
+                    lambda: Link.objects.filter(pk=link.pk).update(state=LinkState.DOWN))
+    operation = Operation.objects.order_by("-created_at").first()
+    assert operation is not None
+
+    def by_hand() -> None:  # not through the ORM: the trigger sees every writer
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {Operation._meta.db_table} SET attempts = attempts + 1 WHERE id = %s",
+                           [operation.pk])
+
+    kept_then_fresh(api_server, both, "alice", "/api/operations/?limit=3", by_hand)
+
+
+def test_a_kept_page_is_not_served_after_a_name_role_or_scope_changes(api_server, both, traffic):
+    warm(both)
+    kept_then_fresh(api_server, both, "carol", "/api/links/?limit=100",
+                    lambda: Router.objects.filter(name="primary-rtr").update(name="primary-rtr-2"))
+    kept_then_fresh(api_server, both, "alice", "/api/operations/",
+                    lambda: Principal.objects.filter(name="alice").update(role=Role.ADMIN))
+    carol = Principal.objects.get(name="carol")
+    kept_then_fresh(api_server, both, "carol", "/api/links/?limit=100",
+                    lambda: carol.sites.add(*Site.objects.exclude(pk__in=carol.sites.all())))
+
+
+def test_a_principal_revoked_after_its_page_was_kept_is_refused_by_django(api_server, both, traffic):
+    warm(both)
+    for _ in range(2):
+        assert_same(*both("alice", "/api/links/?state=up"))
+    counted = answered(api_server)
+    Principal.objects.filter(name="alice").update(revoked_at=dt.datetime.now(dt.UTC))
+    fast, django = both("alice", "/api/links/?state=up")
+    assert fast.status_code == 401
+    assert_same(fast, django)
+    assert fast_answers(api_server) == counted.get("fast", 0.0) + counted.get("kept", 0.0)

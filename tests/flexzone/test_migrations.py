@@ -10,12 +10,14 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 
 from access.models import AuditEvent, Principal
-from operations.models import Operation
+from operations import generation
+from operations.models import Link, Operation
 from registry.models import Site
 
 PROJECT_APPS = ("registry", "access", "operations")
 PREVIOUS_RELEASE = [("registry", "0011_router_session_budget"), ("operations", "0010_zoning_locks")]
-THIS_RELEASE = [("access", "0001_initial"), ("operations", "0002_operation_principal")]
+THIS_RELEASE = [("access", "0001_initial"), ("operations", "0002_operation_principal"),
+                ("operations", "0003_lists_generation")]
 
 
 def app_edges(graph) -> set[tuple[str, str]]:
@@ -65,8 +67,12 @@ def test_the_cycle_check_finds_a_planted_cycle():
 def _as_previous_release_left_it() -> None:
     """What the release before this one left in a database: the same tables, its migrations recorded
     instead of this release's, the audit trail's foreign key to the journal, the content types under
-    the registry."""
+    the registry, and no lists' generation (operations 0003)."""
     with connection.cursor() as cursor:
+        for model in (Link, Operation):
+            cursor.execute(f"DROP TRIGGER flexzone_lists_changed ON {model._meta.db_table}")
+        cursor.execute("DROP FUNCTION flexzone_lists_changed()")
+        cursor.execute(f"DROP TABLE {generation.GENERATION}, {generation.CHANGES}")
         for app, name in THIS_RELEASE:
             cursor.execute("DELETE FROM django_migrations WHERE app = %s AND name = %s", [app, name])
         for app, name in PREVIOUS_RELEASE:
