@@ -135,7 +135,8 @@ def _measure_point(lab: Any, service: LabService, plan: Plan, loss: float,
 
 def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], points: list[dict[str, Any]],
            skipped: list[str], command: str, service: dict[str, Any]) -> Outcome:
-    rows = [{**r, "retried": retried(r), "router": failed_router(r), "reason": failure_reason(r)} for r in rows]
+    rows = [{**r, "retried": retried(r), "router": failed_router(r), "reason": failure_reason(r),
+             "undo": undo(r)} for r in rows]
     points = [{**p, "retried": sum(1 for r in _at(rows, p) if r["ok"] and r["retried"]),
                "failures": _counted(r["reason"] for r in _at(rows, p) if not r["ok"])} for p in points]
     write_csv(folder / "loss.csv", rows)
@@ -170,7 +171,8 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], p
              "Failures by reason: " + (_counted(r["reason"] for r in rows if not r["ok"]) or "none") + ".",
              "Retried: operations that succeeded after a step of theirs was tried more than once. Failed operations: "
              "how the engine ended each (its time limit, its attempts used up) and the router error behind it, "
-             "from the journal's error text (loss.csv: router, reason, error).",
+             "and what it left on the routers (undo), from the journal's error text (loss.csv: router, reason, "
+             "undo, error).",
              "Agreement: the engine's reconcile (report only) after each point with the loss lifted; a "
              "disagreement is repaired before the next point (loss-points.csv: repaired, agree_after_repair)."]
     again = [f"{p['loss_pct']:g} %" for p in points if p.get("remeasured_after")]
@@ -203,6 +205,12 @@ CAUSES = (
     ("connection refused", re.compile(r"refused|cannot be reached|unreachable", re.I)),
     ("routers could not be read", re.compile(r"could not read")),
 )
+# What the failed operation left on the routers, from the words operations/rollback.py and links.py add.
+UNDO = (
+    ("left for the settle chore", re.compile(r"left configuring|left up:|left for the settle chore|shrunk back")),
+    ("rolled back", re.compile(r"\(rolled back")),
+    ("nothing changed", re.compile(r"nothing was changed")),
+)
 
 
 def retried(row: dict[str, Any]) -> bool:
@@ -233,6 +241,13 @@ def failure_reason(row: dict[str, Any]) -> str:
     if ending and cause:
         return f"{ending}: {cause}"
     return ending or cause or "other: " + (first[:60] or "no error text")
+
+
+def undo(row: dict[str, Any]) -> str:
+    """What a failed operation left behind on the routers, as its error says ("" when it says nothing)."""
+    if row["ok"]:
+        return ""
+    return next((name for name, pattern in UNDO if pattern.search(row["error"])), "")
 
 
 def _at(rows: list[dict[str, Any]], point: dict[str, Any]) -> list[dict[str, Any]]:
@@ -268,9 +283,9 @@ def failures_table(rows: list[dict[str, Any]]) -> str:
     if not failed:
         return "Failed operations: no failures."
     table = [[f"{r['loss_pct']:g}", f"{r['op']} #{r['rep']}", r["router"] or "-", r["state"], r["attempts"],
-              f"{r['seconds']:.1f}", r["reason"], _cell_text(r["error"])] for r in failed]
+              f"{r['seconds']:.1f}", r["reason"], r["undo"] or "-", _cell_text(r["error"])] for r in failed]
     return f"Failed operations ({len(failed)}):\n\n" + markdown_table(
-        ["loss %", "operation", "router", "journal state", "attempts", "s", "reason", "error"], table)
+        ["loss %", "operation", "router", "journal state", "attempts", "s", "reason", "undo", "error"], table)
 
 
 def _cell_text(text: str, limit: int = 200) -> str:

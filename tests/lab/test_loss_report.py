@@ -88,6 +88,27 @@ def test_a_failure_is_named_by_how_the_engine_ended_it_and_the_router_error_behi
     assert loss.failure_reason(row(20, "add", 1, state, error=error)) == reason
 
 
+LEFT = ("router remote-rtr: time limit reached after 2 attempts: ifcp list: Pattern not detected in output.; left "
+        "configuring for reconcile, which the settle chore runs once the router answers: remote-rtr port 4 zone 2 -> "
+        "198.18.1.11 (configuring) (rollback failed: router remote-rtr: the operation's time limit was reached)")
+
+
+@pytest.mark.parametrize(("state", "error", "left"), [
+    ("failed", LOGIN_TIMEOUT, "nothing changed"),
+    ("rolled_back", RESET, "rolled back"),
+    ("rolled_back", "router remote-rtr: gave up after 4 attempts: x (rolled back: 1 link(s) put back)", "rolled back"),
+    ("failed", LEFT, "left for the settle chore"),
+    ("failed", "router remote-rtr: gave up after 4 attempts: x; not put back, left for the settle chore: 1 link(s)",
+     "left for the settle chore"),
+    ("failed", INTERNAL, ""),
+])
+def test_what_a_failed_operation_left_on_the_routers_is_read_from_its_error(state, error, left):
+    failed = row(30, "add", 1, state, error=error)
+    assert loss.undo(failed) == left
+    assert loss.failure_reason(failed).startswith(("operation time limit reached", "retries used up",
+                                                   "engine internal error"))
+
+
 def test_every_failed_operation_is_listed_with_its_router_state_attempts_and_reason(tmp_path):
     rows = [row(0, "add", 1), row(0, "list", 1), row(0, "remove", 1),
             row(20, "add", 1, "failed", 3, LOGIN_TIMEOUT, 10.1), row(20, "list", 1, attempts=2, seconds=5.4),
@@ -105,7 +126,8 @@ def test_every_failed_operation_is_listed_with_its_router_state_attempts_and_rea
                                               "retries used up: connection reset or closed",
                                               "engine internal error: router timeout",
                                               "operation time limit reached: router timeout"]
-    assert failed[2][7].startswith("internal error: StepFailed: router remote-rtr") and "\\|" not in failed[2][7]
+    assert [cells[7] for cells in failed] == ["nothing changed", "rolled back", "-", "nothing changed"]
+    assert failed[2][8].startswith("internal error: StepFailed: router remote-rtr")
     assert "Failed operations (4):" in outcome.table
     report = write_report(tmp_path, [outcome], Bench().environment()).read_text()
     listed = "| 30 | remove #1 | remote-rtr | failed | 3 | 11.4 | operation time limit reached: router timeout |"
@@ -154,3 +176,12 @@ def test_the_quick_plan_measures_the_seeds_limit_20_and_30_percent_within_its_bu
     assert {4, 20, 30} <= set(loss.QUICK.loss_pct)
     # The budget admits a point only when its estimate fits in what is left: every quick point must fit.
     assert sum(loss._estimate(loss.QUICK, pct) for pct in loss.QUICK.loss_pct) <= loss.QUICK.budget_s
+
+
+def test_an_error_text_with_a_bar_or_line_breaks_stays_in_its_own_cell(tmp_path):
+    error = "router remote-rtr: gave up after 4 attempts: ifcp add: rejected:\n  E_ZONE | zone 2 busy"
+    outcome = written(tmp_path, [row(30, "add", 1, "failed", 4, error), row(30, "list", 1), row(30, "remove", 1)])
+    line = next(line for line in outcome.table.splitlines() if line.startswith("| 30 | add #1 |"))
+    assert line.endswith("| retries used up | - | router remote-rtr: gave up after 4 attempts: ifcp add: rejected: "
+                         "E_ZONE \\| zone 2 busy |")
+    assert len(line.replace("\\|", "").split("|")) == 11  # nine cells
