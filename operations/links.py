@@ -507,13 +507,13 @@ def execute_list(run: Run) -> None:
 def execute_invoke(run: Run) -> None:
     request = run.op.request
     if request["command"] == "lsifcp":
-        links = read_router(run, find_router(request["router"]))
+        try:
+            links = read_router(run, find_router(request["router"]))
+        except StepFailed as exc:  # a read changes nothing: failed, with the router's reason, not an engine error
+            raise OperationFailed(str(exc)) from exc
         wanted = {k: request[k] for k in ("port", "zone", "remote_ip") if request.get(k) not in (None, "")}
-        run.op.result = {
-            "links": [
-                _link_dict(link) for link in links if all(str(getattr(link, k)) == str(v) for k, v in wanted.items())
-            ]
-        }
+        chosen = [link for link in links if all(str(getattr(link, k)) == str(v) for k, v in wanted.items())]
+        run.op.result = {"links": [_link_dict(link) for link in chosen]}
     elif request["command"] == "addifcp":
         execute_add(run)
     else:

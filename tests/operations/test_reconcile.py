@@ -104,6 +104,20 @@ def test_v1_invoke_adds_lists_and_removes_with_registry_records(ops_lab):
 
 
 @pytest.mark.django_db
+def test_a_v1_list_of_a_router_that_cannot_be_reached_fails_naming_it_not_as_an_internal_error(ops_lab):
+    import socket
+
+    from registry.models import Router
+
+    with socket.socket() as closed:  # bound, never listening: a connection to it is refused
+        closed.bind(("127.0.0.1", 0))
+        Router.objects.filter(name="remote-rtr").update(host="127.0.0.1", port=closed.getsockname()[1])
+        listed = invoke("remote-rtr", "lsifcp")
+    assert listed.state == "failed", (listed.state, listed.error)
+    assert listed.error.startswith("router remote-rtr: ") and "internal error" not in listed.error
+
+
+@pytest.mark.django_db
 def test_the_reconcile_command_reports_drift_per_router(ops_lab):
     from io import StringIO
 
