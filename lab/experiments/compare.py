@@ -133,14 +133,14 @@ def operation_time(data: dict[str, Any]) -> dict[str, Measured]:
     """Add at the lowest round trip measured, per-operation sessions (the seed's server logged in for each
     invocation): median total, router part and the rest (registry + invocation) from the engine's journal."""
     rows = [r for r in data["rows"] if r["kind"] == "add" and r["state"] == "succeeded" and r.get("valid", True)
-            and r.get("sessions", "per-operation") == "per-operation"]
+            and r.get("sessions", "per-operation") == "per-operation" and r.get("links", "iFCP") == "iFCP"]
     if not rows:
         return dict.fromkeys(("op_total", "op_router", "op_rest"),
-                             missing("latency: no valid successful add, per-operation sessions"))
+                             missing("latency: no valid successful iFCP add, per-operation sessions"))
     rtt = min(r["rtt_ms"] for r in rows)
     chosen = [r for r in rows if r["rtt_ms"] == rtt]
     scale = data["plan"]["service"]["timing_scale"]
-    where = (f"latency: add at {rtt:g} ms RTT, per-operation sessions, median of {len(chosen)}; routers at "
+    where = (f"latency: iFCP add at {rtt:g} ms RTT, per-operation sessions, median of {len(chosen)}; routers at "
              f"{scale:g} × the seed's timing")
 
     def seconds(phases: tuple[str, ...]) -> float:

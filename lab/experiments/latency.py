@@ -2,8 +2,10 @@
 (the paper's Figures 11-13).
 
 The flexzone service runs at the primary site (lab.experiments.service: the operations engine, `manage.py
-worker`, in the primary namespace, the REST API and the registry's PostgreSQL database on this host, an
-Eclipse simulator at the primary site and a Nishan simulator at the remote site). For each round trip (0,
+worker`, in the primary namespace, the REST API and the registry's PostgreSQL database on this host), once
+per pair of routers (`links`): iFCP, an Eclipse simulator at the primary site and a Nishan simulator at the
+remote site; FCIP, a Brocade FOS simulator at the primary site and a Cisco MDS simulator at the remote site,
+both over SSH, east-site asking for an array at west-site. For each round trip (0,
 20, 40, 80, 160 ms; half of it each way) the lab asks the API for add / list / remove operations (connect,
 lsifcp of the remote router, disconnect) and records the journal's own split from each operation's JSON:
 registry_ms (planning, locks, journal), router_ms (waiting on the routers; the WAN's round trips land
@@ -30,13 +32,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lab.experiments.base import Bench, Budget, Outcome, Progress, markdown_table, write_csv, write_json
-from lab.experiments.service import PLATFORMS, LabService, ServiceSettings
+from lab.experiments.service import PLATFORMS, FcipLabService, LabService, ServiceSettings
 from simulators.roundtrips import least
 
 OPS = ("add", "list", "remove")
 PHASES = ("registry_ms", "invocation_ms", "router_ms")
 WAN_SITE = "remote"  # the service runs at the primary site: only the remote router is across the WAN
 ROUND_TRIP_HEADER = ["sessions", "op", "router", "WAN round trips", "login's", "least", "over least", "n"]
+# Each pair of routers the experiment measures, by what their links are: the demo's iFCP gateways (Eclipse at
+# primary, Nishan across the WAN) and its FCIP switches (FOS at primary, MDS across the WAN, over SSH).
+SERVICES: dict[str, type[LabService]] = {"iFCP": LabService, "FCIP": FcipLabService}
 
 
 @dataclass(frozen=True)
@@ -49,13 +54,14 @@ class Plan:
     # "per-operation": every operation logs in and out (the reference system's server did so for each
     # invocation); "pooled": flexzone's default, sessions stay logged in between operations.
     sessions: tuple[str, ...] = ("per-operation",)
+    links: tuple[str, ...] = ("iFCP", "FCIP")  # keys of SERVICES
 
     @property
     def target_bytes(self) -> int:
         return 1 << 20
 
 
-QUICK = Plan(rtts_ms=(0, 40, 160), repetitions=3, service=ServiceSettings(timing_scale=0.05), budget_s=150)
+QUICK = Plan(rtts_ms=(0, 40, 160), repetitions=3, service=ServiceSettings(timing_scale=0.05), budget_s=300)
 FULL = Plan(rtts_ms=(0, 20, 40, 80, 160), repetitions=10, service=ServiceSettings(timing_scale=0.2),
             budget_s=3600, router_probe_reps=5, sessions=("per-operation", "pooled"))
 
@@ -90,7 +96,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
         raise RuntimeError("latency needs the lab (root, --where lab): delay is emulated between namespaces")
     budget = Budget(plan.budget_s)
     estimates = [_estimate(plan, rtt) for rtt in plan.rtts_ms]
-    progress = Progress(estimates, out, label="latency ")
+    progress = Progress(estimates * len(plan.links), out, label="latency ")
     rows: list[dict[str, Any]] = []
     probe_rows: list[dict[str, Any]] = []
     warmups: list[dict[str, Any]] = []  # each pooled point's first lists, which log the pool in
@@ -98,28 +104,29 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     skipped = budget.skipped
     service_info: dict[str, Any] = {}
     try:
-        with LabService(lab, plan.service) as service:
-            service_info = service.describe()
-            for i, rtt in enumerate(plan.rtts_ms):
-                if not budget.admit(estimates[i], f"rtt {rtt:g} ms", progress):
-                    continue
-                progress.step(f"RTT {rtt:g} ms: {plan.repetitions} x add/list/remove through the service "
-                              f"({', '.join(plan.sessions)} sessions)")
-                # Re-impairing (never clearing) between points: see commands.py on the fallback after clear().
-                lab.impair("primary", "remote", _profile(rtt))
-                spoiled: list[str] = []
-                for attempt in (1, 2):  # a point the emulator spoiled is measured once more if the budget allows
-                    point_rows, point_warmups, valid, reasons, details = _measure_point(lab, service, plan, rtt)
-                    if valid or attempt == 2 or not budget.allows(estimates[i]):
-                        break
-                    spoiled += reasons
-                rows += point_rows
-                warmups += point_warmups
-                if plan.router_probe_reps:
-                    probe_rows += _router_probe(lab, plan, rtt)
-                points.append({"rtt_ms": rtt, "valid": valid, "health": reasons, "emulator": details,
-                               "remeasured_after": spoiled})
-                progress.finished()
+        for links in plan.links:
+            with SERVICES[links](lab, plan.service) as service:
+                service_info[links] = service.describe()
+                for i, rtt in enumerate(plan.rtts_ms):
+                    if not budget.admit(estimates[i], f"{links} rtt {rtt:g} ms", progress):
+                        continue
+                    progress.step(f"{links}, RTT {rtt:g} ms: {plan.repetitions} x add/list/remove through the "
+                                  f"service ({', '.join(plan.sessions)} sessions)")
+                    # Re-impairing (never clearing) between points: see commands.py on the fallback after clear().
+                    lab.impair("primary", "remote", _profile(rtt))
+                    spoiled: list[str] = []
+                    for attempt in (1, 2):  # a point the emulator spoiled is measured once more if the budget allows
+                        point_rows, point_warmups, valid, reasons, details = _measure_point(lab, service, plan, rtt)
+                        if valid or attempt == 2 or not budget.allows(estimates[i]):
+                            break
+                        spoiled += reasons
+                    rows += point_rows
+                    warmups += point_warmups
+                    if plan.router_probe_reps and links == plan.links[0]:
+                        probe_rows += _router_probe(lab, plan, rtt)
+                    points.append({"links": links, "rtt_ms": rtt, "valid": valid, "health": reasons,
+                                   "emulator": details, "remeasured_after": spoiled})
+                    progress.finished()
     finally:
         lab.clear()
     return _write(bench, plan, folder, rows, warmups, probe_rows, points, skipped, command, service_info)
@@ -136,7 +143,8 @@ def _measure_point(lab: Any, service: LabService, plan: Plan, rtt: float) -> tup
             result, _ = service.run(plan.repetitions, warmup=pooled, pool=pooled)
             for row in result:
                 (warmups if row["rep"] == 0 else rows).append(
-                    {"rtt_ms": rtt, "sessions": sessions, "op": row["kind"], "ok": row["state"] == "succeeded",
+                    {"links": service.links, "wan_router": service.platforms[WAN_SITE], "rtt_ms": rtt,
+                     "sessions": sessions, "op": row["kind"], "ok": row["state"] == "succeeded",
                      "seconds": row["total_ms"] / 1000, **row})
     valid, reasons = point_health(health, rtt)
     for row in rows + warmups:
@@ -165,23 +173,26 @@ def _router_probe(lab: Any, plan: Plan, rtt: float) -> list[dict[str, Any]]:
 
 
 def medians(rows: list[dict[str, Any]], key: str, value: float, op: str,
-            sessions: str | None = None) -> dict[str, float] | None:
+            sessions: str | None = None, links: str | None = None) -> dict[str, float] | None:
     """Median of each phase and of the total over the successful operations of one point."""
     chosen = [r for r in rows if r[key] == value and r["kind"] == op and r["state"] == "succeeded"
-              and (sessions is None or r.get("sessions") == sessions)]
+              and (sessions is None or r.get("sessions") == sessions)
+              and (links is None or r.get("links", "iFCP") == links)]
     if not chosen:
         return None
     return {p: statistics.median(r[p] for r in chosen) for p in (*PHASES, "total_ms")} | {"n": len(chosen)}
 
 
 def round_trips(rows: list[dict[str, Any]], sessions_modes: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Per session mode and operation: the median turns the WAN router's simulator counted (its commands'
-    and its logins'), beside the least the operation's commands need there (simulators.roundtrips)."""
-    platform = PLATFORMS[WAN_SITE]
+    """Per WAN router, session mode and operation: the median turns the WAN router's simulator counted (its
+    commands' and its logins'), beside the least the operation's commands need there (simulators.roundtrips)."""
+    def router(row: dict[str, Any]) -> str:
+        return row.get("wan_router", PLATFORMS[WAN_SITE])
+
     found = []
-    for sessions in sessions_modes:
-        for op in OPS:
-            chosen = [r for r in rows if r.get("sessions") == sessions and r["kind"] == op
+    for platform in dict.fromkeys(map(router, rows)):
+        for sessions, op in ((s, o) for s in sessions_modes for o in OPS):
+            chosen = [r for r in rows if r.get("sessions") == sessions and r["kind"] == op and router(r) == platform
                       and r["state"] == "succeeded" and f"{WAN_SITE}_turns" in r]
             if not chosen:
                 continue
@@ -193,15 +204,16 @@ def round_trips(rows: list[dict[str, Any]], sessions_modes: tuple[str, ...]) -> 
 
 
 def round_trip_report(found: list[dict[str, Any]]) -> tuple[str, list[str]]:
-    """The round trips as a table and one note per session mode."""
+    """The round trips as a table and one note per WAN router and session mode."""
     table = markdown_table(ROUND_TRIP_HEADER, [[f["sessions"], f["op"], f["router"], f["turns"], f["login_turns"],
                                                 f["least"], f["over_least"], f["n"]] for f in found])
     notes = []
-    for sessions in dict.fromkeys(f["sessions"] for f in found):
+    for router, sessions in dict.fromkeys((f["router"], f["sessions"]) for f in found):
         parts = [f"{f['op']} {f['turns']:g} (least {f['least']}; login {f['login_turns']:g} more)"
-                 for f in found if f["sessions"] == sessions]
+                 for f in found if f["sessions"] == sessions and f["router"] == router]
         notes.append(f"WAN round trips per operation ({sessions} sessions), the turns the remote router's simulator "
-                     f"counted, median: {'; '.join(parts)}. Not counted: TCP's and telnet's own handshakes.")
+                     f"({router}) counted, median: {'; '.join(parts)}. Not counted: TCP's, telnet's and SSH's own "
+                     "handshakes.")
     return table, notes
 
 
@@ -213,28 +225,27 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], w
         write_csv(folder / "latency-warmup.csv", warmups)
     if probe_rows:
         write_csv(folder / "latency-router-probe.csv", probe_rows)
-    rtts = [p["rtt_ms"] for p in points]
     summary = []
     table = []
     notes = []
-    for sessions in plan.sessions:
-        for op in OPS:
-            totals = []
-            for rtt in rtts:
-                m = medians(rows, "rtt_ms", rtt, op, sessions)
-                fails = sum(1 for r in rows if r["rtt_ms"] == rtt and r["kind"] == op and r["sessions"] == sessions
-                            and r["state"] != "succeeded")
-                if m:
-                    summary.append({"sessions": sessions, "op": op, "rtt_ms": rtt, **m, "failures": fails})
-                    totals.append((rtt, m["total_ms"]))
-                    table.append([sessions, op, f"{rtt:g}", m["registry_ms"], m["invocation_ms"], m["router_ms"],
-                                  m["total_ms"], m["n"], fails])
-                else:
-                    table.append([sessions, op, f"{rtt:g}", "-", "-", "-", "-", 0, fails])
-            if len(totals) >= 2:
-                a, b = fit_slope([x for x, _ in totals], [y for _, y in totals])
-                notes.append(f"{op} ({sessions} sessions): {a:.0f} ms + {b:.1f} ms per ms of RTT "
-                             f"(= {b:.1f} WAN round trips per operation).")
+    measured = dict.fromkeys(p.get("links", "iFCP") for p in points)
+    for links, sessions, op in ((k, s, o) for k in measured for s in plan.sessions for o in OPS):
+        totals = []
+        mine = [r for r in rows if r.get("links", "iFCP") == links and r["kind"] == op and r["sessions"] == sessions]
+        for rtt in [p["rtt_ms"] for p in points if p.get("links", "iFCP") == links]:
+            m = medians(rows, "rtt_ms", rtt, op, sessions, links)
+            fails = sum(1 for r in mine if r["rtt_ms"] == rtt and r["state"] != "succeeded")
+            if m:
+                summary.append({"links": links, "sessions": sessions, "op": op, "rtt_ms": rtt, **m, "failures": fails})
+                totals.append((rtt, m["total_ms"]))
+                table.append([links, sessions, op, f"{rtt:g}", m["registry_ms"], m["invocation_ms"], m["router_ms"],
+                              m["total_ms"], m["n"], fails])
+            else:
+                table.append([links, sessions, op, f"{rtt:g}", "-", "-", "-", "-", 0, fails])
+        if len(totals) >= 2:
+            a, b = fit_slope([x for x, _ in totals], [y for _, y in totals])
+            notes.append(f"{links} {op} ({sessions} sessions): {a:.0f} ms + {b:.1f} ms per ms of RTT "
+                         f"(= {b:.1f} WAN round trips per operation).")
     write_csv(folder / "latency-summary.csv", summary)
     trips = round_trips(rows, plan.sessions)
     if trips:
@@ -267,7 +278,7 @@ def _write(bench: Bench, plan: Plan, folder: Path, rows: list[dict[str, Any]], w
         notes.append(f"{failed} operations did not succeed (see latency.csv, column error).")
     return Outcome("latency", "Operation time and its registry / invocation / router split vs WAN latency "
                    "(Figures 11-13)", folder, command,
-                   markdown_table(["sessions", "op", "RTT ms", "registry ms", "invocation ms", "router ms",
+                   markdown_table(["links", "sessions", "op", "RTT ms", "registry ms", "invocation ms", "router ms",
                                    "total ms", "n", "failures"], table) + ("\n\n" + trips_table if trips else ""),
                    plots, notes, skipped, valid=not invalid and bool(rows))
 
@@ -278,24 +289,26 @@ def _stacked_plot(path: Path, summary: list[dict[str, Any]], plan: Plan) -> Path
     import lab.plots  # noqa: F401 - selects matplotlib's Agg backend
 
     colors = {"registry_ms": "#4477aa", "invocation_ms": "#ddaa33", "router_ms": "#bb5566"}
-    modes = list(plan.sessions)
+    modes = list(dict.fromkeys((s.get("links", "iFCP"), s["sessions"]) for s in summary))
+    modes = modes or [("iFCP", "per-operation")]
     fig, axes = plt.subplots(len(modes), len(OPS), figsize=(5.2 * len(OPS), 4.2 * len(modes)), squeeze=False)
-    for row_axes, sessions in zip(axes, modes, strict=True):
+    for row_axes, (links, sessions) in zip(axes, modes, strict=True):
         for ax, op in zip(row_axes, OPS, strict=True):
-            cells = [s for s in summary if s["op"] == op and s["sessions"] == sessions]
+            cells = [s for s in summary if s["op"] == op and s["sessions"] == sessions
+                     and s.get("links", "iFCP") == links]
             labels = [f"{s['rtt_ms']:g}" for s in cells]
             bottom = [0.0] * len(cells)
             for phase in PHASES:
                 heights = [s[phase] for s in cells]
                 ax.bar(labels, heights, bottom=bottom, color=colors[phase], label=phase.removesuffix("_ms"))
                 bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-            ax.set_title(f"{op} (median), {sessions} sessions")
+            ax.set_title(f"{links} {op} (median), {sessions} sessions")
             ax.set_xlabel("WAN round trip (ms)")
             ax.set_ylabel("ms")
             ax.grid(axis="y", alpha=0.3)
             ax.legend(fontsize=8)
-    fig.suptitle(f"Operation time split vs RTT (service at primary; Eclipse + Nishan simulators, timing scale "
-                 f"{plan.service.timing_scale:g})")
+    fig.suptitle("Operation time split vs RTT (service at primary; iFCP: Eclipse + Nishan, FCIP: FOS + MDS; "
+                 f"timing scale {plan.service.timing_scale:g})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -77,6 +77,8 @@ class LabService:
     platforms: dict[str, str] = PLATFORMS
     fcip = False
     concurrency = 1
+    links = "iFCP"  # what the routers of `platforms` join with, as the results label the run
+    requester, device, listed = REQUESTER, DEVICE, LISTED  # add/remove: requester asks for device; list: listed
 
     def __init__(self, lab: Any, settings: ServiceSettings | None = None) -> None:
         self.lab = lab
@@ -174,7 +176,8 @@ class LabService:
         if timeout is None:
             timeout = (3 * reps + 4) * self.settings.total_timeout + 60
         deadline = time.monotonic() + timeout
-        rows = [self.operation("list", 0, deadline, router=f"{site}-rtr") for site in self.platforms] if warmup else []
+        rows = ([self.operation("list", 0, deadline, router=self.registry_names(site)[1]) for site in self.platforms]
+                if warmup else [])
         for rep in range(1, reps + 1):
             for kind in ("add", "list", "remove"):
                 rows.append(self.operation(kind, rep, deadline))
@@ -187,14 +190,14 @@ class LabService:
                 report["after_repair"] = self.agreement(deadline)
         return rows, report
 
-    def operation(self, kind: str, rep: int, deadline: float, router: str = LISTED) -> dict[str, Any]:
+    def operation(self, kind: str, rep: int, deadline: float, router: str | None = None) -> dict[str, Any]:
         """One operation asked for over REST (`list`: of `router`). A request the API refused (a 4xx answer)
         is a row too, state "refused", its wall time counted as registry time (the planner refused it); one
         that got no answer, a 5xx, or lost its operation while following it is state "error", its wall time
         counted only as the total, so that neither passes for the service's own time."""
-        path, body = {"add": ("/api/connect/", {"site": REQUESTER, "device_description": DEVICE}),
-                      "remove": ("/api/disconnect/", {"site": REQUESTER, "device_description": DEVICE}),
-                      "list": ("/api/invoke/", {"router": router, "command": "lsifcp"})}[kind]
+        asked = {"site": self.requester, "device_description": self.device}
+        path, body = {"add": ("/api/connect/", asked), "remove": ("/api/disconnect/", asked),
+                      "list": ("/api/invoke/", {"router": router or self.listed, "command": "lsifcp"})}[kind]
         turns_before = self.round_trips()
         started = time.perf_counter()
         try:
@@ -277,7 +280,8 @@ class LabService:
         return {"service_site": "primary", "engine": "manage.py worker in the primary site's namespace",
                 "api": "manage.py serve on this host's loopback, used as admin principal root",
                 "database": self.database, "database_via": "unix socket (worker), DATABASE_URL's server (API)",
-                "list": f"lsifcp on {LISTED} through /api/invoke/",
+                "links": self.links, "requester": self.requester, "device": self.device,
+                "list": f"lsifcp on {self.listed} through /api/invoke/",
                 "routers": {site: {"platform": p, "mgmt": self.lab.site(site).mgmt_addr, "port": SIM_PORT}
                             for site, p in self.platforms.items()},
                 "settings": asdict(self.settings)}
@@ -303,6 +307,38 @@ class LabService:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class FcipLabService(LabService):
+    """The same, on the demo's FCIP pair: a Brocade FOS switch at the primary site (east-site, east-rtr) and a
+    Cisco MDS at the remote one (west-site, west-rtr), both over SSH; east-site asks for an array the run adds
+    at west-site, so an add zones east-site's initiators with it on both switches and builds the tunnel."""
+
+    platforms = {"primary": "brocade_fos", "remote": "cisco_mds"}
+    fcip = True
+    links = "FCIP"
+    requester, device, listed = "east-site", "WEST-ARRAY1", "west-rtr"
+    NAMES = {"primary": ("east-site", "east-rtr"), "remote": ("west-site", "west-rtr")}
+
+    def registry_names(self, site: str) -> tuple[str, str]:
+        return self.NAMES[site]
+
+    def prepare_registry(self, client: Client) -> None:
+        add_array(client, WEST_ARRAY)
+
+
+# The array the FCIP runs add at west-site (the demo gives that site hosts, no array).
+WEST_ARRAY: dict[str, Any] = {"device_id": "west-array1", "description": "WEST-ARRAY1",
+                              "wwn": "50:00:09:72:08:1a:f2:06", "zone": 6, "zone_description": "West FCIP storage",
+                              "owner_site": "west-site"}
+
+
+def add_array(client: Client, array: dict[str, Any], shareable: bool = False) -> None:
+    """An array and its zone, added through the API as an admin would."""
+    device = dict(array)
+    zone = {"zone_id": device["zone"], "description": device.pop("zone_description")}
+    client.request("POST", "/api/zones/", body=zone)
+    client.request("POST", "/api/devices/", body={**device, "shareable": shareable})
 
 
 def simulator_host_key(state_dir: Path, timeout: float = 20.0) -> str:

@@ -47,7 +47,7 @@ from lab.experiments.base import (
     write_csv,
     write_json,
 )
-from lab.experiments.service import SIM_PORT, LabService, ServiceSettings
+from lab.experiments.service import SIM_PORT, WEST_ARRAY, LabService, ServiceSettings, add_array
 from lab.plots import Panel, Series, figure
 from lab.profiles import Impairment, LinkProfile
 from lab.xdd import NbdTarget, SitePlace, XddRun, nbd_uri, xdd_nbd
@@ -77,12 +77,11 @@ SITES = (
     SiteRole("site3", "distant-site", "distant-rtr", "nishan_ips3000", "DISTANT-ARRAY1",
              new_site={"display_name": "DICE-DISTANT", "msan_id": 5, "router_port": 6,
                        "description": "A distant iFCP site, the far end of the lab"},
-             new_device={"device_id": "distant-array1", "wwn": "20:00:00:04:53:00:05:a5", "zone": 5,
-                         "zone_description": "Distant shared storage"}),
+             new_device={"device_id": "distant-array1", "description": "DISTANT-ARRAY1",
+                         "wwn": "20:00:00:04:53:00:05:a5", "zone": 5, "zone_description": "Distant shared storage",
+                         "owner_site": "distant-site"}),
     SiteRole("site4", "east-site", "east-rtr", "brocade_fos", "EAST-ARRAY1"),
-    SiteRole("site5", "west-site", "west-rtr", "cisco_mds", "WEST-ARRAY1",
-             new_device={"device_id": "west-array1", "wwn": "50:00:09:72:08:1a:f2:06", "zone": 6,
-                         "zone_description": "West FCIP storage"}),
+    SiteRole("site5", "west-site", "west-rtr", "cisco_mds", WEST_ARRAY["description"], new_device=WEST_ARRAY),
 )
 
 
@@ -145,11 +144,7 @@ class SitesService(LabService):
                     "host": where.mgmt_addr, "port": SIM_PORT, "username": "admin",
                     "secret_ref": f"file:{role.router}"})
             if role.new_device is not None:
-                device = dict(role.new_device)
-                client.request("POST", "/api/zones/", body={"zone_id": device["zone"],
-                                                            "description": device.pop("zone_description")})
-                client.request("POST", "/api/devices/", body={**device, "description": role.device,
-                                                              "owner_site": role.site, "shareable": True})
+                add_array(client, role.new_device, shareable=True)
         # Every other site asks for each array at once: they are shared (a device that is not is locked by
         # the first site that connects it, and the others are refused until it lets go).
         devices = {d["description"]: d for d in client.get_all("/api/devices/")}

@@ -8,6 +8,7 @@ import shutil
 
 from lab.experiments import latency
 from lab.experiments.service import LabService
+from simulators.roundtrips import least
 
 
 def row(sessions: str, kind: str, turns: int, login: int = 0, state: str = "succeeded") -> dict:
@@ -47,3 +48,13 @@ def counted(service: LabService) -> None:
         json.dumps({"login": 4, "commands": 10, "sessions": 2}))
     assert service.turns_since(before) == {"primary_turns": 0, "primary_login_turns": 0, "remote_turns": 3,
                                            "remote_login_turns": 2}
+
+
+def test_each_wan_router_gets_its_own_rows_and_note_beside_its_own_least():
+    fcip = [dict(row("pooled", "add", 9), wan_router="cisco_mds", links="FCIP"),
+            dict(row("pooled", "add", 11), wan_router="cisco_mds", links="FCIP")]
+    found = latency.round_trips([row("pooled", "add", 2), *fcip], ("pooled",))
+    assert [(f["router"], f["turns"], f["least"]) for f in found] == [
+        ("nishan_ips3000", 2, least("nishan_ips3000", "add")), ("cisco_mds", 10, least("cisco_mds", "add"))]
+    _, notes = latency.round_trip_report(found)
+    assert len(notes) == 2 and "(cisco_mds) counted, median: add 10 (least" in notes[1]
