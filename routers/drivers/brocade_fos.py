@@ -94,6 +94,8 @@ CIRCUIT_EXISTS = r"Circuit \S+ already exists\."
 BUSY = r"(?i)another zoning transaction|transaction is in progress"
 TUNNEL_DESCRIPTION = "flexzone"
 ECHO_CHECK_LIMIT = 70  # FOS wraps the echo at 80 columns, prompt included
+# What list_links and remnants read, and before a change the transaction too: one send each time.
+LISTING = ["cfgshow", "portshow fciptunnel all -c", "portcfgshow fcipcircuit all"]
 
 
 @netmiko_device_type("brocade_fos_telnet")
@@ -128,6 +130,7 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
     # How FOS refuses a show command it does not have (rbash) or not in this form (its usage text).
     read_refusal = r"(?mi)^(?:-?rbash: |.*command not found|Usage: |\S+: Invalid (?:option|port parameter))"
     logout_command = "exit"
+    together_stop = PAGER
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -185,6 +188,11 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
         ]
 
     # --- commands ----------------------------------------------------------------------------
+    @property
+    def sends_together(self) -> bool:
+        # FOS 9 SSH sessions print long output unpaged; the telnet CLI's pager would take a line sent ahead.
+        return self.target.transport == Transport.SSH
+
     def verify_echo(self, command: str) -> bool:
         return len(command) <= ECHO_CHECK_LIMIT
 
@@ -252,11 +260,13 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
         return tunnels
 
     def list_links(self) -> list[RouterLink]:
+        self.together(None, LISTING)
         return self._links(self.zoning(), self.tunnels())
 
     def remnants(self, spec: LinkSpec) -> bool:
         """Anything of the link on the switch: listed, or any of its zones in force (a remove cut off
         after it deleted the tunnel leaves those, and they still grant access)."""
+        self.together(None, LISTING)
         fabric, tunnels = self.zoning(), self.tunnels()
         listed = spec.key in {link.key for link in self._links(fabric, tunnels)}
         # Zones of the VE port are another link's when its tunnel goes to another gateway.
@@ -276,6 +286,7 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
         self.render_add(spec)  # validation before anything is sent
         # Everything that can refuse (someone else's transaction or tunnel, staged changes, no cfg to
         # use) is decided before the first change, so a refusal leaves the switch untouched.
+        self.together(None, ["cfgtransshow", *LISTING])
         self.claim_zoning()
         fabric = self.zoning()
         tunnels = self.tunnels()
@@ -308,6 +319,7 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
 
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
+        self.together(None, ["cfgtransshow", *LISTING])
         self.claim_zoning()
         fabric = self.zoning()
         tunnel = self.tunnels().get(str(spec.port))

@@ -60,15 +60,12 @@ import ipaddress
 import re
 from collections.abc import Callable
 
-from netmiko.exceptions import ConfigInvalidException
-
 from routers.drivers.base import (
     CommandRejected,
     LinkAbsent,
     LinkExists,
     LinkSpec,
     RouterLink,
-    ZoningBusy,
 )
 from routers.drivers.cisco_mds_config import (
     DESCRIPTION,
@@ -80,13 +77,12 @@ from routers.drivers.cisco_mds_config import (
 )
 from routers.drivers.cisco_mds_guard import (
     BUSY,
-    CONFIG_ERRORS,
     Expected,
     ZoneLocks,
     changed_under_us,
+    error_line,
     restore_lines,
     stale_full_database,
-    still_holding,
 )
 from routers.drivers.cisco_mds_show import (
     FcipConfig,
@@ -214,55 +210,21 @@ class CiscoMdsDriver(ZoneLocks):
             self.run("terminal dont-ask")
 
     # --- commands ----------------------------------------------------------------------------
-    def configure(self, lines: list[str]) -> str:
-        """Send the lines from ``configure terminal`` to ``end``, one round trip each.
+    @property
+    def sends_together(self) -> bool:
+        return True  # netmiko's cisco_nxos login sends `terminal length 0`: no pager takes a line sent ahead
 
-        In enhanced mode a failure after our zone session was created discards it (``no zone
-        commit``), so nothing half-edited stays pending under our lock.
-        """
-        assert lines[0] == "configure terminal" and lines[-1] == "end"
-        conn = self.conn
+    def zoning_reads(self, *, zonesets: bool = True) -> list[str]:
+        """What zoning() sends (a device-alias read aside, sent only when a zone names one)."""
         vsan = self.target.vsan
-        held = vsan in self._holding
-        if not held:  # recorded before anything is sent: this session may take the lock, then die unseen
-            self._record_lock(vsan, True)
-        mark = len(self._peek_transcript())
-        with self._router_call(lines[1]), closed_session_is_eof(self):
-            try:
-                # `configure terminal` and `end` go as lines of their own, each answered by its prompt:
-                # netmiko's config_mode()/exit_config_mode() would also send an empty line before and
-                # after each to look at the prompt, four round trips the prompts already show.
-                output = str(conn.send_config_set(
-                    lines, read_timeout=self.wait_limit(self.target.command_timeout), error_pattern=CONFIG_ERRORS,
-                    enter_config_mode=False, exit_config_mode=False,
-                ))
-                last = (output.rstrip().splitlines() or [""])[-1]
-                if not re.fullmatch(rf"{re.escape(conn.base_prompt)}#\s*", last):
-                    output += str(conn.exit_config_mode())  # not back in exec mode: make sure, as netmiko does
-            except ConfigInvalidException as exc:
-                said = self._peek_transcript()[mark:]
-                message = _error_line(said)
-                try:
-                    conn.exit_config_mode()  # leave the session usable for the next operation
-                except Exception:  # noqa: BLE001 - the rejection is what matters; a dead session is dropped later
-                    pass
-                # Never locked, or our commit already freed the lock (which may be someone else's now):
-                # nothing of ours to discard.
-                self._track_lock(holding := still_holding(held, said))
-                if holding:
-                    self.discard_zone_session()
-                if re.search(BUSY, message):
-                    raise ZoningBusy(f"configure: {message} (another session holds the zoning lock of vsan {vsan})",
-                                     transcript=self._peek_transcript()) from exc
-                raise CommandRejected(f"configure: {message}", router_message=message,
-                                      transcript=self._peek_transcript()) from exc
-            except Exception:
-                # A lock whose creation we did not see is not remembered as ours (it may be a person's
-                # by the time anyone looks); one we saw and did not commit is freed by our next session.
-                self._track_lock(still_holding(held, self._peek_transcript()[mark:]))
-                raise
-        self._track_lock(still_holding(held, output))
-        return output
+        return [f"show zone vsan {vsan}", *([f"show zoneset brief vsan {vsan}"] if zonesets else []),
+                f"show zoneset active vsan {vsan}"]
+
+    def read_before_change(self) -> None:
+        """Everything a change decides from, in one send: the zoning status (whose lock), the FCIP
+        configuration and the zoning."""
+        self.together(None, [f"show zone status vsan {self.target.vsan}", "show running-config fcip",
+                             *self.zoning_reads()])
 
     def zone_status(self) -> ZoneStatus:
         vsan = self.target.vsan
@@ -278,6 +240,7 @@ class CiscoMdsDriver(ZoneLocks):
         needs), the active zoneset, and device-alias members replaced by their pwwns where it matters: in
         a zone whose two views differ (both name a device-alias alike) and in flexzone's own zones."""
         vsan = self.target.vsan
+        self.together(None, self.zoning_reads(zonesets=zonesets))
         zones = self.show(f"show zone vsan {vsan}", lambda text: parse_zones(text, vsan))
         configs = self.show(f"show zoneset brief vsan {vsan}",
                             lambda text: parse_zoneset_brief(text, vsan)) if zonesets else {}
@@ -296,10 +259,12 @@ class CiscoMdsDriver(ZoneLocks):
 
     # --- operations --------------------------------------------------------------------------
     def list_links(self) -> list[RouterLink]:
+        self.together(None, ["show running-config fcip", *self.zoning_reads(zonesets=False)])
         return self._links(self.fcip_config(), self.zoning(zonesets=False))
 
     def remnants(self, spec: LinkSpec) -> bool:
         """Anything of the link on the switch: listed, or any of its zones in force."""
+        self.together(None, ["show running-config fcip", *self.zoning_reads(zonesets=False)])
         fabric, config = self.zoning(zonesets=False), self.fcip_config()
         listed = spec.key in {link.key for link in self._links(config, fabric)}
         # Zones of the port are another link's when its interface peers with another gateway.
@@ -316,6 +281,7 @@ class CiscoMdsDriver(ZoneLocks):
     def add_link(self, spec: LinkSpec) -> None:
         self.render_add(spec)  # validation before anything is sent
         self._check_vsan(spec)
+        self.read_before_change()
         status, freeing = self.claim_zoning()
         config = self.fcip_config()
         interface = config.interfaces.get(spec.port)
@@ -341,6 +307,7 @@ class CiscoMdsDriver(ZoneLocks):
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
         self._check_vsan(spec)
+        self.read_before_change()
         status, freeing = self.claim_zoning()
         config = self.fcip_config()
         interface = config.interfaces.get(spec.port)
@@ -496,12 +463,6 @@ class CiscoMdsDriver(ZoneLocks):
         with self._router_call("copy running-config startup-config"), closed_session_is_eof(self):
             output = str(conn.save_config())
         if "Copy complete" not in output:
-            message = _error_line(output)
+            message = error_line(output)
             raise CommandRejected(f"copy running-config startup-config: {message}", router_message=message,
                                   transcript=self._peek_transcript())
-
-
-def _error_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "^"]
-    errors = [line for line in lines if re.search(CONFIG_ERRORS, line)]
-    return (errors or lines or ["configuration rejected"])[-1]

@@ -25,7 +25,8 @@ from netmiko.exceptions import ConfigInvalidException
 
 from routers.drivers.base import CommandRejected, ZoningBusy
 from routers.drivers.cisco_mds_show import ZoneStatus
-from routers.drivers.netmiko_base import SessionGuardedDriver
+from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
+from routers.drivers.together import send_and_split
 from routers.drivers.zoning import FabricZoning, describe_changes
 
 SESSION_CREATED = "Enhanced zone session has been created"
@@ -129,6 +130,60 @@ class ZoneLocks(SessionGuardedDriver):
     # (vsan, False) when ours is freed, so that the record outlives this process (operations/zoning_locks.py).
     on_lock_record: Callable[[int, bool], None] | None = None
 
+    def configure(self, lines: list[str]) -> str:
+        """Send the lines from ``configure terminal`` to ``end``, one round trip each but the last
+        line's, which goes together with ``end``: ``end`` after a failed line only leaves
+        configuration mode, which the failure needs anyway.
+
+        In enhanced mode a failure after our zone session was created discards it (``no zone
+        commit``), so nothing half-edited stays pending under our lock.
+        """
+        assert lines[0] == "configure terminal" and lines[-1] == "end" and len(lines) > 2
+        conn = self.conn
+        vsan = self.target.vsan
+        held = vsan in self._holding
+        if not held:  # recorded before anything is sent: this session may take the lock, then die unseen
+            self._record_lock(vsan, True)
+        mark = len(self._peek_transcript())
+        with self._router_call(lines[1]), closed_session_is_eof(self):
+            try:
+                # `configure terminal` goes as a line of its own, answered by its prompt: netmiko's
+                # config_mode()/exit_config_mode() would also send an empty line before and after to
+                # look at the prompt, round trips the prompts already show.
+                wait = self.wait_limit(self.target.command_timeout)
+                output = str(conn.send_config_set(lines[:-2], read_timeout=wait, error_pattern=CONFIG_ERRORS,
+                                                  enter_config_mode=False, exit_config_mode=False))
+                (said, ended), prompt = send_and_split(conn, lines[-2:], wait)
+                output += f"\n{lines[-2]}\n{said}\nend\n{ended}"
+                if re.search(CONFIG_ERRORS, said):
+                    raise ConfigInvalidException(f"Invalid input detected at command: {lines[-2]}")
+                if not re.fullmatch(rf"{re.escape(conn.base_prompt)}#", prompt):
+                    output += str(conn.exit_config_mode())  # not back in exec mode: make sure, as netmiko does
+            except ConfigInvalidException as exc:
+                said = self._peek_transcript()[mark:]
+                message = error_line(said)
+                try:
+                    conn.exit_config_mode()  # leave the session usable for the next operation
+                except Exception:  # noqa: BLE001 - the rejection is what matters; a dead session is dropped later
+                    pass
+                # Never locked, or our commit already freed the lock (which may be someone else's now):
+                # nothing of ours to discard.
+                self._track_lock(holding := still_holding(held, said))
+                if holding:
+                    self.discard_zone_session()
+                if re.search(BUSY, message):
+                    raise ZoningBusy(f"configure: {message} (another session holds the zoning lock of vsan {vsan})",
+                                     transcript=self._peek_transcript()) from exc
+                raise CommandRejected(f"configure: {message}", router_message=message,
+                                      transcript=self._peek_transcript()) from exc
+            except Exception:
+                # A lock whose creation we did not see is not remembered as ours (it may be a person's
+                # by the time anyone looks); one we saw and did not commit is freed by our next session.
+                self._track_lock(still_holding(held, self._peek_transcript()[mark:]))
+                raise
+        self._track_lock(still_holding(held, output))
+        return output
+
     def zone_status(self) -> ZoneStatus:
         """The VSAN's zone status as the switch reports it (CiscoMdsDriver reads it)."""
         raise NotImplementedError
@@ -213,3 +268,9 @@ class ZoneLocks(SessionGuardedDriver):
 
 def first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
+
+
+def error_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "^"]
+    errors = [line for line in lines if re.search(CONFIG_ERRORS, line)]
+    return (errors or lines or ["configuration rejected"])[-1]
