@@ -376,7 +376,8 @@ class CiscoMdsDriver(ZoneLocks):
             self.configure(["configure terminal", *first, *lines, f"zone commit vsan {vsan}", *last, "end"])
             self.verify_commit()
         elif zoneset is not None and lines and lines[-1].startswith("zoneset activate"):
-            self.configure(["configure terminal", *first, *lines[:-1], "end"])
+            if first or lines[:-1]:  # a retry may find every edit made and only the activation left
+                self.configure(["configure terminal", *first, *lines[:-1], "end"])
             now = self.zoning()
             if changes := changed_under_us(fabric, now, zoneset, expect):
                 if undo := restore_lines(fabric, now, set(expect), zoneset, vsan):
