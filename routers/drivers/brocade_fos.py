@@ -55,6 +55,12 @@ Device quirks handled here
   Extension commands print ``Operation Succeeded.`` or an ``Object exists.``-style error.
 * Echo of commands longer than the terminal wraps with ``\\r`` on real FOS (netmiko #1798), so long
   lines are sent without netmiko's echo check.
+* Over SSH (FOS 9 prints long output unpaged there) lines that need no answer in between go in one send
+  (together.py), one WAN round trip: the reads a change decides from, the listing that verifies it, the
+  ``cfgtransshow`` after the first zoning edit and the ``cfgshow`` before ``cfgenable`` (a read after an
+  edit that failed is harmless). Each zoning edit, ``cfgenable`` and its answer, and each ``portcfg``
+  change still wait for their own reply. Telnet sessions page, and a pager would take a line sent ahead:
+  there every line goes alone.
 """
 
 from __future__ import annotations

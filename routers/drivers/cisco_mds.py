@@ -48,6 +48,11 @@ What is read (``show zone status``, the zone views, ``show device-alias database
 ``show running-config fcip``, never the whole running-config) is parsed in cisco_mds_show.py; the
 interface and zone lines are written in cisco_mds_config.py.
 
+Round trips: the reads a change decides from go in one send (together.py), and so do the reads that
+verify it; the read before ``zoneset activate`` goes with ``configure terminal``, which changes nothing,
+so the activation follows that read by one round trip. NX-OS runs pasted lines on after one fails, so
+every configuration line waits for its own reply, but the last, which goes with ``end``.
+
 Why a VSAN per router rather than VSAN = zone id: VSAN 1 is the default VSAN every MDS port (FCIP
 interfaces included, "Port vsan is 1") already belongs to, so the zone is enforced with no VSAN
 database or trunk-allowed changes; zone ids 4079 and 4094 would collide with reserved VSANs; and a
@@ -62,6 +67,7 @@ from collections.abc import Callable
 
 from routers.drivers.base import (
     CommandRejected,
+    GarbledOutput,
     LinkAbsent,
     LinkExists,
     LinkSpec,
@@ -98,6 +104,7 @@ from routers.drivers.cisco_mds_show import (
     resolve,
 )
 from routers.drivers.netmiko_base import closed_session_is_eof
+from routers.drivers.together import send_and_split
 from routers.drivers.zoning import (
     ACTIVE_ZONESET,
     FabricZoning,
@@ -254,6 +261,32 @@ class CiscoMdsDriver(ZoneLocks):
         self.zoning_read(fabric)
         return fabric
 
+    def zoning_then_configure(self) -> FabricZoning:
+        """The zoning read again with ``configure terminal`` in the same send, so that the activation
+        (or taking our edits back) follows that read by one round trip. ``configure terminal`` asks
+        and changes nothing; its prompt is checked before anything else is sent. A failure here leaves
+        configuration mode again."""
+        reads, conn = self.zoning_reads(), self.conn
+        with self._router_call(reads[0]), closed_session_is_eof(self):
+            replies, prompt = send_and_split(conn, [*reads, "configure terminal"],
+                                             self.wait_limit(self.target.command_timeout))
+        self._ahead = dict(zip(reads, replies, strict=False))
+        try:
+            if not re.fullmatch(rf"{re.escape(conn.base_prompt)}\(config\)#", prompt):
+                raise GarbledOutput(f"configure terminal: answered by {prompt!r}, not the configuration prompt",
+                                    transcript=self._peek_transcript())
+            return self.zoning()
+        except Exception:
+            self.leave_configuration()
+            raise
+
+    def leave_configuration(self) -> None:
+        """``end``, best effort: a session that cannot leave configuration mode is dropped by the next error."""
+        try:
+            self.run("end")
+        except Exception:  # noqa: BLE001 - what the caller is reporting matters more
+            pass
+
     def zoning_image(self, fabric: FabricZoning) -> dict:
         return {"vsan": self.target.vsan, **super().zoning_image(fabric)}
 
@@ -378,16 +411,18 @@ class CiscoMdsDriver(ZoneLocks):
         elif zoneset is not None and lines and lines[-1].startswith("zoneset activate"):
             if first or lines[:-1]:  # a retry may find every edit made and only the activation left
                 self.configure(["configure terminal", *first, *lines[:-1], "end"])
-            now = self.zoning()
+            now = self.zoning_then_configure()
             if changes := changed_under_us(fabric, now, zoneset, expect):
                 if undo := restore_lines(fabric, now, set(expect), zoneset, vsan):
-                    self.configure(["configure terminal", *undo, "end"])
+                    self.configure([*undo, "end"], entered=True)
+                else:
+                    self.leave_configuration()
                 raise CommandRejected(
                     f"vsan {vsan}: the full zone database changed while flexzone edited it "
                     f"({describe_changes(changes)}); flexzone took its own edits back and activated nothing",
                     router_message="", transcript=self._peek_transcript())
             self.zoning_changed(now)  # the read right before activating
-            self.configure(["configure terminal", lines[-1], *last, "end"])
+            self.configure([lines[-1], *last, "end"], entered=True)
         elif first or lines or last:
             if lines:
                 self.zoning_changed(fabric)

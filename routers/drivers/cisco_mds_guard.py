@@ -121,7 +121,8 @@ def stale_full_database(fabric: FabricZoning, status: ZoneStatus, ours: set[str]
 
 
 class ZoneLocks(SessionGuardedDriver):
-    """The MDS driver's part that keeps track of its enhanced-mode zone session locks: which it holds,
+    """The MDS driver's part that sends configuration (``configure``, which sees a session lock taken) and
+    keeps track of its enhanced-mode zone session locks: which it holds,
     which a dead session of this process left behind, freeing only those, and reading a commit back.
     The base of CiscoMdsDriver, whose ``zone_status`` it uses."""
 
@@ -130,29 +131,32 @@ class ZoneLocks(SessionGuardedDriver):
     # (vsan, False) when ours is freed, so that the record outlives this process (operations/zoning_locks.py).
     on_lock_record: Callable[[int, bool], None] | None = None
 
-    def configure(self, lines: list[str]) -> str:
-        """Send the lines from ``configure terminal`` to ``end``, one round trip each but the last
-        line's, which goes together with ``end``: ``end`` after a failed line only leaves
-        configuration mode, which the failure needs anyway.
+    def configure(self, lines: list[str], *, entered: bool = False) -> str:
+        """Send the lines from ``configure terminal`` (left out when `entered`: the session is in
+        configuration mode already) to ``end``, one round trip each but the last line's, which goes
+        together with ``end``: ``end`` after a failed line only leaves configuration mode, which the
+        failure needs anyway.
 
         In enhanced mode a failure after our zone session was created discards it (``no zone
         commit``), so nothing half-edited stays pending under our lock.
         """
-        assert lines[0] == "configure terminal" and lines[-1] == "end" and len(lines) > 2
+        assert (lines[0] == "configure terminal") != entered and lines[-1] == "end" and len(lines) > 2 - entered
         conn = self.conn
         vsan = self.target.vsan
         held = vsan in self._holding
         if not held:  # recorded before anything is sent: this session may take the lock, then die unseen
             self._record_lock(vsan, True)
         mark = len(self._peek_transcript())
-        with self._router_call(lines[1]), closed_session_is_eof(self):
+        with self._router_call(lines[-2]), closed_session_is_eof(self):
             try:
                 # `configure terminal` goes as a line of its own, answered by its prompt: netmiko's
                 # config_mode()/exit_config_mode() would also send an empty line before and after to
                 # look at the prompt, round trips the prompts already show.
                 wait = self.wait_limit(self.target.command_timeout)
-                output = str(conn.send_config_set(lines[:-2], read_timeout=wait, error_pattern=CONFIG_ERRORS,
-                                                  enter_config_mode=False, exit_config_mode=False))
+                output = ""
+                if lines[:-2]:
+                    output = str(conn.send_config_set(lines[:-2], read_timeout=wait, error_pattern=CONFIG_ERRORS,
+                                                      enter_config_mode=False, exit_config_mode=False))
                 (said, ended), prompt = send_and_split(conn, lines[-2:], wait)
                 output += f"\n{lines[-2]}\n{said}\nend\n{ended}"
                 if re.search(CONFIG_ERRORS, said):

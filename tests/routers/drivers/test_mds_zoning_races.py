@@ -29,13 +29,13 @@ def stage_before_first_edit(driver, admin: FabricAdmin, enhanced: bool) -> None:
     the driver has read the fabric (in enhanced mode under a lock of their own, committed, not activated)."""
     configure, staged = driver.configure, []
 
-    def racing(lines):
+    def racing(lines, **kwargs):
         if not staged:
             staged.append(True)
             admin.stage_change()
             if enhanced:
                 assert "Commit operation initiated" in admin.conn.send_config_set(["zone commit vsan 1"])
-        return configure(lines)
+        return configure(lines, **kwargs)
 
     driver.configure = racing
 
@@ -185,10 +185,10 @@ def test_mds_basic_mode_never_leaves_behind_a_zoneset_an_admin_deleted_meanwhile
     driver = driver_for(mds)
     configure, raced = driver.configure, []
 
-    def racing(lines):
+    def racing(lines, **kwargs):
         if not raced:
             raced.append(mds_admin.conn.send_config_set(["no zoneset name PROD vsan 1"]))
-        return configure(lines)
+        return configure(lines, **kwargs)
 
     driver.configure = racing
     with pytest.raises(CommandRejected, match="changed while flexzone edited it"):
