@@ -1,0 +1,65 @@
+"""Lines sent together (routers/drivers/together.py): one round trip, each reply its own, never a stale one."""
+
+from __future__ import annotations
+
+from routers.drivers.brocade_fos_show import parse_cfgshow, parse_tunnel_table
+from routers.drivers.together import strip_echo
+from simulators.admin import FabricAdmin
+from simulators.roundtrips import turns_between
+from tests.support.real_layouts import body_of
+
+CFGSHOW = body_of("fos/cfgshow__fos9_aliases_wrapped.txt")
+TUNNELS = body_of("fos/portshow_fciptunnel_all_c__7840.txt")
+BATCH = ["cfgshow", "portshow fciptunnel all -c"]
+
+
+def test_a_line_sent_ahead_echoed_inside_the_previous_reply_is_no_part_of_it():
+    # The terminal echoes input as it arrives, so on a real switch the second line's echo can land in
+    # the middle of the first line's output; each reply still parses as the switch printed it.
+    lines = CFGSHOW.replace("\r\n", "\n").split("\n")
+    middle = len(lines) // 2
+    interleaved = "\r\n".join(["cfgshow", *lines[:middle], BATCH[1], *lines[middle:]])
+    assert parse_cfgshow(strip_echo(interleaved, BATCH[0], BATCH)) == parse_cfgshow(CFGSHOW)
+    assert parse_tunnel_table(strip_echo(f" {BATCH[1]}\r\n{TUNNELS}", BATCH[1], BATCH)) == parse_tunnel_table(TUNNELS)
+
+
+def test_a_long_echo_wrapped_with_a_bare_carriage_return_is_taken_off_whole():
+    command = "portcfg fcipcircuit 24 create 0 --local-ip 198.18.0.1 --remote-ip 198.18.1.1"
+    wrapped = f"{command[:60]}\r{command[60:]}\r\nOperation Succeeded.\r\n"
+    assert strip_echo(wrapped, command, [command, "cfgshow"]) == "Operation Succeeded."
+
+
+def test_reads_sent_together_take_one_round_trip_and_each_gets_its_own_reply(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0), production_zoning=True)
+    driver = driver_for(fos)
+    one_by_one = driver.zoning(), driver.tunnels()
+    before = fos.round_trips()
+    driver.together(None, BATCH)
+    together = driver.zoning(), driver.tunnels()
+    assert turns_between(before, fos.round_trips())["commands"] == 1
+    assert together == one_by_one and together[0].in_effect == "PROD"
+
+
+def test_a_reply_read_ahead_is_forgotten_once_anything_else_is_sent(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    admin = FabricAdmin(fos, "brocade_fos")
+    try:
+        admin.seed_production()
+        driver = driver_for(fos)
+        before = driver.zoning()
+        driver.together(None, ["cfgshow"])  # read ahead, then the fabric changes
+        admin.stage_change()
+        driver.run("cfgtransshow")
+        assert driver.zoning().configs != before.configs  # read again, not the reply taken before the change
+    finally:
+        admin.close()
+
+
+def test_a_paged_fos_session_sends_one_line_at_a_time(sim_factory, driver_for):
+    # Over telnet FOS pages long output, and the pager would take a line sent ahead as its answer.
+    fos = sim_factory("brocade_fos", telnet=("127.0.0.1", 0), production_zoning=True)
+    driver = driver_for(fos)
+    before = fos.round_trips()
+    links = driver.list_links()
+    assert turns_between(before, fos.round_trips())["commands"] >= len(BATCH)
+    assert links == []
