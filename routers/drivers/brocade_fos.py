@@ -88,6 +88,7 @@ from routers.drivers.brocade_fos_show import (
 from routers.drivers.brocade_fos_zoning import ZONE_CFG, ZONE_RE, FosZoningEdits, link_prefix
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof, netmiko_device_type
 from routers.drivers.telnet_login import PatientTelnet
+from routers.drivers.together import operation
 from routers.drivers.zoning import EFFECTIVE, check_fcip_add, fabric_links, link_zones, pair_zones, port_zones
 from routers.drivers.zoning_restore import render_fos_restore
 from routers.platforms import Platform, Transport
@@ -265,10 +266,12 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
                                     "table lists", transcript=self._peek_transcript())
         return tunnels
 
+    @operation
     def list_links(self) -> list[RouterLink]:
         self.together(None, LISTING)
         return self._links(self.zoning(), self.tunnels())
 
+    @operation
     def remnants(self, spec: LinkSpec) -> bool:
         """Anything of the link on the switch: listed, or any of its zones in force (a remove cut off
         after it deleted the tunnel leaves those, and they still grant access)."""
@@ -287,6 +290,7 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
                             {ve: tunnel.oper for ve, tunnel in on_ve.items()})
 
     # --- operations --------------------------------------------------------------------------
+    @operation
     def add_link(self, spec: LinkSpec) -> None:
         tunnel_line, circuit_line = tunnel_lines(spec)
         self.render_add(spec)  # validation before anything is sent
@@ -323,6 +327,7 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
             raise LinkExists(f"link {spec.key} already configured", router_message="",
                              transcript=self._peek_transcript())
 
+    @operation
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
         self.together(None, ["cfgtransshow", *LISTING])

@@ -34,6 +34,7 @@ from typing import Any
 
 from routers.drivers.base import CommandRejected, GarbledOutput, LinkSpec, ZoningBusy, ZoningChanged
 from routers.drivers.brocade_fos_show import NO_TRANSACTION, FosZoning, parse_cfgshow, parse_cfgtransshow
+from routers.drivers.together import operation
 from routers.drivers.zoning import plan_link_zoning, refuse_staged_changes, touches
 
 YES_NO = r"\(yes, y, no, n\): \[no\]\s*$"
@@ -60,6 +61,7 @@ class FosZoningEdits:
     run_confirmed: Callable[..., str]
     together: Callable[[str | None, list[str]], str]
     _ahead: dict[str, str]
+    _operations: int
     rejection: Callable[[str, str], Exception]
     warn: Callable[[str], None]
     _peek_transcript: Callable[[], str]
@@ -69,6 +71,7 @@ class FosZoningEdits:
     _conn: Any
 
     # --- reading -------------------------------------------------------------------------------
+    @operation
     def zoning(self) -> FosZoning:
         fabric = self.show("cfgshow", parse_cfgshow)
         self.zoning_read(fabric)
@@ -146,6 +149,7 @@ class FosZoningEdits:
             raise self.rejection("cfgsave", output)
         self._own_token = None
 
+    @operation
     def save_config(self) -> None:
         """Extension config is written to flash as applied and zoning by cfgenable; only a transaction
         of this session's own (edits sent outside add/remove) is saved. Another session's is theirs."""

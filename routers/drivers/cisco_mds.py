@@ -104,7 +104,7 @@ from routers.drivers.cisco_mds_show import (
     resolve,
 )
 from routers.drivers.netmiko_base import closed_session_is_eof
-from routers.drivers.together import send_and_split
+from routers.drivers.together import operation, send_and_split
 from routers.drivers.zoning import (
     ACTIVE_ZONESET,
     FabricZoning,
@@ -241,6 +241,7 @@ class CiscoMdsDriver(ZoneLocks):
         """The fcip profiles and interfaces: the FCIP part of the running configuration only."""
         return self.show("show running-config fcip", parse_fcip_config)
 
+    @operation
     def zoning(self, *, zonesets: bool = True) -> FabricZoning:
         """The router's VSAN as the switch enforces it: the full database's zones (fcalias members
         expanded by the switch), which zones each full zoneset lists (`zonesets`: only what a change
@@ -291,10 +292,12 @@ class CiscoMdsDriver(ZoneLocks):
         return {"vsan": self.target.vsan, **super().zoning_image(fabric)}
 
     # --- operations --------------------------------------------------------------------------
+    @operation
     def list_links(self) -> list[RouterLink]:
         self.together(None, ["show running-config fcip", *self.zoning_reads(zonesets=False)])
         return self._links(self.fcip_config(), self.zoning(zonesets=False))
 
+    @operation
     def remnants(self, spec: LinkSpec) -> bool:
         """Anything of the link on the switch: listed, or any of its zones in force."""
         self.together(None, ["show running-config fcip", *self.zoning_reads(zonesets=False)])
@@ -311,6 +314,7 @@ class CiscoMdsDriver(ZoneLocks):
         carrying = {number: interface.get("shutdown") == "no" for number, interface in config.interfaces.items()}
         return fabric_links(fabric, ZONE_RE, remote_of, carrying)
 
+    @operation
     def add_link(self, spec: LinkSpec) -> None:
         self.render_add(spec)  # validation before anything is sent
         self._check_vsan(spec)
@@ -337,6 +341,7 @@ class CiscoMdsDriver(ZoneLocks):
             self.warn(f"no zoneset was active in vsan {spec.vsan}; flexzone created and activated {self.zoneset} for "
                       "its zones")
 
+    @operation
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
         self._check_vsan(spec)
@@ -494,6 +499,7 @@ class CiscoMdsDriver(ZoneLocks):
         if refusal := stale_full_database(fabric, status, ours, self.target.vsan):
             raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
 
+    @operation
     def save_config(self) -> None:
         conn = self.conn
         with self._router_call("copy running-config startup-config"), closed_session_is_eof(self):

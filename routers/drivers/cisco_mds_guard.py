@@ -229,6 +229,7 @@ class ZoneLocks(SessionGuardedDriver):
         next session frees it if it is still ours (claim_zoning). Freeing our own lock is clean-up: it
         is sent even when the operation's time limit has passed (bounded by the command timeout)."""
         vsan = self.target.vsan
+        self._ahead.clear()  # spoken to outside _router_call: nothing read before stands after
         try:
             self.conn.send_config_set([f"no zone commit vsan {vsan}"], exit_config_mode=True,
                                       read_timeout=self.target.command_timeout, error_pattern=CONFIG_ERRORS)

@@ -101,6 +101,7 @@ class NetmikoDriver(RouterDriver):
         self._notes: list[str] = []
         self._reads = ReadStats()  # show commands sent since take_read_stats()
         self._ahead: dict[str, str] = {}  # replies of reads sent together, until the next exchange
+        self._operations = 0  # public operations running (together.one_operation)
 
     # --- session -------------------------------------------------------------------------------
     def connection_args(self) -> dict[str, Any]:

@@ -9,7 +9,8 @@ splits.
 
 A reply read ahead is kept only until the next command goes to the router (``NetmikoDriver.show``
 takes it; any other exchange forgets it), so a read sent with a change is never taken for a read
-made after a later one.
+made after a later one; and never beyond the public driver operation that sent it (``@operation``):
+one ended by an exception (ZoningBusy, say) leaves nothing for the next operation of a pooled session.
 
 Paging would swallow the next line sent ahead as its answer, so only sessions that do not page send
 together (``sends_together``); the others send one line at a time, as before.
@@ -17,10 +18,45 @@ together (``sends_together``); the others send one line at a time, as before.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 
 from netmiko.base_connection import BaseConnection
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+class ReadsAhead(Protocol):
+    _ahead: dict[str, str]
+    _operations: int
+
+
+@contextmanager
+def one_operation(driver: ReadsAhead) -> Iterator[None]:
+    """A public driver operation: it starts with no reply read ahead and leaves none, however it ends.
+    Operations called inside another (add_link reading zoning()) share the outer one's replies."""
+    outer = driver._operations == 0
+    if outer:
+        driver._ahead.clear()
+    driver._operations += 1
+    try:
+        yield
+    finally:
+        driver._operations -= 1
+        if outer:
+            driver._ahead.clear()
+
+
+def operation(method: Method) -> Method:
+    """Mark a public driver operation (list_links, add_link, zoning, ...): see one_operation."""
+    @functools.wraps(method)
+    def wrapper(self: ReadsAhead, *args: Any, **kwargs: Any) -> Any:
+        with one_operation(self):
+            return method(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
 
 
 def prompt_at_line_start(base_prompt: str) -> str:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
+from routers.drivers.base import ZoningBusy
 from routers.drivers.brocade_fos_show import parse_cfgshow, parse_tunnel_table
-from routers.drivers.together import strip_echo
+from routers.drivers.together import one_operation, strip_echo
 from simulators.admin import FabricAdmin
 from simulators.roundtrips import turns_between
+from tests.support.fabric import spec_for
 from tests.support.real_layouts import body_of
 
 CFGSHOW = body_of("fos/cfgshow__fos9_aliases_wrapped.txt")
@@ -34,8 +38,9 @@ def test_reads_sent_together_take_one_round_trip_and_each_gets_its_own_reply(sim
     driver = driver_for(fos)
     one_by_one = driver.zoning(), driver.tunnels()
     before = fos.round_trips()
-    driver.together(None, BATCH)
-    together = driver.zoning(), driver.tunnels()
+    with one_operation(driver):
+        driver.together(None, BATCH)
+        together = driver.zoning(), driver.tunnels()
     assert turns_between(before, fos.round_trips())["commands"] == 1
     assert together == one_by_one and together[0].in_effect == "PROD"
 
@@ -63,3 +68,33 @@ def test_a_paged_fos_session_sends_one_line_at_a_time(sim_factory, driver_for):
     links = driver.list_links()
     assert turns_between(before, fos.round_trips())["commands"] >= len(BATCH)
     assert links == []
+
+
+def test_replies_read_ahead_for_an_add_that_found_the_fabric_busy_never_answer_a_later_read(sim_factory, driver_for):
+    fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    admin = FabricAdmin(fos, "brocade_fos")
+    try:
+        admin.seed_production()
+        admin.start_edit()
+        driver = driver_for(fos)
+        with pytest.raises(ZoningBusy):
+            driver.add_link(spec_for("brocade_fos"))  # cfgshow and the tunnels were read with cfgtransshow
+        admin.abandon_edit()
+        admin.stage_change()
+        assert "adm_staged" in driver.zoning().configs["PROD"]  # the pooled session reads the switch again
+    finally:
+        admin.close()
+
+
+def test_an_mds_listing_after_a_remove_that_waited_for_the_lock_shows_the_switch_as_it_is(mds, mds_admin, driver_for):
+    spec = spec_for("cisco_mds")
+    mds_admin.seed_production()
+    mds_admin.enhanced_mode()
+    driver = driver_for(mds)
+    driver.add_link(spec)
+    mds_admin.start_edit()
+    with pytest.raises(ZoningBusy):
+        driver.remove_link(spec)  # the fcip configuration and the zoning were read with the zone status
+    mds_admin.abandon_edit()
+    driver_for(mds).remove_link(spec)  # another flexzone session
+    assert spec.key not in {link.key for link in driver.list_links()}
