@@ -152,12 +152,14 @@ class ZoneLocks(SessionGuardedDriver):
                 # `configure terminal` goes as a line of its own, answered by its prompt: netmiko's
                 # config_mode()/exit_config_mode() would also send an empty line before and after to
                 # look at the prompt, round trips the prompts already show.
-                wait = self.wait_limit(self.target.command_timeout)
+                # Each send waits the command timeout at most (less when the operation's limit is nearer).
+                limit = self.target.command_timeout
                 output = ""
                 if lines[:-2]:
-                    output = str(conn.send_config_set(lines[:-2], read_timeout=wait, error_pattern=CONFIG_ERRORS,
-                                                      enter_config_mode=False, exit_config_mode=False))
-                (said, ended), prompt = send_and_split(conn, lines[-2:], wait)
+                    output = str(conn.send_config_set(lines[:-2], read_timeout=self.wait_limit(limit),
+                                                      error_pattern=CONFIG_ERRORS, enter_config_mode=False,
+                                                      exit_config_mode=False))
+                (said, ended), prompt = send_and_split(conn, lines[-2:], self.wait_limit(limit))
                 output += f"\n{lines[-2]}\n{said}\nend\n{ended}"
                 if re.search(CONFIG_ERRORS, said):
                     raise ConfigInvalidException(f"Invalid input detected at command: {lines[-2]}")

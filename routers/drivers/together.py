@@ -12,6 +12,9 @@ takes it; any other exchange forgets it), so a read sent with a change is never 
 made after a later one; and never beyond the public driver operation that sent it (``@operation``):
 one ended by an exception (ZoningBusy, say) leaves nothing for the next operation of a pooled session.
 
+The lines of one send share one wait: each line's read gets only the time left of it, so a batch
+never outlasts the command timeout (or the operation's time limit) however many lines it holds.
+
 Paging would swallow the next line sent ahead as its answer, so only sessions that do not page send
 together (``sends_together``); the others send one line at a time, as before.
 """
@@ -20,11 +23,13 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
 from netmiko.base_connection import BaseConnection
+from netmiko.exceptions import ReadTimeout
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 
@@ -82,14 +87,19 @@ def strip_echo(reply: str, command: str, batch: Sequence[str]) -> str:
 def send_and_split(conn: BaseConnection, commands: Sequence[str], read_timeout: float,
                    stop: str | None = None) -> tuple[list[str], str]:
     """Write `commands` in one send; read one prompt per line; return each line's reply (echo and prompt
-    stripped) and the last prompt. `stop` (a pattern, e.g. a pager) seen before the last prompt raises
+    stripped) and the last prompt. All the lines are read within `read_timeout` (ReadTimeout when it
+    runs out). `stop` (a pattern, e.g. a pager or a question) seen before the last prompt raises
     ValueError: the lines still queued went to whatever asked."""
+    deadline = time.monotonic() + read_timeout
     conn.write_channel("".join(command + conn.RETURN for command in commands))
     prompt = prompt_at_line_start(conn.base_prompt)
     either = prompt if stop is None else rf"(?:{prompt})|(?:{stop})"
     replies, last = [], ""
     for command in commands:
-        text = str(conn.read_until_pattern(pattern=either, read_timeout=read_timeout, re_flags=re.M))
+        left = deadline - time.monotonic()
+        if left <= 0:  # netmiko reads for ever when given 0
+            raise ReadTimeout(f"{command!r}: no prompt within {read_timeout:g}s of sending {len(commands)} lines")
+        text = str(conn.read_until_pattern(pattern=either, read_timeout=left, re_flags=re.M))
         found = re.search(prompt, text, re.M)
         if found is None:
             raise ValueError(f"{command!r}: the device asked {text.strip().splitlines()[-1][:80]!r} while lines "

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from routers.drivers.base import ZoningBusy
+from routers.drivers.base import RouterTimeout, ZoningBusy
+from routers.drivers.brocade_fos import LISTING
 from routers.drivers.brocade_fos_show import parse_cfgshow, parse_tunnel_table
 from routers.drivers.together import one_operation, strip_echo
 from simulators.admin import FabricAdmin
@@ -98,3 +101,14 @@ def test_an_mds_listing_after_a_remove_that_waited_for_the_lock_shows_the_switch
     mds_admin.abandon_edit()
     driver_for(mds).remove_link(spec)  # another flexzone session
     assert spec.key not in {link.key for link in driver.list_links()}
+
+
+def test_lines_sent_together_share_one_command_timeout(sim_factory, driver_for):
+    # Each reply comes within the timeout, all three together do not: the send fails at the timeout.
+    fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    driver = driver_for(fos, command_timeout=1.0)
+    fos.timing.command, fos.scale = 0.7, 1.0
+    started = time.monotonic()
+    with pytest.raises(RouterTimeout):
+        driver.together(None, LISTING)
+    assert time.monotonic() - started < 2.0  # one at a time, the three reads would take 2.1 s
