@@ -85,7 +85,7 @@ from routers.drivers.brocade_fos_show import (
     parse_circuit_details,
     parse_tunnel_table,
 )
-from routers.drivers.brocade_fos_zoning import ZONE_CFG, ZONE_RE, FosZoningEdits, link_prefix
+from routers.drivers.brocade_fos_zoning import YES_NO, ZONE_CFG, ZONE_RE, FosZoningEdits, link_prefix
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof, netmiko_device_type
 from routers.drivers.telnet_login import PatientTelnet
 from routers.drivers.together import operation
@@ -137,7 +137,7 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
     # How FOS refuses a show command it does not have (rbash) or not in this form (its usage text).
     read_refusal = r"(?mi)^(?:-?rbash: |.*command not found|Usage: |\S+: Invalid (?:option|port parameter))"
     logout_command = "exit"
-    together_stop = PAGER
+    together_stop = rf"(?:{PAGER})|(?:{YES_NO})"  # either would take the next line queued as its answer
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from routers.drivers.base import RouterTimeout, ZoningBusy
+from routers.drivers.base import RouterConnectError, RouterTimeout, ZoningBusy
 from routers.drivers.brocade_fos import LISTING
 from routers.drivers.brocade_fos_show import parse_cfgshow, parse_tunnel_table
 from routers.drivers.together import one_operation, strip_echo
@@ -112,3 +112,18 @@ def test_lines_sent_together_share_one_command_timeout(sim_factory, driver_for):
     with pytest.raises(RouterTimeout):
         driver.together(None, LISTING)
     assert time.monotonic() - started < 2.0  # one at a time, the three reads would take 2.1 s
+
+
+def test_a_fos_question_while_lines_are_queued_stops_the_send_at_once(sim_factory, driver_for):
+    # The line queued behind would go to the question as its answer: the session is dropped instead.
+    fos = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    admin = FabricAdmin(fos, "brocade_fos")
+    try:
+        admin.seed_production()
+        driver = driver_for(fos)
+        started = time.monotonic()
+        with pytest.raises(RouterConnectError, match="asked"):
+            driver.together('cfgenable "PROD"', ["cfgshow"])
+        assert time.monotonic() - started < driver.target.command_timeout
+    finally:
+        admin.close()
