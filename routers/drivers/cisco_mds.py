@@ -426,7 +426,11 @@ class CiscoMdsDriver(ZoneLocks):
                     f"vsan {vsan}: the full zone database changed while flexzone edited it "
                     f"({describe_changes(changes)}); flexzone took its own edits back and activated nothing",
                     router_message="", transcript=self._peek_transcript())
-            self.zoning_changed(now)  # the read right before activating
+            try:
+                self.zoning_changed(now)  # the read right before activating
+            except Exception:
+                self.leave_configuration()
+                raise
             self.configure([lines[-1], *last, "end"], entered=True)
         elif first or lines or last:
             if lines:

@@ -195,3 +195,17 @@ def test_mds_basic_mode_never_leaves_behind_a_zoneset_an_admin_deleted_meanwhile
         driver.add_link(SPEC)
     assert "PROD" not in mds.state().running["zonesets"]["1"]
     assert production_in_force(mds, "cisco_mds") and flexzone_zones(mds, "cisco_mds") == {}
+
+
+def test_mds_basic_mode_leaves_configuration_mode_when_journaling_the_activation_fails(mds, mds_admin, driver_for):
+    mds_admin.seed_production()
+    driver = driver_for(mds)
+
+    def journal_fails(before):
+        raise RuntimeError("journal unavailable")
+
+    driver.zoning_changed = journal_fails  # the before-image cannot be taken, in configuration mode
+    with pytest.raises(RuntimeError):
+        driver.add_link(SPEC)
+    assert "(config" not in driver.conn.find_prompt()
+    assert flexzone_zones(mds, "cisco_mds") == {}  # nothing activated
