@@ -70,13 +70,17 @@ LEAST: dict[str, dict[str, Least]] = {
     "cisco_mds": {
         # NX-OS runs pasted lines on after one fails, in whatever (sub)mode it is left in, so every
         # configuration line whose failure must stop the next is a turn of its own; `end` may follow the last.
-        "add": Least(19, "show zone status, show running-config fcip, show zone, show zoneset brief, show zoneset "
-                         "active (one send); configure terminal and 13 lines (feature fcip, the profile, the "
-                         "interface, the zone and its members, the zoneset member); the zoning read again before "
-                         "activating (one send); configure terminal and zoneset activate; the listing to verify"),
-        "remove": Least(11, "the reads (one send); configure terminal, zoneset name, no member, no zone name; the "
-                            "read before activating; configure terminal, zoneset activate, no interface fcip, no fcip "
-                            "profile; the reads to verify (one send)"),
+        # `configure terminal` only enters configuration mode (Cisco MDS 9000 Series NX-OS Command Reference,
+        # "configure terminal"): it asks nothing and changes nothing, so it goes in the send before it, after
+        # the reads, whose answers and its prompt are all read before the first configuration line is sent.
+        "add": Least(17, "show zone status, show running-config fcip, show zone, show zoneset brief, show zoneset "
+                         "active and configure terminal (one send); 13 lines (feature fcip, the profile, the "
+                         "interface, the zone and its members, the zoneset member; end with the last); the zoning "
+                         "read again before activating and configure terminal (one send); zoneset activate and end; "
+                         "the listing to verify"),
+        "remove": Least(9, "the reads and configure terminal (one send); zoneset name, no member, no zone name (and "
+                           "end); the read before activating and configure terminal (one send); zoneset activate, no "
+                           "interface fcip, no fcip profile (and end); the reads to verify (one send)"),
         "list": Least(1, "show running-config fcip, show zone, show zoneset active (one send)"),
     },
 }

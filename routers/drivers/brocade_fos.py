@@ -55,6 +55,12 @@ Device quirks handled here
   Extension commands print ``Operation Succeeded.`` or an ``Object exists.``-style error.
 * Echo of commands longer than the terminal wraps with ``\\r`` on real FOS (netmiko #1798), so long
   lines are sent without netmiko's echo check.
+* Over SSH (FOS 9 prints long output unpaged there) lines that need no answer in between go in one send
+  (together.py), one WAN round trip: the reads a change decides from, the listing that verifies it, the
+  ``cfgtransshow`` after the first zoning edit and the ``cfgshow`` before ``cfgenable`` (a read after an
+  edit that failed is harmless). Each zoning edit, ``cfgenable`` and its answer, and each ``portcfg``
+  change still wait for their own reply. Telnet sessions page, and a pager would take a line sent ahead:
+  there every line goes alone.
 """
 
 from __future__ import annotations
@@ -79,9 +85,10 @@ from routers.drivers.brocade_fos_show import (
     parse_circuit_details,
     parse_tunnel_table,
 )
-from routers.drivers.brocade_fos_zoning import ZONE_CFG, ZONE_RE, FosZoningEdits, link_prefix
+from routers.drivers.brocade_fos_zoning import YES_NO, ZONE_CFG, ZONE_RE, FosZoningEdits, link_prefix
 from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof, netmiko_device_type
 from routers.drivers.telnet_login import PatientTelnet
+from routers.drivers.together import operation
 from routers.drivers.zoning import EFFECTIVE, check_fcip_add, fabric_links, link_zones, pair_zones, port_zones
 from routers.drivers.zoning_restore import render_fos_restore
 from routers.platforms import Platform, Transport
@@ -94,6 +101,8 @@ CIRCUIT_EXISTS = r"Circuit \S+ already exists\."
 BUSY = r"(?i)another zoning transaction|transaction is in progress"
 TUNNEL_DESCRIPTION = "flexzone"
 ECHO_CHECK_LIMIT = 70  # FOS wraps the echo at 80 columns, prompt included
+# What list_links and remnants read, and before a change the transaction too: one send each time.
+LISTING = ["cfgshow", "portshow fciptunnel all -c", "portcfgshow fcipcircuit all"]
 
 
 @netmiko_device_type("brocade_fos_telnet")
@@ -128,6 +137,7 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
     # How FOS refuses a show command it does not have (rbash) or not in this form (its usage text).
     read_refusal = r"(?mi)^(?:-?rbash: |.*command not found|Usage: |\S+: Invalid (?:option|port parameter))"
     logout_command = "exit"
+    together_stop = rf"(?:{PAGER})|(?:{YES_NO})"  # either would take the next line queued as its answer
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -185,6 +195,11 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
         ]
 
     # --- commands ----------------------------------------------------------------------------
+    @property
+    def sends_together(self) -> bool:
+        # FOS 9 SSH sessions print long output unpaged; the telnet CLI's pager would take a line sent ahead.
+        return self.target.transport == Transport.SSH
+
     def verify_echo(self, command: str) -> bool:
         return len(command) <= ECHO_CHECK_LIMIT
 
@@ -251,12 +266,16 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
                                     "table lists", transcript=self._peek_transcript())
         return tunnels
 
+    @operation
     def list_links(self) -> list[RouterLink]:
+        self.together(None, LISTING)
         return self._links(self.zoning(), self.tunnels())
 
+    @operation
     def remnants(self, spec: LinkSpec) -> bool:
         """Anything of the link on the switch: listed, or any of its zones in force (a remove cut off
         after it deleted the tunnel leaves those, and they still grant access)."""
+        self.together(None, LISTING)
         fabric, tunnels = self.zoning(), self.tunnels()
         listed = spec.key in {link.key for link in self._links(fabric, tunnels)}
         # Zones of the VE port are another link's when its tunnel goes to another gateway.
@@ -271,11 +290,13 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
                             {ve: tunnel.oper for ve, tunnel in on_ve.items()})
 
     # --- operations --------------------------------------------------------------------------
+    @operation
     def add_link(self, spec: LinkSpec) -> None:
         tunnel_line, circuit_line = tunnel_lines(spec)
         self.render_add(spec)  # validation before anything is sent
         # Everything that can refuse (someone else's transaction or tunnel, staged changes, no cfg to
         # use) is decided before the first change, so a refusal leaves the switch untouched.
+        self.together(None, ["cfgtransshow", *LISTING])
         self.claim_zoning()
         fabric = self.zoning()
         tunnels = self.tunnels()
@@ -306,8 +327,10 @@ class BrocadeFosDriver(FosZoningEdits, SessionGuardedDriver):
             raise LinkExists(f"link {spec.key} already configured", router_message="",
                              transcript=self._peek_transcript())
 
+    @operation
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
+        self.together(None, ["cfgtransshow", *LISTING])
         self.claim_zoning()
         fabric = self.zoning()
         tunnel = self.tunnels().get(str(spec.port))

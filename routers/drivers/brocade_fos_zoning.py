@@ -34,6 +34,7 @@ from typing import Any
 
 from routers.drivers.base import CommandRejected, GarbledOutput, LinkSpec, ZoningBusy, ZoningChanged
 from routers.drivers.brocade_fos_show import NO_TRANSACTION, FosZoning, parse_cfgshow, parse_cfgtransshow
+from routers.drivers.together import operation
 from routers.drivers.zoning import plan_link_zoning, refuse_staged_changes, touches
 
 YES_NO = r"\(yes, y, no, n\): \[no\]\s*$"
@@ -58,6 +59,9 @@ class FosZoningEdits:
     run: Callable[..., str]
     show: Callable[..., Any]
     run_confirmed: Callable[..., str]
+    together: Callable[[str | None, list[str]], str]
+    _ahead: dict[str, str]
+    _operations: int
     rejection: Callable[[str, str], Exception]
     warn: Callable[[str], None]
     _peek_transcript: Callable[[], str]
@@ -67,6 +71,7 @@ class FosZoningEdits:
     _conn: Any
 
     # --- reading -------------------------------------------------------------------------------
+    @operation
     def zoning(self) -> FosZoning:
         fabric = self.show("cfgshow", parse_cfgshow)
         self.zoning_read(fabric)
@@ -110,18 +115,27 @@ class FosZoningEdits:
         """A zoning command that asks (yes, y, no, n): answer y; return everything it said."""
         return self.run_confirmed(command, YES_NO, "y")
 
-    def zoning_edit(self, command: str) -> None:
-        """A zoning edit: silent on success, so any output is an error (Cinder's rule).
+    def zoning_edit(self, command: str, reads: list[str] | None = None) -> None:
+        """A zoning edit: silent on success, so any output is an error (Cinder's rule). `reads` go in
+        the same send (a read is harmless after an edit that failed) and are taken by the next show()s.
 
-        The first edit that succeeds opens this session's transaction; its token is read at once,
-        so that only that transaction is ever aborted (an edit refused because another session got
-        there first opened nothing of ours).
+        The first edit that succeeds opens this session's transaction; its token is read at once
+        (``cfgtransshow`` sent with it), so that only that transaction is ever aborted (an edit refused
+        because another session got there first opened nothing of ours).
         """
-        output = self.run(command).strip()
+        first = self._own_token is None
+        output = self.together(command, [*(["cfgtransshow"] if first else []), *(reads or [])]).strip()
         if output:
+            self._ahead.clear()  # read after a refused edit: whoever handles the refusal reads afresh
             raise self.rejection(command, output)
-        if self._own_token is None:
+        if first:
             self._own_token = self.transaction()
+
+    def zoning_edits(self, edits: list[str], *, read_after: bool) -> None:
+        """The edits, one round trip each; the last (`read_after`: the zoning is read again before
+        enabling) sent with that ``cfgshow``."""
+        for index, command in enumerate(edits):
+            self.zoning_edit(command, ["cfgshow"] if read_after and index == len(edits) - 1 else [])
 
     def enable(self, cfg: str) -> None:
         output = self.confirm(f'cfgenable "{cfg}"')
@@ -135,6 +149,7 @@ class FosZoningEdits:
             raise self.rejection("cfgsave", output)
         self._own_token = None
 
+    @operation
     def save_config(self) -> None:
         """Extension config is written to flash as applied and zoning by cfgenable; only a transaction
         of this session's own (edits sent outside add/remove) is saved. Another session's is theirs."""
@@ -191,8 +206,7 @@ class FosZoningEdits:
         return cfg, edits
 
     def _apply(self, cfg: str, edits: list[str], fabric: FosZoning, ours: set[str]) -> None:
-        for command in edits:
-            self.zoning_edit(command)
+        self.zoning_edits(edits, read_after=True)
         self.zoning_changed(self._still_as_read(fabric, cfg, ours))  # journaled before it goes in force
         self.enable(cfg)
         if fabric.in_effect is None:
@@ -242,18 +256,21 @@ class FosZoningEdits:
         # Our zones are taken out of the cfg in effect and out of fz_cfg only; any other cfg that lists
         # one is somebody else's, so that zone stays defined (FOS refuses to delete a cfg member).
         holders = [holder for holder in dict.fromkeys((cfg, self.zone_cfg)) if holder in fabric.configs]
+        edits = []
         for holder in holders:
             leaving = [name for name in sorted(ours) if name in fabric.configs[holder]]
             if leaving:
-                self.zoning_edit(f'cfgremove "{holder}", "{"; ".join(leaving)}"')
+                edits.append(f'cfgremove "{holder}", "{"; ".join(leaving)}"')
         held_elsewhere = {name for other in fabric.cfgs_holding(ours) if other not in holders
                           for name in fabric.configs[other] if name in ours}
-        for name in sorted(ours):
-            if name in fabric.zones and name not in held_elsewhere:
-                self.zoning_edit(f'zonedelete "{name}"')
+        edits += [f'zonedelete "{name}"' for name in sorted(ours)
+                  if name in fabric.zones and name not in held_elsewhere]
+        enabling = cfg is not None and touches(fabric, cfg, ours)
+        self.zoning_edits(edits, read_after=enabling)
         if held_elsewhere:
             self.warn(f"zones {', '.join(sorted(held_elsewhere))} stay defined: other configurations list them")
-        if cfg is not None and touches(fabric, cfg, ours):
+        if enabling:
+            assert cfg is not None
             self.zoning_changed(self._still_as_read(fabric, cfg, ours))
             self.enable(cfg)
         elif self._own_token is not None:

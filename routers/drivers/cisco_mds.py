@@ -48,6 +48,11 @@ What is read (``show zone status``, the zone views, ``show device-alias database
 ``show running-config fcip``, never the whole running-config) is parsed in cisco_mds_show.py; the
 interface and zone lines are written in cisco_mds_config.py.
 
+Round trips: the reads a change decides from go in one send (together.py), and so do the reads that
+verify it; the read before ``zoneset activate`` goes with ``configure terminal``, which changes nothing,
+so the activation follows that read by one round trip. NX-OS runs pasted lines on after one fails, so
+every configuration line waits for its own reply, but the last, which goes with ``end``.
+
 Why a VSAN per router rather than VSAN = zone id: VSAN 1 is the default VSAN every MDS port (FCIP
 interfaces included, "Port vsan is 1") already belongs to, so the zone is enforced with no VSAN
 database or trunk-allowed changes; zone ids 4079 and 4094 would collide with reserved VSANs; and a
@@ -60,15 +65,13 @@ import ipaddress
 import re
 from collections.abc import Callable
 
-from netmiko.exceptions import ConfigInvalidException
-
 from routers.drivers.base import (
     CommandRejected,
+    GarbledOutput,
     LinkAbsent,
     LinkExists,
     LinkSpec,
     RouterLink,
-    ZoningBusy,
 )
 from routers.drivers.cisco_mds_config import (
     DESCRIPTION,
@@ -80,13 +83,12 @@ from routers.drivers.cisco_mds_config import (
 )
 from routers.drivers.cisco_mds_guard import (
     BUSY,
-    CONFIG_ERRORS,
     Expected,
     ZoneLocks,
     changed_under_us,
+    error_line,
     restore_lines,
     stale_full_database,
-    still_holding,
 )
 from routers.drivers.cisco_mds_show import (
     FcipConfig,
@@ -102,6 +104,7 @@ from routers.drivers.cisco_mds_show import (
     resolve,
 )
 from routers.drivers.netmiko_base import closed_session_is_eof
+from routers.drivers.together import operation, send_and_split
 from routers.drivers.zoning import (
     ACTIVE_ZONESET,
     FabricZoning,
@@ -214,55 +217,21 @@ class CiscoMdsDriver(ZoneLocks):
             self.run("terminal dont-ask")
 
     # --- commands ----------------------------------------------------------------------------
-    def configure(self, lines: list[str]) -> str:
-        """Send the lines from ``configure terminal`` to ``end``, one round trip each.
+    @property
+    def sends_together(self) -> bool:
+        return True  # netmiko's cisco_nxos login sends `terminal length 0`: no pager takes a line sent ahead
 
-        In enhanced mode a failure after our zone session was created discards it (``no zone
-        commit``), so nothing half-edited stays pending under our lock.
-        """
-        assert lines[0] == "configure terminal" and lines[-1] == "end"
-        conn = self.conn
+    def zoning_reads(self, *, zonesets: bool = True) -> list[str]:
+        """What zoning() sends (a device-alias read aside, sent only when a zone names one)."""
         vsan = self.target.vsan
-        held = vsan in self._holding
-        if not held:  # recorded before anything is sent: this session may take the lock, then die unseen
-            self._record_lock(vsan, True)
-        mark = len(self._peek_transcript())
-        with self._router_call(lines[1]), closed_session_is_eof(self):
-            try:
-                # `configure terminal` and `end` go as lines of their own, each answered by its prompt:
-                # netmiko's config_mode()/exit_config_mode() would also send an empty line before and
-                # after each to look at the prompt, four round trips the prompts already show.
-                output = str(conn.send_config_set(
-                    lines, read_timeout=self.wait_limit(self.target.command_timeout), error_pattern=CONFIG_ERRORS,
-                    enter_config_mode=False, exit_config_mode=False,
-                ))
-                last = (output.rstrip().splitlines() or [""])[-1]
-                if not re.fullmatch(rf"{re.escape(conn.base_prompt)}#\s*", last):
-                    output += str(conn.exit_config_mode())  # not back in exec mode: make sure, as netmiko does
-            except ConfigInvalidException as exc:
-                said = self._peek_transcript()[mark:]
-                message = _error_line(said)
-                try:
-                    conn.exit_config_mode()  # leave the session usable for the next operation
-                except Exception:  # noqa: BLE001 - the rejection is what matters; a dead session is dropped later
-                    pass
-                # Never locked, or our commit already freed the lock (which may be someone else's now):
-                # nothing of ours to discard.
-                self._track_lock(holding := still_holding(held, said))
-                if holding:
-                    self.discard_zone_session()
-                if re.search(BUSY, message):
-                    raise ZoningBusy(f"configure: {message} (another session holds the zoning lock of vsan {vsan})",
-                                     transcript=self._peek_transcript()) from exc
-                raise CommandRejected(f"configure: {message}", router_message=message,
-                                      transcript=self._peek_transcript()) from exc
-            except Exception:
-                # A lock whose creation we did not see is not remembered as ours (it may be a person's
-                # by the time anyone looks); one we saw and did not commit is freed by our next session.
-                self._track_lock(still_holding(held, self._peek_transcript()[mark:]))
-                raise
-        self._track_lock(still_holding(held, output))
-        return output
+        return [f"show zone vsan {vsan}", *([f"show zoneset brief vsan {vsan}"] if zonesets else []),
+                f"show zoneset active vsan {vsan}"]
+
+    def read_before_change(self) -> None:
+        """Everything a change decides from, in one send: the zoning status (whose lock), the FCIP
+        configuration and the zoning."""
+        self.together(None, [f"show zone status vsan {self.target.vsan}", "show running-config fcip",
+                             *self.zoning_reads()])
 
     def zone_status(self) -> ZoneStatus:
         vsan = self.target.vsan
@@ -272,12 +241,14 @@ class CiscoMdsDriver(ZoneLocks):
         """The fcip profiles and interfaces: the FCIP part of the running configuration only."""
         return self.show("show running-config fcip", parse_fcip_config)
 
+    @operation
     def zoning(self, *, zonesets: bool = True) -> FabricZoning:
         """The router's VSAN as the switch enforces it: the full database's zones (fcalias members
         expanded by the switch), which zones each full zoneset lists (`zonesets`: only what a change
         needs), the active zoneset, and device-alias members replaced by their pwwns where it matters: in
         a zone whose two views differ (both name a device-alias alike) and in flexzone's own zones."""
         vsan = self.target.vsan
+        self.together(None, self.zoning_reads(zonesets=zonesets))
         zones = self.show(f"show zone vsan {vsan}", lambda text: parse_zones(text, vsan))
         configs = self.show(f"show zoneset brief vsan {vsan}",
                             lambda text: parse_zoneset_brief(text, vsan)) if zonesets else {}
@@ -291,15 +262,45 @@ class CiscoMdsDriver(ZoneLocks):
         self.zoning_read(fabric)
         return fabric
 
+    def zoning_then_configure(self) -> FabricZoning:
+        """The zoning read again with ``configure terminal`` in the same send, so that the activation
+        (or taking our edits back) follows that read by one round trip. ``configure terminal`` asks
+        and changes nothing; its prompt is checked before anything else is sent. A failure here leaves
+        configuration mode again."""
+        reads, conn = self.zoning_reads(), self.conn
+        with self._router_call(reads[0]), closed_session_is_eof(self):
+            replies, prompt = send_and_split(conn, [*reads, "configure terminal"],
+                                             self.wait_limit(self.target.command_timeout))
+        self._ahead = dict(zip(reads, replies, strict=False))
+        try:
+            if not re.fullmatch(rf"{re.escape(conn.base_prompt)}\(config\)#", prompt):
+                raise GarbledOutput(f"configure terminal: answered by {prompt!r}, not the configuration prompt",
+                                    transcript=self._peek_transcript())
+            return self.zoning()
+        except Exception:
+            self.leave_configuration()
+            raise
+
+    def leave_configuration(self) -> None:
+        """``end``, best effort: a session that cannot leave configuration mode is dropped by the next error."""
+        try:
+            self.run("end")
+        except Exception:  # noqa: BLE001 - what the caller is reporting matters more
+            pass
+
     def zoning_image(self, fabric: FabricZoning) -> dict:
         return {"vsan": self.target.vsan, **super().zoning_image(fabric)}
 
     # --- operations --------------------------------------------------------------------------
+    @operation
     def list_links(self) -> list[RouterLink]:
+        self.together(None, ["show running-config fcip", *self.zoning_reads(zonesets=False)])
         return self._links(self.fcip_config(), self.zoning(zonesets=False))
 
+    @operation
     def remnants(self, spec: LinkSpec) -> bool:
         """Anything of the link on the switch: listed, or any of its zones in force."""
+        self.together(None, ["show running-config fcip", *self.zoning_reads(zonesets=False)])
         fabric, config = self.zoning(zonesets=False), self.fcip_config()
         listed = spec.key in {link.key for link in self._links(config, fabric)}
         # Zones of the port are another link's when its interface peers with another gateway.
@@ -313,9 +314,11 @@ class CiscoMdsDriver(ZoneLocks):
         carrying = {number: interface.get("shutdown") == "no" for number, interface in config.interfaces.items()}
         return fabric_links(fabric, ZONE_RE, remote_of, carrying)
 
+    @operation
     def add_link(self, spec: LinkSpec) -> None:
         self.render_add(spec)  # validation before anything is sent
         self._check_vsan(spec)
+        self.read_before_change()
         status, freeing = self.claim_zoning()
         config = self.fcip_config()
         interface = config.interfaces.get(spec.port)
@@ -338,9 +341,11 @@ class CiscoMdsDriver(ZoneLocks):
             self.warn(f"no zoneset was active in vsan {spec.vsan}; flexzone created and activated {self.zoneset} for "
                       "its zones")
 
+    @operation
     def remove_link(self, spec: LinkSpec) -> None:
         self.check_spec(spec, adding=False)
         self._check_vsan(spec)
+        self.read_before_change()
         status, freeing = self.claim_zoning()
         config = self.fcip_config()
         interface = config.interfaces.get(spec.port)
@@ -409,17 +414,24 @@ class CiscoMdsDriver(ZoneLocks):
             self.configure(["configure terminal", *first, *lines, f"zone commit vsan {vsan}", *last, "end"])
             self.verify_commit()
         elif zoneset is not None and lines and lines[-1].startswith("zoneset activate"):
-            self.configure(["configure terminal", *first, *lines[:-1], "end"])
-            now = self.zoning()
+            if first or lines[:-1]:  # a retry may find every edit made and only the activation left
+                self.configure(["configure terminal", *first, *lines[:-1], "end"])
+            now = self.zoning_then_configure()
             if changes := changed_under_us(fabric, now, zoneset, expect):
                 if undo := restore_lines(fabric, now, set(expect), zoneset, vsan):
-                    self.configure(["configure terminal", *undo, "end"])
+                    self.configure([*undo, "end"], entered=True)
+                else:
+                    self.leave_configuration()
                 raise CommandRejected(
                     f"vsan {vsan}: the full zone database changed while flexzone edited it "
                     f"({describe_changes(changes)}); flexzone took its own edits back and activated nothing",
                     router_message="", transcript=self._peek_transcript())
-            self.zoning_changed(now)  # the read right before activating
-            self.configure(["configure terminal", lines[-1], *last, "end"])
+            try:
+                self.zoning_changed(now)  # the read right before activating
+            except Exception:
+                self.leave_configuration()
+                raise
+            self.configure([lines[-1], *last, "end"], entered=True)
         elif first or lines or last:
             if lines:
                 self.zoning_changed(fabric)
@@ -491,17 +503,12 @@ class CiscoMdsDriver(ZoneLocks):
         if refusal := stale_full_database(fabric, status, ours, self.target.vsan):
             raise CommandRejected(refusal, router_message="", transcript=self._peek_transcript())
 
+    @operation
     def save_config(self) -> None:
         conn = self.conn
         with self._router_call("copy running-config startup-config"), closed_session_is_eof(self):
             output = str(conn.save_config())
         if "Copy complete" not in output:
-            message = _error_line(output)
+            message = error_line(output)
             raise CommandRejected(f"copy running-config startup-config: {message}", router_message=message,
                                   transcript=self._peek_transcript())
-
-
-def _error_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "^"]
-    errors = [line for line in lines if re.search(CONFIG_ERRORS, line)]
-    return (errors or lines or ["configuration rejected"])[-1]

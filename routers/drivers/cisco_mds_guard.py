@@ -25,7 +25,8 @@ from netmiko.exceptions import ConfigInvalidException
 
 from routers.drivers.base import CommandRejected, ZoningBusy
 from routers.drivers.cisco_mds_show import ZoneStatus
-from routers.drivers.netmiko_base import SessionGuardedDriver
+from routers.drivers.netmiko_base import SessionGuardedDriver, closed_session_is_eof
+from routers.drivers.together import send_and_split
 from routers.drivers.zoning import FabricZoning, describe_changes
 
 SESSION_CREATED = "Enhanced zone session has been created"
@@ -120,7 +121,8 @@ def stale_full_database(fabric: FabricZoning, status: ZoneStatus, ours: set[str]
 
 
 class ZoneLocks(SessionGuardedDriver):
-    """The MDS driver's part that keeps track of its enhanced-mode zone session locks: which it holds,
+    """The MDS driver's part that sends configuration (``configure``, which sees a session lock taken) and
+    keeps track of its enhanced-mode zone session locks: which it holds,
     which a dead session of this process left behind, freeing only those, and reading a commit back.
     The base of CiscoMdsDriver, whose ``zone_status`` it uses."""
 
@@ -128,6 +130,65 @@ class ZoneLocks(SessionGuardedDriver):
     # Set by the engine: called with (vsan, True) when a session of ours is seen to take the lock and
     # (vsan, False) when ours is freed, so that the record outlives this process (operations/zoning_locks.py).
     on_lock_record: Callable[[int, bool], None] | None = None
+
+    def configure(self, lines: list[str], *, entered: bool = False) -> str:
+        """Send the lines from ``configure terminal`` (left out when `entered`: the session is in
+        configuration mode already) to ``end``, one round trip each but the last line's, which goes
+        together with ``end``: ``end`` after a failed line only leaves configuration mode, which the
+        failure needs anyway.
+
+        In enhanced mode a failure after our zone session was created discards it (``no zone
+        commit``), so nothing half-edited stays pending under our lock.
+        """
+        assert (lines[0] == "configure terminal") != entered and lines[-1] == "end" and len(lines) > 2 - entered
+        conn = self.conn
+        vsan = self.target.vsan
+        held = vsan in self._holding
+        if not held:  # recorded before anything is sent: this session may take the lock, then die unseen
+            self._record_lock(vsan, True)
+        mark = len(self._peek_transcript())
+        with self._router_call(lines[-2]), closed_session_is_eof(self):
+            try:
+                # `configure terminal` goes as a line of its own, answered by its prompt: netmiko's
+                # config_mode()/exit_config_mode() would also send an empty line before and after to
+                # look at the prompt, round trips the prompts already show.
+                # Each send waits the command timeout at most (less when the operation's limit is nearer).
+                limit = self.target.command_timeout
+                output = ""
+                if lines[:-2]:
+                    output = str(conn.send_config_set(lines[:-2], read_timeout=self.wait_limit(limit),
+                                                      error_pattern=CONFIG_ERRORS, enter_config_mode=False,
+                                                      exit_config_mode=False))
+                (said, ended), prompt = send_and_split(conn, lines[-2:], self.wait_limit(limit))
+                output += f"\n{lines[-2]}\n{said}\nend\n{ended}"
+                if re.search(CONFIG_ERRORS, said):
+                    raise ConfigInvalidException(f"Invalid input detected at command: {lines[-2]}")
+                if not re.fullmatch(rf"{re.escape(conn.base_prompt)}#", prompt):
+                    output += str(conn.exit_config_mode())  # not back in exec mode: make sure, as netmiko does
+            except ConfigInvalidException as exc:
+                said = self._peek_transcript()[mark:]
+                message = error_line(said)
+                try:
+                    conn.exit_config_mode()  # leave the session usable for the next operation
+                except Exception:  # noqa: BLE001 - the rejection is what matters; a dead session is dropped later
+                    pass
+                # Never locked, or our commit already freed the lock (which may be someone else's now):
+                # nothing of ours to discard.
+                self._track_lock(holding := still_holding(held, said))
+                if holding:
+                    self.discard_zone_session()
+                if re.search(BUSY, message):
+                    raise ZoningBusy(f"configure: {message} (another session holds the zoning lock of vsan {vsan})",
+                                     transcript=self._peek_transcript()) from exc
+                raise CommandRejected(f"configure: {message}", router_message=message,
+                                      transcript=self._peek_transcript()) from exc
+            except Exception:
+                # A lock whose creation we did not see is not remembered as ours (it may be a person's
+                # by the time anyone looks); one we saw and did not commit is freed by our next session.
+                self._track_lock(still_holding(held, self._peek_transcript()[mark:]))
+                raise
+        self._track_lock(still_holding(held, output))
+        return output
 
     def zone_status(self) -> ZoneStatus:
         """The VSAN's zone status as the switch reports it (CiscoMdsDriver reads it)."""
@@ -170,6 +231,7 @@ class ZoneLocks(SessionGuardedDriver):
         next session frees it if it is still ours (claim_zoning). Freeing our own lock is clean-up: it
         is sent even when the operation's time limit has passed (bounded by the command timeout)."""
         vsan = self.target.vsan
+        self._ahead.clear()  # spoken to outside _router_call: nothing read before stands after
         try:
             self.conn.send_config_set([f"no zone commit vsan {vsan}"], exit_config_mode=True,
                                       read_timeout=self.target.command_timeout, error_pattern=CONFIG_ERRORS)
@@ -213,3 +275,9 @@ class ZoneLocks(SessionGuardedDriver):
 
 def first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
+
+
+def error_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "^"]
+    errors = [line for line in lines if re.search(CONFIG_ERRORS, line)]
+    return (errors or lines or ["configuration rejected"])[-1]

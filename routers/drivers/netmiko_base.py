@@ -48,6 +48,7 @@ from routers.drivers.base import (
     RouterTimeout,
 )
 from routers.drivers.telnet_login import last_line
+from routers.drivers.together import send_and_split
 from routers.platforms import Transport
 
 MASK = "********"
@@ -89,6 +90,8 @@ class NetmikoDriver(RouterDriver):
     logout_command: ClassVar[str | None] = None
     # How the CLI refuses a show command it does not know (the reply is then not parsed).
     read_refusal: ClassVar[str] = r"(?m)^\s*% "
+    # A question that may stop lines sent together (the pager): the session is then dropped.
+    together_stop: ClassVar[str | None] = None
 
     def __init__(self, target: RouterTarget) -> None:
         super().__init__(target)
@@ -97,6 +100,8 @@ class NetmikoDriver(RouterDriver):
         self._router_seconds = 0.0
         self._notes: list[str] = []
         self._reads = ReadStats()  # show commands sent since take_read_stats()
+        self._ahead: dict[str, str] = {}  # replies of reads sent together, until the next exchange
+        self._operations = 0  # public operations running (together.one_operation)
 
     # --- session -------------------------------------------------------------------------------
     def connection_args(self) -> dict[str, Any]:
@@ -244,6 +249,26 @@ class NetmikoDriver(RouterDriver):
                 )
             )
 
+    @property
+    def sends_together(self) -> bool:
+        """Whether lines may go in one send (together.py): not where a pager would take a line sent ahead."""
+        return False
+
+    def together(self, command: str | None, reads: list[str]) -> str:
+        """Send `command` (if any) and the read-only `reads` in one send, one round trip: return the
+        command's reply and keep the reads' for the show() calls that follow at once. A session that
+        may not send together sends the command alone and leaves the reads to those calls."""
+        if command is None and all(read in self._ahead for read in reads):
+            return ""
+        if not self.sends_together:
+            return "" if command is None else self.run(command)
+        lines = [command, *reads] if command is not None else reads
+        with self._router_call(lines[0]), self.command_guard():
+            replies, _ = send_and_split(self.conn, lines, self.wait_limit(self.target.command_timeout),
+                                        self.together_stop)
+        self._ahead = dict(zip(reads, replies[-len(reads):], strict=True)) if reads else {}
+        return replies[0] if command is not None else ""
+
     def read_command(self, command: str) -> str:
         """Send one read-only command and return its whole reply (platforms with a pager override it)."""
         return self.run(command)
@@ -255,7 +280,9 @@ class NetmikoDriver(RouterDriver):
         transient error: read again); the CLI refusing the command itself is CommandRejected.
         """
         started = time.monotonic()
-        output = self.read_command(command)
+        output = self._ahead.pop(command, None)
+        if output is None:
+            output = self.read_command(command)
         self._reads.add(command, len(output.encode()), time.monotonic() - started)
         if re.search(self.read_refusal, output):
             message = " ".join(line.strip() for line in output.splitlines() if line.strip() not in ("", "^"))[:300]
@@ -339,6 +366,7 @@ class NetmikoDriver(RouterDriver):
     def _router_call(self, what: str) -> Iterator[None]:
         """Time a wait on the router and turn netmiko/socket errors into our typed exceptions."""
         start = time.monotonic()
+        self._ahead.clear()  # a reply read ahead stands only until the router is spoken to again
         try:
             yield
         except RouterError:

@@ -88,10 +88,10 @@ def race_before_first_edit(driver, admin_step) -> None:
     """Let another administrator act between the driver's reads and its first zoning edit."""
     first_edit = driver.zoning_edit
 
-    def admin_acts_first(command: str) -> None:
+    def admin_acts_first(command: str, reads: list[str] | None = None) -> None:
         driver.zoning_edit = first_edit
         admin_step()
-        first_edit(command)
+        first_edit(command, reads)
 
     driver.zoning_edit = admin_acts_first
 

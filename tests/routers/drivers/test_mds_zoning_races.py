@@ -29,13 +29,13 @@ def stage_before_first_edit(driver, admin: FabricAdmin, enhanced: bool) -> None:
     the driver has read the fabric (in enhanced mode under a lock of their own, committed, not activated)."""
     configure, staged = driver.configure, []
 
-    def racing(lines):
+    def racing(lines, **kwargs):
         if not staged:
             staged.append(True)
             admin.stage_change()
             if enhanced:
                 assert "Commit operation initiated" in admin.conn.send_config_set(["zone commit vsan 1"])
-        return configure(lines)
+        return configure(lines, **kwargs)
 
     driver.configure = racing
 
@@ -185,13 +185,27 @@ def test_mds_basic_mode_never_leaves_behind_a_zoneset_an_admin_deleted_meanwhile
     driver = driver_for(mds)
     configure, raced = driver.configure, []
 
-    def racing(lines):
+    def racing(lines, **kwargs):
         if not raced:
             raced.append(mds_admin.conn.send_config_set(["no zoneset name PROD vsan 1"]))
-        return configure(lines)
+        return configure(lines, **kwargs)
 
     driver.configure = racing
     with pytest.raises(CommandRejected, match="changed while flexzone edited it"):
         driver.add_link(SPEC)
     assert "PROD" not in mds.state().running["zonesets"]["1"]
     assert production_in_force(mds, "cisco_mds") and flexzone_zones(mds, "cisco_mds") == {}
+
+
+def test_mds_basic_mode_leaves_configuration_mode_when_journaling_the_activation_fails(mds, mds_admin, driver_for):
+    mds_admin.seed_production()
+    driver = driver_for(mds)
+
+    def journal_fails(before):
+        raise RuntimeError("journal unavailable")
+
+    driver.zoning_changed = journal_fails  # the before-image cannot be taken, in configuration mode
+    with pytest.raises(RuntimeError):
+        driver.add_link(SPEC)
+    assert "(config" not in driver.conn.find_prompt()
+    assert flexzone_zones(mds, "cisco_mds") == {}  # nothing activated
