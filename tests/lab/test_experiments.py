@@ -13,6 +13,7 @@ import pytest
 from lab.experiments import clients, effective, filesizes, latency, loss, transfer
 from lab.experiments.base import LabBench, LoopbackBench
 from lab.xdd import MIB
+from simulators.roundtrips import least
 
 pytestmark = pytest.mark.skipif(not (shutil.which("fio") and shutil.which("nbdkit") and shutil.which("iperf3")),
                                 reason="fio, nbdkit and iperf3 are needed (make lab-tools)")
@@ -149,17 +150,21 @@ def test_filesizes_in_the_lab_with_an_emulated_wan_delay(lab, tmp_path):
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_latency_grows_with_the_round_trip_across_the_wan(lab, tmp_path):
-    plan = replace(latency.QUICK, rtts_ms=(0, 100), repetitions=1)
+def test_latency_grows_with_the_round_trip_across_the_wan_on_the_fcip_pair(lab, tmp_path):
+    """The FCIP pair (FOS at primary, MDS across the WAN, both over SSH); test_service_experiments.py runs the
+    iFCP one."""
+    plan = replace(latency.QUICK, rtts_ms=(0, 100), repetitions=1, links=("FCIP",))
     with LabBench(lab, plan.target_bytes, data_path=False) as bench:
         outcome = latency.run(bench, plan, tmp_path)
     table = rows(tmp_path / "latency.csv")
     assert {r["op"] for r in table} == {"add", "list", "remove"}
+    assert {(r["links"], r["wan_router"]) for r in table} == {("FCIP", "cisco_mds")}
     assert all(r["ok"] == "True" for r in table), table
     for op in ("add", "list", "remove"):
         near, far = (float(r["seconds"]) for rtt in ("0", "100") for r in table if r["op"] == op
                      and float(r["rtt_ms"]) == float(rtt))
-        assert far - near > 0.2  # a telnet session costs several round trips: 100 ms each
+        assert far - near > 0.2  # an SSH session's commands cost several round trips: 100 ms each
+        assert int(next(r for r in table if r["op"] == op)["remote_turns"]) >= least("cisco_mds", op)
     assert_png(outcome.plots[0])
     assert lab.profiles == {}
 

@@ -55,7 +55,7 @@ def assert_nothing_left(lab) -> None:
 
 
 def test_latency_splits_each_service_operation_into_registry_invocation_and_router_time(lab, tmp_path):
-    plan = replace(latency.QUICK, rtts_ms=(0, 80), repetitions=2, budget_s=120)
+    plan = replace(latency.QUICK, rtts_ms=(0, 80), repetitions=2, budget_s=120, links=("iFCP",))
     with LabBench(lab, plan.target_bytes, data_path=False) as bench:
         outcome = latency.run(bench, plan, tmp_path)
     table = rows(tmp_path / "latency.csv")
