@@ -185,6 +185,17 @@ def test_block_rate_is_the_largest_extent_and_record_through_the_san_valid_passe
     assert compare.ratio(SEED["san_write"], ours["san_write"]) == f"{63 / 80:.2f}–{63 / 70:.2f}×"
 
 
+def test_block_rate_keeps_to_the_largest_record_when_the_budget_left_the_largest_extent_with_small_ones(tmp_path):
+    plan = replace(transfer.QUICK, file_sizes=(8 * MIB, 64 * MIB), records=(16 * 1024, MIB), patterns=("sequential",))
+    rows = [xdd_row("write", 64 * MIB, 16 * 1024, 38.0), xdd_row("write", 8 * MIB, MIB, 120.0),
+            xdd_row("read", 64 * MIB, 16 * 1024, 43.0), xdd_row("read", 8 * MIB, MIB, 130.0)]
+    folder = tmp_path / "transfer"
+    folder.mkdir()
+    ours = measured([transfer._write(PaperBench(), plan, folder, rows, [], 110.0, "lab all")])
+    assert ours["san_write"].value == pytest.approx(120.0) and ours["san_read"].value == pytest.approx(130.0)
+    assert "8 MiB extent, 1 MiB records" in ours["san_write"].condition
+
+
 def test_the_effective_rate_is_compared_with_nothing_since_the_seed_published_no_number(tmp_path):
     ours = measured([effective_outcome(tmp_path / "effective")])
     # 16 MiB at 45 MB/s (the median repetition) with 1.5 s of setup and teardown
