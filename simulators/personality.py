@@ -85,6 +85,10 @@ class Personality(ABC):
     page_lines: ClassVar[int] = 24  # Console.page() shows this many lines per screen
     pager_prompt: ClassVar[str] = "--More--"
     paged_transports: ClassVar[tuple[str, ...]] = ("telnet", "ssh")  # where a new session starts paging
+    # The lines a client sends to prepare a new SSH session before its first command: the round trips
+    # they take are booked as the session's login (simulators.roundtrips). netmiko reads the first prompt
+    # by sending an empty line; a platform adds the terminal settings netmiko or flexzone's driver send.
+    session_preparation: ClassVar[frozenset[str]] = frozenset({""})
 
     def __init__(self, state: SimState, hostname: str) -> None:
         self.state = state

@@ -4,10 +4,19 @@ What is counted: a *turn* is input from the client that arrives after the router
 anything but the echo) since the client's previous input. Over a WAN each turn costs a full round trip:
 the client had to see the answer before it could send. Input sent ahead of an answer (several lines in
 one send, typeahead) is the same turn; a lone NUL (netmiko's SSH keepalive) waits for nothing and is no
-turn. Turns before the session's first command prompt are the login dialogue (telnet's username and
-password) and are counted apart; SSH authenticates before the shell starts, and the SSH handshake's own
-round trips (TCP, key exchange, authentication, channel) are not seen here at all, nor telnet's option
-negotiation or TCP's handshake.
+turn.
+
+Each turn is booked as the session's ``login`` or as ``commands``. The login is what a session pays
+once, before its first command, however many operations it then serves: over telnet the dialogue before
+the first command prompt (username, password); over SSH, which authenticates before the shell starts,
+the session's *set-up* (``SetUp``): the turns after the first prompt and before the first real command in
+which the client sent nothing but the platform's preparation lines (``Personality.session_preparation``:
+the empty line netmiko sends to read the prompt, and the terminal settings netmiko or the driver send,
+such as NX-OS ``terminal length 0``). A turn with any other line in it is a command turn, and so is
+every turn after it, an empty line or ``terminal length 0`` included. Set-up is booked as login because,
+like telnet's login, it is paid per session, not per operation: a session per operation pays it on every
+operation, a pooled session once. The SSH handshake's own round trips (TCP, key exchange,
+authentication, channel) are not seen here at all, nor telnet's option negotiation or TCP's handshake.
 
 ``RoundTripBook`` keeps the counts of one simulator (per session and in total) and, with a state
 directory, in ``roundtrips.json`` there after every turn, so that a parent process (the lab) reads them
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,6 +100,26 @@ def least(platform: str, operation: str) -> int:
     return LEAST[platform][operation].turns
 
 
+class SetUp:
+    """An SSH session's set-up: over once the client has sent a line that is not in `preparation`.
+
+    Fed what the client sends once the first prompt is shown, with each turn's start marked; a line counts
+    once its end has arrived (it may come in pieces), compared without its surrounding blanks.
+    """
+
+    def __init__(self, preparation: frozenset[str]) -> None:
+        self.preparation = preparation
+        self.over = False
+        self._turn = ""  # what the client sent in the current turn so far
+
+    def hear(self, data: str, new_turn: bool) -> None:
+        if self.over:
+            return
+        self._turn = data if new_turn else self._turn + data
+        *lines, _unfinished = re.split(r"\r\n?|\n", self._turn.replace("\0", ""))
+        self.over = any(line.strip() not in self.preparation for line in lines)
+
+
 class RoundTripBook:
     """One simulator's turns, per session and in total, kept in `directory` (if any) after every turn."""
 
@@ -107,15 +137,27 @@ class RoundTripBook:
             self.login += 1
         else:
             self.commands += 1
+        self._keep()
+
+    def move_to_commands(self, session_id: int) -> None:
+        """The session's current turn, booked as its set-up, carried a real command after all."""
+        session = self.sessions[session_id]
+        session["login"] -= 1
+        session["commands"] += 1
+        self.login -= 1
+        self.commands += 1
+        self._keep()
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"login": self.login, "commands": self.commands, "sessions": len(self.sessions),
+                "per_session": {str(sid): dict(counts) for sid, counts in self.sessions.items()}}
+
+    def _keep(self) -> None:
         if self.path is not None:
             # No fsync: these are measurements read by a process on the same host, not configuration.
             tmp = self.path.with_name(f".{self.path.name}.tmp")
             tmp.write_text(json.dumps(self.snapshot()))
             os.replace(tmp, self.path)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"login": self.login, "commands": self.commands, "sessions": len(self.sessions),
-                "per_session": {str(sid): dict(counts) for sid, counts in self.sessions.items()}}
 
 
 def read_round_trips(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -127,7 +169,8 @@ def read_round_trips(state_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def turns_between(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
-    """The turns taken between two snapshots: the operation's own (commands) and its logins' (login)."""
+    """The turns taken between two snapshots: the operation's own (commands) and those of the sessions it
+    opened to run them (login: telnet's login dialogue, an SSH session's set-up)."""
     return {"commands": int(after["commands"]) - int(before["commands"]),
             "login": int(after["login"]) - int(before["login"]),
             "sessions": int(after["sessions"]) - int(before["sessions"])}

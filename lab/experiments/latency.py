@@ -21,6 +21,9 @@ kept as `remeasured_after`); one still spoiled is marked invalid.
 Round trips: each operation's row carries the turns each router's simulator counted during it
 (`<site>_turns`, `<site>_login_turns`; simulators.roundtrips), and the results put the WAN router's median
 beside the least its commands need (a second table, latency-round-trips.csv, `round_trips` in the JSON).
+The login turns are what each new session paid before its first command: telnet's login dialogue, an SSH
+session's set-up (netmiko's prompt read and terminal settings, the driver's `terminal dont-ask`); so with
+a session per operation every operation carries them, and pooled sessions pay them once, in the warm-up.
 """
 
 from __future__ import annotations

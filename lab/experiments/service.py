@@ -219,7 +219,8 @@ class LabService:
 
     def turns_since(self, before: dict[str, dict[str, Any]]) -> dict[str, int]:
         """The turns each router took since `before` (one operation runs at a time: the worker has one
-        thread), as row fields: `<site>_turns` the commands', `<site>_login_turns` its logins'."""
+        thread), as row fields: `<site>_turns` the commands', `<site>_login_turns` those of the sessions it
+        opened (telnet's login dialogue, an SSH session's set-up)."""
         now = self.round_trips()
         fields = {}
         for site in self.platforms:

@@ -36,6 +36,8 @@ class FosPersonality(Personality):
     # FOS 9 SSH session logs show cfgshow of 70 lines unpaged; the pager is the older telnet CLI's
     # (Net::Telnet::Brcd answers it), so a telnet session here pages and an SSH session does not.
     paged_transports: ClassVar[tuple[str, ...]] = ("telnet",)
+    # netmiko's brocade_fos session_preparation only reads the prompt (an empty line): FOS has no terminal
+    # settings to send, and flexzone's driver sends none. The base class's empty line is all.
 
     def __init__(self, state: SimState, hostname: str) -> None:
         super().__init__(state, hostname)

@@ -37,6 +37,10 @@ class MdsPersonality(Personality):
     max_sessions: ClassVar[int | None] = 32
     page_lines: ClassVar[int] = 24
     pager_prompt: ClassVar[str] = " --More-- "
+    # netmiko's cisco_nxos session_preparation sets the width and the length; flexzone's driver then
+    # answers every question in advance (routers/drivers/cisco_mds.py, connect).
+    session_preparation: ClassVar[frozenset[str]] = frozenset(
+        {"", "terminal width 511", "terminal length 0", "terminal dont-ask"})
 
     def __init__(self, state: SimState, hostname: str) -> None:
         super().__init__(state, hostname)

@@ -22,7 +22,7 @@ from routers.drivers.base import RouterLink
 from simulators.faults import Fault, FaultBook
 from simulators.loop import BackgroundLoop
 from simulators.personality import Personality, Session, SimState, TimingProfile
-from simulators.roundtrips import RoundTripBook
+from simulators.roundtrips import RoundTripBook, SetUp
 from simulators.server.state import StateListener, StateStore
 from simulators.server.terminal import Terminal
 from simulators.server.transports import open_servers, parse_address
@@ -202,10 +202,12 @@ class SimRouter:
 
     def new_terminal(self, transport: str, write: Callable[[str], None], abort: Callable[[], None],
                      close: Callable[[], None]) -> Terminal:
-        """A terminal for a new connection, numbered in connection order and logged in the transcript."""
+        """A terminal for a new connection, numbered in connection order and logged in the transcript; an SSH
+        session's login turns are its set-up (simulators.roundtrips), telnet's its login dialogue alone."""
         self._session_counter += 1
+        set_up = SetUp(self.personality.session_preparation) if transport == "ssh" else None
         return Terminal(transport, write, abort, close, self.store.transcript_logger(self._session_counter, transport),
-                        session_id=self._session_counter, on_turn=self.round_trip_book.count)
+                        session_id=self._session_counter, turns=self.round_trip_book, set_up=set_up)
 
     def session_started(self, terminal: Terminal) -> None:
         """A connection past the session limit check: counted, and the peak of concurrent ones kept."""

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from simulators.faults import FaultBook
 from simulators.personality import Personality, Session, TimingProfile
+from simulators.roundtrips import RoundTripBook, SetUp
 
 
 class SessionRouter(Protocol):
@@ -63,7 +64,7 @@ class Terminal:
 
     def __init__(self, transport: str, write: Callable[[str], None], abort: Callable[[], None],
                  close: Callable[[], None], log_line: Callable[[str], None], session_id: int = 0,
-                 on_turn: Callable[[int, bool], None] | None = None) -> None:
+                 turns: RoundTripBook | None = None, set_up: SetUp | None = None) -> None:
         self.transport = transport
         self.session_id = session_id
         self._write = write
@@ -80,9 +81,12 @@ class Terminal:
         self._drainer: asyncio.TimerHandle | None = None
         self._close_when_drained = False
         # Round trips (simulators.roundtrips): the device spoke since the client's last input; the
-        # client's next input is then a turn of its own, in the login dialogue until `logged_in`.
-        self._on_turn = on_turn
+        # client's next input is then a turn of its own, the login's until `logged_in` and, over SSH,
+        # while the session sets up.
+        self._turns = turns
+        self._set_up = set_up
         self._spoke = False
+        self._login_turn = False  # the current turn is booked as the login's
         self.logged_in = False
 
     def feed(self, data: str | None) -> None:
@@ -92,11 +96,26 @@ class Terminal:
             return
         # A NUL alone is netmiko's SSH keepalive (is_alive): it waits for nothing, so it is no turn.
         if data.strip("\0"):
-            if self._spoke and self._on_turn is not None:
-                self._on_turn(self.session_id, not self.logged_in)
-            self._spoke = False
+            self._book_turn(data)
         for char in data:
             self._chars.put_nowait(char)
+
+    def _book_turn(self, data: str) -> None:
+        """Book input that starts a turn; a set-up turn that turns out to carry a real command is moved to
+        the commands."""
+        new_turn, self._spoke = self._spoke, False
+        ends_set_up = False
+        if self.logged_in and self._set_up is not None and not self._set_up.over:
+            self._set_up.hear(data, new_turn)
+            ends_set_up = self._set_up.over
+        if self._turns is None:
+            return
+        if new_turn:
+            self._login_turn = not self.logged_in or (self._set_up is not None and not self._set_up.over)
+            self._turns.count(self.session_id, self._login_turn)
+        elif self._login_turn and ends_set_up:
+            self._login_turn = False
+            self._turns.move_to_commands(self.session_id)
 
     def flush_input(self) -> None:
         while not self._chars.empty():

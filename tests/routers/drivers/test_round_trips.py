@@ -3,7 +3,8 @@ simulator (simulators.roundtrips), beside the least its commands need.
 
 Each operation is what the engine does on a pooled, logged-in session (operations/steps.py): the change,
 then the read that verifies it (a listing after an add, ``remnants`` after a remove). FOS and MDS start
-with production zoning in force, as a real fabric does, and are reached over SSH.
+with production zoning in force, as a real fabric does, and are reached over SSH; there a session of its
+own per operation books its set-up as its login and leaves the commands as they are on the pooled one.
 """
 
 from __future__ import annotations
@@ -57,6 +58,55 @@ def test_each_operation_takes_at_most_one_round_trip_more_than_its_commands_need
         assert turns["login"] == 0 and turns["sessions"] == 0  # the pooled session: nobody logged in again
         assert turns["commands"] >= least(platform, name)
         assert turns["commands"] <= least(platform, name) + 1, name
+
+
+@pytest.mark.parametrize("platform", ["brocade_fos", "cisco_mds"])
+def test_an_ssh_sessions_set_up_is_its_login_so_a_session_per_operation_stays_near_the_least(platform, sim_factory,
+                                                                                             driver_for):
+    """A fresh session per operation: netmiko's preparation (the prompt read with an empty line, NX-OS's
+    terminal width and length) and the driver's `terminal dont-ask` are booked as the session's login, so
+    the operation's commands are what they take on a pooled session. The logout that ends the session is a
+    command turn of its own, counted apart here."""
+    sim = sim_factory(platform, production_zoning=True, ssh=("127.0.0.1", 0))
+    spec = SPECS[platform]
+    counted = {}
+    for name in ("add", "list", "remove"):
+        before = sim.round_trips()
+        driver = driver_for(sim)
+        set_up = turns_between(before, sim.round_trips())
+        assert set_up["commands"] == 0 and set_up["login"] > 0 and set_up["sessions"] == 1, set_up
+        operations(driver, spec)[name]()
+        counted[name] = turns_between(before, sim.round_trips())
+        done = sim.round_trips()
+        driver.close()
+        assert turns_between(done, sim.round_trips()) == {"commands": 1, "login": 0, "sessions": 0}  # exit
+    print(platform, {name: (turns["commands"], turns["login"], least(platform, name))
+                     for name, turns in counted.items()})
+    for name, turns in counted.items():
+        assert turns["login"] > 0, name
+        assert least(platform, name) <= turns["commands"] <= least(platform, name) + 1, name
+
+
+def test_a_terminal_setting_sent_after_a_real_command_is_a_command_turn(sim_factory, driver_for):
+    sim = sim_factory("cisco_mds", ssh=("127.0.0.1", 0))
+    driver = driver_for(sim, connect=False)
+    before = sim.round_trips()
+    driver.connect()
+    driver.run("show clock")
+    after_command = sim.round_trips()
+    driver.run("terminal length 0")
+    driver.conn.find_prompt()  # an empty line
+    assert turns_between(after_command, sim.round_trips()) == {"commands": 2, "login": 0, "sessions": 0}
+    assert turns_between(before, after_command)["commands"] == 1
+
+
+def test_a_turn_that_sends_preparation_and_a_real_command_together_is_a_command_turn(sim_factory, driver_for):
+    sim = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    conn = driver_for(sim).conn
+    before = sim.round_trips()
+    conn.write_channel("\rcfgshow\r")  # an empty line, still set-up alone, and a command in the same send
+    conn.read_until_pattern(pattern=r"cfgshow[\s\S]*>\s*$", read_timeout=5)
+    assert turns_between(before, sim.round_trips()) == {"commands": 1, "login": 0, "sessions": 0}
 
 
 def test_a_telnet_login_is_counted_apart_from_the_commands(sim_factory, driver_for):
