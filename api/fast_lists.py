@@ -65,6 +65,9 @@ JSON_ACCEPTS = (None, "*/*", "application/json")
 answers_total = Counter("flexzone_fast_lists", "Link and operation list GETs by who answered them (fast: the "
                         "one-statement path in front of Django, kept: the same with a page it kept, its "
                         "generations read unchanged; django: anything it could not settle).", ["by"])
+rows_total = Counter("flexzone_fast_lists_rows", "Items of the pages the one-statement path built, by how: built "
+                     "(written from the row PostgreSQL sent) or reused (the row unchanged since a page this "
+                     "process kept: that page's bytes for it).", ["how"])
 
 
 @dataclass
@@ -232,35 +235,66 @@ class FastLists:
             return None
         key, who = (asked.key, identity.sha256), [identity.sha256, identity.issuer, identity.serial]
         kept = pages.get(key)
-        if kept is not None:  # whether it may go out, in a statement smaller than the page's
+        if kept is not None and not kept.stale:  # whether it may go out, in a statement smaller than the page's
             rows = self._rows("flexzone_fast_check", self.check, [*who, kept.token])
             if not rows or not self._may_read(prepared, rows[0]):
                 return None
             if rows[0][10] and kept.reader == tuple(rows[0][:3]):  # fresh: read unchanged in this snapshot
                 return kept.body, "kept"
+            kept.stale = True  # changed since: the next request asks the page's statement straight away
         rows = self._rows(*prepared.statement(asked.given), [
-            *who, asked.limit, asked.offset, kept.token if kept else "", *asked.values])
+            *who, asked.limit, asked.offset, kept.token if kept else "", list(kept.items) if kept else [],
+            *asked.values])
         if not rows or not self._may_read(prepared, rows[0]):
             return None
         (pk, role, all_sites, _active, registry_epoch, registry, _registry_rows, lists_epoch, lists, _lists_rows,
-         fresh, count, visible, items, odd) = rows[0]
+         fresh, count, visible, items, floats_odd) = rows[0]
         reader = (pk, role, all_sites)
         if fresh:  # the kept page's generations (PostgreSQL skipped the page), and it is this principal's
-            return (kept.body, "kept") if kept is not None and kept.reader == reader else None
-        if odd:
+            if kept is None or kept.reader != reader:
+                return None
+            kept.stale = False
+            return kept.body, "kept"
+        if floats_odd:
             return None
-        # Read as Django reads a JSON column (json.loads of PostgreSQL's text), and written by DRF's renderer.
-        results = json.loads(items)
-        finish, admin = prepared.fast.finish, role == Role.ADMIN
-        for item in results:
-            finish(item, admin, asked.url)
-        if visible is not None:
-            hidden = Hidden(set(visible))
-            results = [hidden.redact(item) for item in results]
+        built = self._items(prepared, asked, kept if kept is not None and kept.reader == reader else None,
+                            role == Role.ADMIN, visible, json.loads(items))
+        if built is None:
+            return None
         following, preceding = asked.page_links(count)
-        body = JSONRenderer().render({"count": count, "next": following, "previous": preceding, "results": results})
-        pages.put(key, Page(f"{registry_epoch}:{registry}/{lists_epoch}:{lists}", reader, body))
+        # DRF's renderer writes the page compactly, its results as its items' own renderings joined by commas.
+        head = JSONRenderer().render({"count": count, "next": following, "previous": preceding, "results": []})
+        body = b"".join([head[:-2], b",".join(built.values()), b"]}"]) if built else head
+        # Built over a kept page: its rows are changing, so the next request goes straight to this statement too.
+        pages.put(key, Page(f"{registry_epoch}:{registry}/{lists_epoch}:{lists}", reader, body, built,
+                            stale=kept is not None))
         return body, "fast"
+
+    @staticmethod
+    def _items(prepared: _Prepared, asked: _Asked, kept: Page | None, admin: bool, visible: list[str] | None,
+               marked: list[list]) -> dict[str, bytes] | None:
+        """The page's items as DRF writes them, by their rows' marks, in order (`marked`: [mark, [the item as
+        PostgreSQL wrote it, odd] or None: the row and its names unchanged since the kept page's, whose bytes
+        for it are used); None when this cannot settle them."""
+        finish, renderer = prepared.fast.finish, JSONRenderer()
+        hidden = Hidden(set(visible)) if visible is not None else None
+        built: dict[str, bytes] = {}
+        reused = 0
+        for mark, written in marked:
+            if written is None:
+                found = kept.items.get(mark) if kept is not None else None
+                if found is None:
+                    return None
+                built[mark], reused = found, reused + 1
+                continue
+            item, odd = written
+            if odd:
+                return None
+            finish(item, admin, asked.url)
+            built[mark] = renderer.render(hidden.redact(item) if hidden is not None else item)
+        rows_total.labels("reused").inc(reused)
+        rows_total.labels("built").inc(len(marked) - reused)
+        return built
 
     def _asked(self, prepared: _Prepared, environ: dict) -> _Asked | None:
         """What this request asks, read as the view reads it, or None when this path leaves it to Django."""

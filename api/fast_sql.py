@@ -149,10 +149,10 @@ def lists() -> dict[str, FastList]:
     }
 
 
-# The statement's first parameters (the last: the generations of the page kept, see api/list_pages.py); the
-# filters' follow.
-ORDER = ("sha", "issuer", "serial", "limit", "offset", "kept")
-TYPES = ("text", "text", "text", "bigint", "bigint", "text")
+# The statement's first parameters (the last two: the generations of the page kept and its rows' marks, see
+# api/list_pages.py); the filters' follow.
+ORDER = ("sha", "issuer", "serial", "limit", "offset", "kept", "marks")
+TYPES = ("text", "text", "text", "bigint", "bigint", "text", "text[]")
 # The registry's generation (registry/migrations/0001_initial.py): the names on a page and the scopes.
 REGISTRY_CHANGES, REGISTRY_GENERATION = "flexzone_registry_changes", "flexzone_registry_generation"
 
@@ -168,7 +168,8 @@ def _heads(kept: str) -> str:
                lg.folded AS lists_folded, (SELECT count(*) FROM {generation.CHANGES}) AS lists_rows
           FROM {REGISTRY_GENERATION} AS rg, {generation.GENERATION} AS lg WHERE rg.id = 1 AND lg.id = 1),
     kept AS MATERIALIZED (
-        SELECT *, registry_epoch || ':' || registry || '/' || lists_epoch || ':' || lists = {kept} AS fresh
+        SELECT *, registry_epoch || ':' || registry || '/' || lists_epoch || ':' || lists = {kept} AS fresh,
+               registry_epoch || ':' || registry = split_part({kept}, '/', 1) AS same_names
           FROM (SELECT *, registry_folded + registry_rows AS registry, lists_folded + lists_rows AS lists
                   FROM gen) AS g),
     who AS (
@@ -192,11 +193,16 @@ def check_statement() -> str:
 
 def page_statement(fast: FastList, given: tuple[str, ...]) -> str:
     """The one statement for a list with these filters given: the principal (by fingerprint first, then
-    issuer and serial, as access.authentication.find_principal), the page's ids (only then its columns,
-    joins and dates, for those rows alone), the count only when the page cannot tell it (an InitPlan
-    runs only if reached), and what a site-scoped principal may see of WWNs
-    (access.redaction.hidden_initiators); the page's items as one JSON array, built by PostgreSQL, newest
-    first as the models are ordered, and whether any value in them is odd (left to Django)."""
+    issuer and serial, as access.authentication.find_principal), the page's ids, the count only when the
+    page cannot tell it (an InitPlan runs only if reached), what a site-scoped principal may see of WWNs
+    (access.redaction.hidden_initiators), and the page's items, newest first as the models are ordered,
+    as one JSON array of [mark, item] built by PostgreSQL.
+
+    A row's mark is its id, its version's transaction id (xmin) and a 64-bit hash of all its columns: any
+    committed change of the row gives it another. A row whose mark is among the kept page's (`marks`)
+    while the registry's generation is the kept page's (the names it shows, and the scopes) is not built
+    (null): the kept page's bytes for it are the same. Only the rows built are joined to the names and
+    written, as [the item, whether any value in it is odd] (left to Django)."""
     where = " AND ".join(f"{fast.filters[param][1]} = ${index}"
                          for index, param in enumerate(given, start=len(ORDER) + 1)) or "TRUE"
     through = Principal._meta.get_field("sites")
@@ -219,9 +225,14 @@ def page_statement(fast: FastList, given: tuple[str, ...]) -> str:
                   JOIN {scope} AS ps ON ps.{connection.ops.quote_name(through.m2m_reverse_name())} = h.site_id
                  WHERE ps.{connection.ops.quote_name(through.m2m_column_name())} = who.id
                 UNION SELECT {_column(Device, 'wwn')} FROM {_table(Device)}) END,
-           items.json, items.odd OR current_setting('extra_float_digits')::int < 1
+           items.json, current_setting('extra_float_digits')::int < 1
       FROM who CROSS JOIN kept LEFT JOIN LATERAL (
-           SELECT coalesce(json_agg({fast.json()} ORDER BY page.created_at DESC), '[]')::text AS json,
-                  coalesce(bool_or({fast.odd()}), FALSE) AS odd
-             FROM page JOIN {fast.table} AS {alias} ON {alias}.id = page.id {joins}
+           SELECT coalesce(json_agg(json_build_array(marked.mark, CASE WHEN NOT kept.same_names
+                    OR NOT marked.mark = ANY($7) THEN (
+                        SELECT json_build_array({fast.json()}, {fast.odd()})
+                          FROM {fast.table} AS {alias} {joins} WHERE {alias}.id = marked.id) END)
+                    ORDER BY marked.created_at DESC), '[]')::text AS json
+             FROM (SELECT page.id, page.created_at, {alias}.id::text || ':' || {alias}.xmin::text || ':'
+                          || hash_record_extended({alias}, 0)::text AS mark
+                     FROM page JOIN {fast.table} AS {alias} ON {alias}.id = page.id) AS marked
             WHERE NOT kept.fresh) AS items ON TRUE"""

@@ -22,17 +22,27 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 ENTRIES = 512
-LARGEST = 256 * 1024  # bytes: a larger page is not kept
+LARGEST = 512 * 1024  # bytes: a larger page (its body and its items) is not kept
 BUDGET = 32 * 1024 * 1024  # bytes kept per process at most
 
 
-@dataclass(frozen=True)
+@dataclass
 class Page:
-    """A body served, the generations it was built at (`token`) and the principal it was built for."""
+    """A body served, the generations it was built at (`token`), the principal it was built for, and each
+    of its items' bytes by the mark of the row it shows (api/fast_sql.page_statement): while the registry's
+    generation is unchanged, a row with the same mark is written as the same bytes in a page built later.
+    `stale`: the last check found the generations moved on (the next request goes straight to the page's
+    statement, which tells the same)."""
 
     token: str
     reader: tuple
     body: bytes
+    items: dict[str, bytes]
+    stale: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + sum(len(mark) + len(item) for mark, item in self.items.items())
 
 
 class Pages:
@@ -53,15 +63,17 @@ class Pages:
             return page
 
     def put(self, key: tuple, page: Page) -> None:
-        if len(page.body) > LARGEST:
-            return
+        size = page.size
         with self._guard:
             replaced = self._entries.pop(key, None)
-            self._bytes += len(page.body) - (len(replaced.body) if replaced else 0)
+            self._bytes -= replaced.size if replaced else 0
+            if size > LARGEST:
+                return
+            self._bytes += size
             self._entries[key] = page
             while len(self._entries) > ENTRIES or self._bytes > BUDGET:
                 _key, gone = self._entries.popitem(last=False)
-                self._bytes -= len(gone.body)
+                self._bytes -= gone.size
 
     def saw(self, *generations: tuple[str, int]) -> None:
         """(epoch, generation) pairs read: one lower than seen before in its epoch forgets every page."""

@@ -12,9 +12,12 @@ same run, in alternating slices so that machine noise hits both alike; `api_ceil
 flexzone's keep-alive requests/s on /api/sites/ over the ceiling's, `links_ceiling_ratio` and
 `operations_ceiling_ratio` the same for a filtered page of each list (UNCACHED: lists the read cache
 never keeps; the lists' path serves a page it kept while the database's generations read unchanged in
-its one statement), and `built_ceiling_ratio` the links' page when each request must build it: a
-link row is updated, untimed, before each request (BUILT). `--url --ca --cert --key` measure a running
-server instead (e.g. `make demo`'s), without a ceiling (nor BUILT).
+its one statement), and for the links' page written untimed before each request (BUILT):
+`moved_ceiling_ratio` when an operation changed (the generations move on, the page's rows are the same:
+its items are reused), `built_ceiling_ratio` when the page's newest link changed (that item is written
+afresh) and `rebuilt_ceiling_ratio` when every link on the page changed (every item is).
+`--url --ca --cert --key` measure a running server instead (e.g. `make demo`'s), without a ceiling (nor
+BUILT).
 
 Figures: requests/s on one keep-alive connection, requests/s with --concurrency keep-alive connections,
 the time of one request on a fresh connection (TCP + TLS handshake with client certificate + request),
@@ -24,6 +27,7 @@ and the handshake's cost = fresh-connection request time - keep-alive request ti
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import re
@@ -50,8 +54,12 @@ SITES = "/api/sites/"  # the bare app answers every path alike
 # Lists the read cache never keeps (they change with every operation), answered by api/fast_lists.py.
 UNCACHED = {"uncached": "/api/links/", "links": "/api/links/?state=up&limit=10",
             "operations": "/api/operations/?state=succeeded&limit=10"}
-# The same page with a link changed before each request (untimed): what a page built afresh costs.
-BUILT = {"built": "/api/links/?state=up&limit=10"}
+# The same page after a write before each request (untimed, ThrowAwayServers.change): an operation (the
+# page's rows unchanged), the page's newest link, every link on the page. What a page built afresh costs.
+BUILT = {"moved": "/api/links/?state=up&limit=10", "built": "/api/links/?state=up&limit=10",
+         "rebuilt": "/api/links/?state=up&limit=10"}
+BUILT_LABELS = {"moved": "an operation changed", "built": "its newest link changed",
+                "rebuilt": "its every link changed"}
 SEEDED = 20  # links and operations made for a run whose database has none (deleted after)
 ROUNDS = 10  # slices of each measurement, taken in turn from flexzone and the ceiling
 
@@ -151,9 +159,9 @@ def _in_turn(targets: dict[str, Target], measure, rounds: int) -> None:
 
 
 def run(target: Target, ceiling: Target | None, requests_: int, concurrency: int, seconds: float,
-        change: Callable[[], None] | None = None) -> dict:
+        change: Callable[[str], None] | None = None) -> dict:
     """flexzone's figures (`api_*`) and, given a ceiling, the bare server's (`ceiling_*`) from the same run;
-    given `change` (a write to a link), the BUILT ones too."""
+    given `change` (the write before each request of a BUILT figure, by its name), those too."""
     built = BUILT if change is not None else {}
     targets = {"api": target} if ceiling is None else {"api": target, "ceiling": ceiling}
     one = {name: t.session() for name, t in targets.items()}
@@ -173,7 +181,9 @@ def run(target: Target, ceiling: Target | None, requests_: int, concurrency: int
             for uncached, path in UNCACHED.items():
                 keep_alive[uncached] += _timed_gets(one[name], t.endpoint(path), math.ceil(requests_ / rounds))
             for fresh, path in built.items():
-                keep_alive[fresh] += _timed_gets(one[name], t.endpoint(path), math.ceil(requests_ / rounds), change)
+                assert change is not None  # BUILT is measured only with a write to make before each request
+                keep_alive[fresh] += _timed_gets(one[name], t.endpoint(path), math.ceil(requests_ / rounds),
+                                                 functools.partial(change, fresh))
 
     def concurrent(name: str, t: Target) -> None:
         count, elapsed = _concurrent_gets(t, t.endpoint(SITES), concurrency, seconds / rounds)
@@ -299,13 +309,21 @@ class ThrowAwayServers:
         self.ceiling = Target(urls[1], *pair) if len(urls) > 1 else None
         return self
 
-    def change_a_link(self) -> None:
-        """A committed write to one link (its row left as it was): every kept page of the lists is stale."""
+    def change(self, what: str) -> None:
+        """A committed write (each row's values left as they were, a new version of it all the same) that
+        makes every kept page of the lists stale: `moved`, to an operation; `built`, to the newest link of
+        BUILT's page; `rebuilt`, to every link of that page."""
         from django.db.models import F
 
-        from operations.models import Link
+        from operations.models import Link, Operation
 
-        Link.objects.filter(pk=Link.objects.order_by("pk").values("pk")[:1]).update(updated_at=F("updated_at"))
+        if what == "moved":
+            Operation.objects.filter(pk=Operation.objects.order_by("pk").values("pk")[:1]).update(
+                attempts=F("attempts"))
+            return
+        page = Link.objects.filter(state="up").order_by("-created_at").values_list("pk", flat=True)[
+            :1 if what == "built" else 10]
+        Link.objects.filter(pk__in=list(page)).update(updated_at=F("updated_at"))
 
     def __exit__(self, *exc) -> None:
         for process in self.processes:
@@ -343,7 +361,7 @@ def report(figures: dict, concurrency: int) -> list[str]:
     for uncached, path in [*UNCACHED.items(), *BUILT.items()]:
         if f"{uncached}_keepalive_rps" not in figures:
             continue
-        label = path.split("&limit")[0] + (", built" if uncached in BUILT else ", one")
+        label = path.split("&limit")[0] + (f", {BUILT_LABELS[uncached]}" if uncached in BUILT else ", one")
         line = f"{label:<34} {_cell(figures, uncached, 'keepalive'):>24}"
         if ceiling:
             line += f" {'':>24} {figures[f'{uncached}_ratio']:>6.2f}"
@@ -364,8 +382,8 @@ def report(figures: dict, concurrency: int) -> list[str]:
                  f"uncached_ceiling_ratio={figures['uncached_ratio']:.2f} "
                  f"links_ceiling_ratio={figures['links_ratio']:.2f} "
                  f"operations_ceiling_ratio={figures['operations_ratio']:.2f}")
-        if "built_ratio" in figures:
-            last += f" built_ceiling_ratio={figures['built_ratio']:.2f}"
+        last += "".join(f" {name}_ceiling_ratio={figures[f'{name}_ratio']:.2f}" for name in BUILT
+                        if f"{name}_ratio" in figures)
     lines.append(last)
     return lines
 
@@ -390,6 +408,6 @@ def main(argv: list[str]) -> int:
     else:
         with ThrowAwayServers() as servers:
             figures = run(servers.flexzone, servers.ceiling, args.requests, args.concurrency, args.seconds,
-                          servers.change_a_link)
+                          servers.change)
     print("\n".join(report(figures, args.concurrency)))
     return 0

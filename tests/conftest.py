@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.support.fixtures.api",
     "tests.support.fixtures.operations",
     "tests.support.fixtures.cli",
+    "tests.support.fixtures.fast_lists",
 ]
 
 

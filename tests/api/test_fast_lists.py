@@ -8,122 +8,27 @@ served again only while nothing it shows has changed, however the change was wri
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from urllib.parse import urlencode
 
-import pytest
-import requests
 from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prometheus_client.parser import text_string_to_metric_families
 
 from access.models import Principal, Role
 from access.principals import register
 from operations.models import Link, LinkState, Operation, OperationKind, OperationState
-from registry.models import Device, Initiator, Router, Site
-from tests.support.servers import APIServer, running_server
-
-# Headers gunicorn writes for each answer itself; everything else must be the same whoever answered.
-PER_ANSWER = {"date", "server", "connection", "keep-alive"}
-HOST = {"Host": "localhost"}  # both servers build their page links from it, so they name the same URLs
-SEGMENT_WWN = "21:00:00:e0:8b:10:5e:01"  # the demo's segment-server at primary-site
-STRANGER_WWN = "21:00:00:e0:8b:99:99:99"  # no host's: hidden from every site-scoped principal
-LISTS = ("/api/links/", "/api/operations/")
-READERS = ("root", "alice", "bob", "carol")  # admin, operator of both sites, viewer of none, operator of one
-
-
-@pytest.fixture(scope="module")
-def django_server(django_db_setup, django_db_blocker, api_pki, tmp_path_factory) -> Iterator[APIServer]:
-    """The session server's twin with the fast path off."""
-    log = tmp_path_factory.mktemp("django-server") / "gunicorn.log"
-    env = {"FLEXZONE_PKI_DIR": str(api_pki.dir), "FLEXZONE_OPS_QUEUE": "manual", "FLEXZONE_API_WORKERS": "1",
-           "FLEXZONE_API_KEEPALIVE": "30", "FLEXZONE_API_MAX_WAIT": "5", "FLEXZONE_API_FAST_LISTS": "0"}
-    with running_server(log, **env) as (process, url):
-        yield APIServer(process, url, log, api_pki)
-
-
-@pytest.fixture
-def both(api_server, django_server) -> Callable[[str, str], tuple[requests.Response, requests.Response]]:
-    """both(principal, path): (the fast server's answer, Django's), each on the principal's keep-alive session."""
-    sessions: dict[tuple[str, str], requests.Session] = {}
-
-    def both(name: str, path: str) -> tuple[requests.Response, requests.Response]:
-        answers = []
-        for server in (api_server, django_server):
-            session = sessions.setdefault((server.url, name), server.session(name))
-            answers.append(session.get(f"{server.url}{path}", headers=HOST, timeout=20))
-        return answers[0], answers[1]
-
-    return both
-
-
-def assert_same(fast: requests.Response, django: requests.Response) -> None:
-    assert fast.status_code == django.status_code, (fast.text[:500], django.text[:500])
-    assert fast.content == django.content
-    assert {k: v for k, v in fast.headers.items() if k.lower() not in PER_ANSWER} == \
-        {k: v for k, v in django.headers.items() if k.lower() not in PER_ANSWER}
-
-
-def answered(api_server) -> dict[str, float]:
-    text = api_server.session("root").get(f"{api_server.url}/metrics", timeout=10).text
-    return {sample.labels["by"]: sample.value for family in text_string_to_metric_families(text)
-            for sample in family.samples if sample.name == "flexzone_fast_lists_total"}
-
-
-def fast_answers(api_server) -> float:
-    """Answers from the fast path, built or kept."""
-    counted = answered(api_server)
-    return counted.get("fast", 0.0) + counted.get("kept", 0.0)
-
-
-@pytest.fixture
-def traffic(cast) -> dict:
-    """Links and operations in every state, with initiator WWNs of both sites and of no host, dates with
-    and without microseconds, floats, unicode and empty values."""
-    sites = {site.name: site for site in Site.objects.all()}
-    routers = {router.name: router for router in Router.objects.all()}
-    devices = {device.description: device for device in Device.objects.all()}
-    remote = sorted(Initiator.objects.filter(host__site__name="remote-site").values_list("wwn", flat=True))
-    base = dt.datetime(2026, 11, 27, 5, 0, tzinfo=dt.UTC)
-    links = []
-    for index, state in enumerate(LinkState.values * 2):
-        site, router, device = (("remote-site", "primary-rtr", "XRAID1"), ("primary-site", "remote-rtr", "XRAID2"),
-                                ("remote-site", "primary-rtr", "XRAID3"))[index % 3]
-        initiators = [remote, [SEGMENT_WWN], [STRANGER_WWN, *remote[:1]]][index % 3]
-        link = Link.objects.create(
-            site=sites[site], device=devices[device], router=routers[router], port=20 + index,
-            zone=devices[device].zone, remote_ip=sites[site].data_ip, state=state, initiators=initiators,
-            pairs=[[wwn, devices[device].wwn] for wwn in initiators],
-            lease_expires_at=base + dt.timedelta(days=1, microseconds=index * 1000) if index % 2 else None,
-            up_at=base if state == LinkState.UP else None, down_at=base + dt.timedelta(seconds=index) if index % 4
-            else None)
-        links.append(link.pk)
-        # Distinct creation times (the lists' order), one of them without microseconds.
-        Link.objects.filter(pk=link.pk).update(created_at=base + dt.timedelta(minutes=index, microseconds=index * 7))
-    alice = Principal.objects.get(name="alice")
-    for index, (kind, state) in enumerate(zip(OperationKind.values * 3, OperationState.values * 4, strict=False)):
-        wwn = [remote[0], SEGMENT_WWN, STRANGER_WWN][index % 3]
-        operation = Operation.objects.create(
-            kind=kind, state=state, principal=alice if index % 4 else None, attempts=index % 3,
-            request={"site": "remote-site", "device_description": "XRAID1", "hosts": ["h1"], "n": index},
-            plan={"steps": [{"wwn": devices["XRAID1"].wwn, "initiators": [wwn], "commands": [
-                f"zone add fz_{wwn.replace(':', '')} member {wwn}"]}]} if index % 2 else {},
-            result={"pairs": [[wwn, devices["XRAID1"].wwn]], "ratio": 0.1 * index, "note": "caf\u00e9 \u2028 ok"},
-            error=f"refused member {wwn.upper()}" if state == OperationState.FAILED else "",
-            transcript=f"login ok\nzone add {wwn}\n" if index % 2 else "",
-            registry_ms=1.5 * index, invocation_ms=1e-7 * index, router_ms=40.0, total_ms=12345.678 + index,
-            started_at=base + dt.timedelta(seconds=index) if index % 3 else None,
-            finished_at=base + dt.timedelta(seconds=index, microseconds=999999) if index % 2 else None)
-        Operation.objects.filter(pk=operation.pk).update(
-            created_at=base + dt.timedelta(minutes=index, microseconds=0 if index == 3 else index * 11))
-    return {"links": links}
-
-
-def warm(both) -> None:
-    """Each list once through Django first: the fast path answers with the headers Django gave it."""
-    for path in LISTS:
-        both("root", path)
+from registry.models import Router, Site
+from tests.support.fixtures.fast_lists import (
+    LISTS,
+    READERS,
+    SEGMENT_WWN,
+    STRANGER_WWN,
+    answered,
+    assert_same,
+    fast_answers,
+    warm,
+)
 
 
 def test_every_principal_reads_the_lists_from_the_fast_path_as_drf_gives_them(api_server, both, traffic):

@@ -1,0 +1,133 @@
+"""Pages of the lists' one-statement path (api/fast_lists.py) built over a page it kept: the items of rows
+that did not change are the kept page's bytes, the others are written afresh, and the answer is still
+DRF's byte for byte, against a twin server where Django answers everything (tests/api/test_fast_lists.py).
+A seeded random walk of writes (through the ORM and by hand, to links, operations, names and scopes) and
+reads by every principal searches for a page that differs from Django's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from access.models import Principal
+from operations.models import Link, LinkState, Operation
+from registry.models import Router, Site
+from tests.support.fixtures.fast_lists import READERS, answered, assert_same, warm
+
+PAGES = ("/api/links/?state=up", "/api/links/?limit=4", "/api/links/?limit=3&offset=2", "/api/links/",
+         "/api/operations/?limit=4", "/api/operations/?state=succeeded", "/api/operations/")
+
+
+def items(api_server) -> dict[str, float]:
+    """flexzone_fast_lists_rows_total by how: the items written afresh and those reused from a kept page."""
+    text = api_server.session("root").get(f"{api_server.url}/metrics", timeout=10).text
+    return {sample.labels["how"]: sample.value for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == "flexzone_fast_lists_rows_total"}
+
+
+def by_hand(sql: str, params: list[Any]) -> None:
+    """A write not through the ORM: the generations' triggers see every writer, and so must the marks."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def test_a_page_rebuilt_after_one_of_its_rows_changed_writes_that_item_alone(api_server, both, traffic):
+    warm(both)
+    path = "/api/links/?limit=5"
+    assert_same(*both("alice", path))
+    first = Link.objects.order_by("-created_at").values_list("pk", flat=True)[2]
+    before, counted = items(api_server), answered(api_server)
+    # The row's values stay as they were; a new version of it all the same (what the marks must see).
+    by_hand(f"UPDATE {Link._meta.db_table} SET updated_at = updated_at WHERE id = %s", [first])
+    assert_same(*both("alice", path))
+    after = items(api_server)
+    assert (after.get("built", 0) - before.get("built", 0), after.get("reused", 0) - before.get("reused", 0)) == (1, 4)
+    assert answered(api_server).get("fast", 0) == counted.get("fast", 0) + 1
+
+    for change in (lambda: Link.objects.filter(pk=first).update(state=LinkState.FAILED),  # its values
+                   lambda: Link.objects.filter(pk=first).delete()):  # off the page: the next one comes in
+        before = items(api_server)
+        change()
+        fast, django = both("alice", path)
+        assert_same(fast, django)
+        after = items(api_server)
+        assert (after.get("built", 0) - before.get("built", 0),
+                after.get("reused", 0) - before.get("reused", 0)) == (1, 4)
+    assert f'"id":{first},' not in fast.text
+
+
+def test_a_change_elsewhere_reuses_every_item_and_a_renamed_router_rebuilds_them_all(api_server, both, traffic):
+    warm(both)
+    path = "/api/links/?limit=3"
+    assert_same(*both("carol", path))  # a site-scoped principal: its items are redacted before they are kept
+    before = items(api_server)
+    by_hand(f"UPDATE {Operation._meta.db_table} SET attempts = attempts + 1 WHERE id = "
+            f"(SELECT min(id) FROM {Operation._meta.db_table})", [])
+    assert_same(*both("carol", path))
+    after = items(api_server)
+    assert (after.get("built", 0) - before.get("built", 0), after.get("reused", 0) - before.get("reused", 0)) == (0, 3)
+
+    before = items(api_server)
+    Router.objects.filter(name="primary-rtr").update(name="primary-rtr-renamed")
+    fast, django = both("carol", path)
+    assert_same(fast, django)
+    after = items(api_server)
+    assert after.get("reused", 0) == before.get("reused", 0)  # the names shown changed: nothing is reused
+
+
+WRITES = ("link state", "link initiators", "link touched", "link deleted", "operation", "router renamed",
+          "site renamed", "scope")
+
+
+def write(kind: str, pick: int, turn: int) -> None:
+    """One committed write of `kind` to the `pick`-th row of its table (modulo its size)."""
+    links = list(Link.objects.order_by("pk").values_list("pk", flat=True))
+    link = links[pick % len(links)] if links else None
+    if kind == "link state" and link is not None:
+        Link.objects.filter(pk=link).update(state=LinkState.values[pick % len(LinkState.values)])
+    elif kind == "link initiators" and link is not None:
+        wwn = f"21:00:00:e0:8b:77:{turn % 256:02x}:{pick % 256:02x}"
+        by_hand(f"UPDATE {Link._meta.db_table} SET initiators = %s::jsonb WHERE id = %s", [f'["{wwn}"]', link])
+    elif kind == "link touched" and link is not None:
+        by_hand(f"UPDATE {Link._meta.db_table} SET updated_at = updated_at WHERE id = %s", [link])
+    elif kind == "link deleted" and len(links) > 3:
+        Link.objects.filter(pk=link).delete()
+    elif kind == "operation":
+        operations = list(Operation.objects.order_by("pk").values_list("pk", flat=True))
+        Operation.objects.filter(pk=operations[pick % len(operations)]).update(attempts=turn)
+    elif kind == "router renamed":
+        router = Router.objects.order_by("pk")[pick % Router.objects.count()]
+        Router.objects.filter(pk=router.pk).update(name=f"{router.name.split('~')[0]}~{turn}")
+    elif kind == "site renamed":
+        site = Site.objects.order_by("pk")[pick % Site.objects.count()]
+        by_hand(f"UPDATE {Site._meta.db_table} SET name = %s WHERE id = %s", [f"{site.name.split('~')[0]}~{turn}",
+                                                                              site.pk])
+    elif kind == "scope":
+        carol, site = Principal.objects.get(name="carol"), Site.objects.order_by("pk")[pick % Site.objects.count()]
+        if carol.sites.filter(pk=site.pk).exists():
+            carol.sites.remove(site)
+        else:
+            carol.sites.add(site)
+
+
+STEPS = st.lists(st.one_of(
+    st.tuples(st.just("read"), st.sampled_from(READERS[:1] + READERS[1:2] + READERS[3:]), st.sampled_from(PAGES)),
+    st.tuples(st.just("write"), st.sampled_from(WRITES), st.integers(0, 50))), min_size=4, max_size=14)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_every_page_after_any_walk_of_writes_is_drfs(api_server, both, traffic, steps):
+    warm(both)
+    for turn, (step, what, which) in enumerate(steps):
+        if step == "write":
+            write(what, which, turn)
+        else:
+            assert_same(*both(what, which))
+    for name in ("root", "carol"):  # every page read once more at the end: kept, reused or built, all DRF's
+        for path in PAGES:
+            assert_same(*both(name, path))
