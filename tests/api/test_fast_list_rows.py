@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from access.models import Principal
 from operations.models import Link, LinkState, Operation
 from registry.models import Router, Site
-from tests.support.fixtures.fast_lists import READERS, answered, assert_same, warm
+from tests.support.fast_lists import READERS, answered, assert_same, warm
 
 PAGES = ("/api/links/?state=up", "/api/links/?limit=4", "/api/links/?limit=3&offset=2", "/api/links/",
          "/api/operations/?limit=4", "/api/operations/?state=succeeded", "/api/operations/")

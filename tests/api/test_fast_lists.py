@@ -19,7 +19,7 @@ from access.models import Principal, Role
 from access.principals import register
 from operations.models import Link, LinkState, Operation, OperationKind, OperationState
 from registry.models import Router, Site
-from tests.support.fixtures.fast_lists import (
+from tests.support.fast_lists import (
     LISTS,
     READERS,
     SEGMENT_WWN,
