@@ -15,7 +15,9 @@ the empty line netmiko sends to read the prompt, and the terminal settings netmi
 such as NX-OS ``terminal length 0``). A turn with any other line in it is a command turn, and so is
 every turn after it, an empty line or ``terminal length 0`` included. Set-up is booked as login because,
 like telnet's login, it is paid per session, not per operation: a session per operation pays it on every
-operation, a pooled session once. The SSH handshake's own round trips (TCP, key exchange,
+operation, a pooled session once. For the same reason the turn that ends the session (the logout
+command, sent alone: telnet's and SSH's alike) is booked as login too; a turn that sends it after other
+commands stays a command turn. The SSH handshake's own round trips (TCP, key exchange,
 authentication, channel) are not seen here at all, nor telnet's option negotiation or TCP's handshake.
 
 ``RoundTripBook`` keeps the counts of one simulator (per session and in total) and, with a state
@@ -28,6 +30,9 @@ command whose answer must be read before the next can be decided or sent, one pe
 asks, and none for commands that could go in the same send as the one before (the router reads its
 input in order, so a save may follow the change it saves, and a configuration block is one send).
 Verification is one listing read after the change, unless the change's own reply reports the new state.
+``save`` is the configuration save the engine sends after a change when it saves each operation
+(FLEXZONE_OPS_SAVE_CONFIG=each): zero where the platform keeps a change as it is made or the save can
+follow the change in its send.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 ROUND_TRIPS_FILE = "roundtrips.json"
-OPERATIONS = ("add", "remove", "list")
+OPERATIONS = ("add", "remove", "list", "save")
 
 
 @dataclass(frozen=True)
@@ -60,11 +65,13 @@ LEAST: dict[str, dict[str, Least]] = {
                         "the add in the same send)"),
         "remove": Least(3, "ifcp session remove; the answer to its (y/n) question; show ifcp session to verify"),
         "list": Least(1, "show ifcp session"),
+        "save": Least(0, "config save, sent after the change in the same send"),
     },
     "nishan_ips3000": {
         "add": Least(2, "ifcp create (written to flash as made); ifcp list to verify"),
         "remove": Least(2, "ifcp delete; ifcp list to verify"),
         "list": Least(1, "ifcp list"),
+        "save": Least(0, "none: each change is written to flash as it is made"),
     },
     "brocade_fos": {
         # A zoning edit is silent on success and must not be followed by the next one if it failed: one turn
@@ -76,6 +83,7 @@ LEAST: dict[str, dict[str, Least]] = {
         "remove": Least(7, "the reads (one send); portcfg fciptunnel delete; cfgremove (+ cfgtransshow); zonedelete "
                            "(+ cfgshow); cfgenable; its question; the reads to verify (one send)"),
         "list": Least(1, "cfgshow, portshow fciptunnel all -c, portcfgshow fcipcircuit all (one send)"),
+        "save": Least(0, "none: cfgenable saves the zoning it enables, and portcfg changes persist"),
     },
     "cisco_mds": {
         # NX-OS runs pasted lines on after one fails, in whatever (sub)mode it is left in, so every
@@ -92,6 +100,7 @@ LEAST: dict[str, dict[str, Least]] = {
                            "end); the read before activating and configure terminal (one send); zoneset activate, no "
                            "interface fcip, no fcip profile (and end); the reads to verify (one send)"),
         "list": Least(1, "show running-config fcip, show zone, show zoneset active (one send)"),
+        "save": Least(1, "copy running-config startup-config, whose reply (Copy complete) proves it"),
     },
 }
 
@@ -141,11 +150,18 @@ class RoundTripBook:
 
     def move_to_commands(self, session_id: int) -> None:
         """The session's current turn, booked as its set-up, carried a real command after all."""
+        self._move(session_id, "login", "commands")
+
+    def move_to_login(self, session_id: int) -> None:
+        """The session's current turn, booked as a command, was its logout alone."""
+        self._move(session_id, "commands", "login")
+
+    def _move(self, session_id: int, source: str, target: str) -> None:
         session = self.sessions[session_id]
-        session["login"] -= 1
-        session["commands"] += 1
-        self.login -= 1
-        self.commands += 1
+        session[source] -= 1
+        session[target] += 1
+        setattr(self, source, getattr(self, source) - 1)
+        setattr(self, target, getattr(self, target) + 1)
         self._keep()
 
     def snapshot(self) -> dict[str, Any]:

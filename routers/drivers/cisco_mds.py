@@ -43,7 +43,7 @@ How a flexzone link maps onto MDS FCIP
 the driver skips what is already in place. An interface peering with another gateway is
 CommandRejected on add and LinkAbsent on remove; removing a link with no zone raises LinkAbsent.
 ``local_ip``, ``wwn`` and at least one initiator are required to add, not to remove.
-``save_config`` copies running to startup.
+``save_config`` copies running to startup, in one round trip.
 What is read (``show zone status``, the zone views, ``show device-alias database`` when needed and
 ``show running-config fcip``, never the whole running-config) is parsed in cisco_mds_show.py; the
 interface and zone lines are written in cisco_mds_config.py.
@@ -123,6 +123,7 @@ from routers.platforms import Platform, Transport
 
 FCIP_IDS = range(1, 256)
 ZONESET = "fz_zoneset"
+SAVE, SAVE_TIMEOUT = "copy running-config startup-config", 100.0  # s: netmiko's own read limit for a save
 ZONE_RE = re.compile(r"fz_z(0|[1-9]\d*)_fcip(0|[1-9]\d*)(?:_([0-9a-f]{16})_([0-9a-f]{16}))?")  # as flexzone writes them
 
 # A zoning change: its lines, the zoneset they activate (None: none) and what it is to list (guard).
@@ -505,9 +506,10 @@ class CiscoMdsDriver(ZoneLocks):
 
     @operation
     def save_config(self) -> None:
-        conn = self.conn
-        with self._router_call("copy running-config startup-config"), closed_session_is_eof(self):
-            output = str(conn.save_config())
+        # One turn: the copy's own reply ("Copy complete.") proves it. netmiko's save_config reads the
+        # prompt twice first (its enable() check and send_command's prompt search), two more round trips.
+        with closed_session_is_eof(self):
+            output = self.run(SAVE, timeout=max(self.target.command_timeout, SAVE_TIMEOUT))
         if "Copy complete" not in output:
             message = error_line(output)
             raise CommandRejected(f"copy running-config startup-config: {message}", router_message=message,

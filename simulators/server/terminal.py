@@ -55,6 +55,9 @@ def garble(text: str, rng: random.Random) -> str:
     return "".join(chars)
 
 
+LOGOUT_TEXT = 64  # characters of a turn kept to tell a logout sent alone
+
+
 class Terminal:
     """One client connection, transport-neutral: a character queue in, text out, newline folding.
 
@@ -87,6 +90,7 @@ class Terminal:
         self._set_up = set_up
         self._spoke = False
         self._login_turn = False  # the current turn is booked as the login's
+        self._turn_text = ""  # what the client sent in the current turn (the first LOGOUT_TEXT characters)
         self.logged_in = False
 
     def feed(self, data: str | None) -> None:
@@ -104,6 +108,7 @@ class Terminal:
         """Book input that starts a turn; a set-up turn that turns out to carry a real command is moved to
         the commands."""
         new_turn, self._spoke = self._spoke, False
+        self._turn_text = (data if new_turn else self._turn_text + data)[:LOGOUT_TEXT]
         ends_set_up = False
         if self.logged_in and self._set_up is not None and not self._set_up.over:
             self._set_up.hear(data, new_turn)
@@ -116,6 +121,13 @@ class Terminal:
         elif self._login_turn and ends_set_up:
             self._login_turn = False
             self._turns.move_to_commands(self.session_id)
+
+    def ended_by(self, line: str) -> None:
+        """The command `line` ended the session: if the turn that carried it sent nothing else, it is the
+        session's logout, booked with its login (simulators.roundtrips)."""
+        if self._turns is not None and not self._login_turn and self._turn_text.strip() == line:
+            self._login_turn = True
+            self._turns.move_to_login(self.session_id)
 
     def flush_input(self) -> None:
         while not self._chars.empty():
@@ -292,6 +304,7 @@ class CommandLoop:
             self.terminal.fragmenter = None
             line = (await self._read_command()).strip()
             if line and not await self._run(line):
+                self.terminal.ended_by(line)
                 self.terminal.close()
                 return
 

@@ -58,3 +58,13 @@ def test_each_wan_router_gets_its_own_rows_and_note_beside_its_own_least():
         ("nishan_ips3000", 2, least("nishan_ips3000", "add")), ("cisco_mds", 10, least("cisco_mds", "add"))]
     _, notes = latency.round_trip_report(found)
     assert len(notes) == 2 and "(cisco_mds) counted, median: add 10 (least" in notes[1]
+
+
+def test_a_change_saved_after_each_operation_has_the_saves_least_added_and_a_list_has_none():
+    fcip = [dict(row("pooled", kind, 19), wan_router="cisco_mds", links="FCIP") for kind in ("add", "list")]
+    found = latency.round_trips(fcip, ("pooled",), saves=True)
+    assert [(f["op"], f["least"]) for f in found] == [
+        ("add", least("cisco_mds", "add") + least("cisco_mds", "save")), ("list", least("cisco_mds", "list"))]
+    assert least("cisco_mds", "save") == 1
+    assert [f["least"] for f in latency.round_trips(fcip, ("pooled",))] == [least("cisco_mds", "add"),
+                                                                            least("cisco_mds", "list")]

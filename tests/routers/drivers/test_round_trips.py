@@ -9,6 +9,7 @@ own per operation books its set-up as its login and leaves the commands as they 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -65,8 +66,8 @@ def test_an_ssh_sessions_set_up_is_its_login_so_a_session_per_operation_stays_ne
                                                                                              driver_for):
     """A fresh session per operation: netmiko's preparation (the prompt read with an empty line, NX-OS's
     terminal width and length) and the driver's `terminal dont-ask` are booked as the session's login, so
-    the operation's commands are what they take on a pooled session. The logout that ends the session is a
-    command turn of its own, counted apart here."""
+    the operation's commands are what they take on a pooled session, and so is the logout that ends the
+    session."""
     sim = sim_factory(platform, production_zoning=True, ssh=("127.0.0.1", 0))
     spec = SPECS[platform]
     counted = {}
@@ -79,12 +80,26 @@ def test_an_ssh_sessions_set_up_is_its_login_so_a_session_per_operation_stays_ne
         counted[name] = turns_between(before, sim.round_trips())
         done = sim.round_trips()
         driver.close()
-        assert turns_between(done, sim.round_trips()) == {"commands": 1, "login": 0, "sessions": 0}  # exit
+        assert turns_between(done, sim.round_trips()) == {"commands": 0, "login": 1, "sessions": 0}  # exit
     print(platform, {name: (turns["commands"], turns["login"], least(platform, name))
                      for name, turns in counted.items()})
     for name, turns in counted.items():
         assert turns["login"] > 0, name
         assert least(platform, name) <= turns["commands"] <= least(platform, name) + 1, name
+
+
+@pytest.mark.parametrize("platform", sorted(LEAST))
+def test_a_save_after_a_change_takes_at_most_one_round_trip_more_than_it_needs(platform, sim_factory, driver_for):
+    """The save the engine sends after each change (FLEXZONE_OPS_SAVE_CONFIG=each): on NX-OS the copy alone,
+    whose reply proves it (netmiko's own save_config read the prompt twice before it)."""
+    transport = {"ssh": ("127.0.0.1", 0)} if platform in ("brocade_fos", "cisco_mds") else {}
+    sim = sim_factory(platform, production_zoning=platform in ("brocade_fos", "cisco_mds"), **transport)
+    driver = driver_for(sim)
+    operations(driver, SPECS[platform])["add"]()
+    before = sim.round_trips()
+    driver.save_config()
+    turns = turns_between(before, sim.round_trips())
+    assert turns["login"] == 0 and least(platform, "save") <= turns["commands"] <= least(platform, "save") + 1
 
 
 def test_a_terminal_setting_sent_after_a_real_command_is_a_command_turn(sim_factory, driver_for):
@@ -117,6 +132,22 @@ def test_a_telnet_login_is_counted_apart_from_the_commands(sim_factory, driver_f
     assert login == {"login": 2, "commands": 0, "sessions": 1}  # username, password; the prompt read once
     before = sim.round_trips()
     driver.list_links()
+    assert turns_between(before, sim.round_trips()) == {"commands": 1, "login": 0, "sessions": 0}
+    before = sim.round_trips()
+    driver.close()  # the logout, sent alone: paid once per session, as the login
+    assert turns_between(before, sim.round_trips()) == {"commands": 0, "login": 1, "sessions": 0}
+
+
+def test_a_logout_sent_together_with_a_command_is_a_command_turn(sim_factory, driver_for):
+    sim = sim_factory("brocade_fos", ssh=("127.0.0.1", 0))
+    conn = driver_for(sim).conn
+    before = sim.round_trips()
+    conn.write_channel("cfgshow\rexit\r")  # the session ends with this turn, which carried a command too
+    conn.read_until_pattern(pattern=r"cfgshow", read_timeout=5)
+    deadline = time.monotonic() + 5
+    while turns_between(before, sim.round_trips())["commands"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # the session's end, had it moved the turn
     assert turns_between(before, sim.round_trips()) == {"commands": 1, "login": 0, "sessions": 0}
 
 
