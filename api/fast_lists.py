@@ -170,7 +170,7 @@ class FastLists:
         # SQLite has no such statement to offer; dates in another format or time zone are DRF's to write.
         self.lists = {path: _Prepared.of(fast) for path, fast in lists().items()} if (
             connection.vendor == "postgresql" and api_settings.DATETIME_FORMAT == ISO_8601 and settings.USE_TZ
-            and settings.TIME_ZONE == "UTC") else {}
+            and settings.TIME_ZONE == "UTC" and JSONRenderer.compact) else {}
         self.check = check_statement() if self.lists else ""
         self.headers: dict[str, list[tuple[str, str]]] = {}  # Django's, per list, learnt from its last 200
         self._guard = threading.Lock()
@@ -273,20 +273,22 @@ class FastLists:
     @staticmethod
     def _items(prepared: _Prepared, asked: _Asked, kept: Page | None, admin: bool, visible: list[str] | None,
                marked: list[list]) -> dict[str, bytes] | None:
-        """The page's items as DRF writes them, by their rows' marks, in order (`marked`: [mark, [the item as
-        PostgreSQL wrote it, odd] or None: the row and its names unchanged since the kept page's, whose bytes
-        for it are used); None when this cannot settle them."""
+        """The page's items as DRF writes them, by their rows' marks, in order (`marked`: [mark, same, [the
+        item as PostgreSQL wrote it, odd]], or with `same` and no item: the row and its names unchanged since
+        the kept page's, whose bytes for it are used); None when this cannot settle them."""
         finish, renderer = prepared.fast.finish, JSONRenderer()
         hidden = Hidden(set(visible)) if visible is not None else None
         built: dict[str, bytes] = {}
         reused = 0
-        for mark, written in marked:
-            if written is None:
+        for mark, same, written in marked:
+            if same:
                 found = kept.items.get(mark) if kept is not None else None
                 if found is None:
                     return None
                 built[mark], reused = found, reused + 1
                 continue
+            if not isinstance(written, list):  # the row could not be read with its names
+                return None
             item, odd = written
             if odd:
                 return None

@@ -198,11 +198,14 @@ def page_statement(fast: FastList, given: tuple[str, ...]) -> str:
     (access.redaction.hidden_initiators), and the page's items, newest first as the models are ordered,
     as one JSON array of [mark, item] built by PostgreSQL.
 
-    A row's mark is its id, its version's transaction id (xmin) and a 64-bit hash of all its columns: any
-    committed change of the row gives it another. A row whose mark is among the kept page's (`marks`)
-    while the registry's generation is the kept page's (the names it shows, and the scopes) is not built
-    (null): the kept page's bytes for it are the same. Only the rows built are joined to the names and
-    written, as [the item, whether any value in it is odd] (left to Django)."""
+    A row's mark is its id, the transaction id that wrote its version (xmin) and where that version lies
+    (ctid): any committed change of the row writes a new version, with its writer's transaction id, so it
+    gets another mark (transaction ids come round again only after 2^32 transactions, and the version
+    would also have to lie where the old one did). Each item is [mark, same, written]: `same` when the mark
+    is among the kept page's (`marks`) while the registry's generation is the kept page's (the names it
+    shows, and the scopes), and then nothing is written (the kept page's bytes for it are the same);
+    otherwise the row joined to its names and written, as [the item, whether any value in it is odd]
+    (left to Django), or false if it could not be read."""
     where = " AND ".join(f"{fast.filters[param][1]} = ${index}"
                          for index, param in enumerate(given, start=len(ORDER) + 1)) or "TRUE"
     through = Principal._meta.get_field("sites")
@@ -227,12 +230,12 @@ def page_statement(fast: FastList, given: tuple[str, ...]) -> str:
                 UNION SELECT {_column(Device, 'wwn')} FROM {_table(Device)}) END,
            items.json, current_setting('extra_float_digits')::int < 1
       FROM who CROSS JOIN kept LEFT JOIN LATERAL (
-           SELECT coalesce(json_agg(json_build_array(marked.mark, CASE WHEN NOT kept.same_names
-                    OR NOT marked.mark = ANY($7) THEN (
-                        SELECT json_build_array({fast.json()}, {fast.odd()})
-                          FROM {fast.table} AS {alias} {joins} WHERE {alias}.id = marked.id) END)
+           SELECT coalesce(json_agg(json_build_array(marked.mark, marked.same, CASE WHEN NOT marked.same THEN
+                    coalesce((SELECT json_build_array({fast.json()}, {fast.odd()})
+                                FROM {fast.table} AS {alias} {joins} WHERE {alias}.id = marked.id), 'false') END)
                     ORDER BY marked.created_at DESC), '[]')::text AS json
-             FROM (SELECT page.id, page.created_at, {alias}.id::text || ':' || {alias}.xmin::text || ':'
-                          || hash_record_extended({alias}, 0)::text AS mark
-                     FROM page JOIN {fast.table} AS {alias} ON {alias}.id = page.id) AS marked
+             FROM (SELECT page.id, page.created_at, mark, kept.same_names AND mark = ANY($7) AS same
+                     FROM page JOIN {fast.table} AS {alias} ON {alias}.id = page.id
+                    CROSS JOIN LATERAL (SELECT {alias}.id::text || ':' || {alias}.xmin::text || ':'
+                                               || {alias}.ctid::text AS mark) AS row_mark) AS marked
             WHERE NOT kept.fresh) AS items ON TRUE"""

@@ -17,6 +17,7 @@ registry's read cache: restart the API after such work.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -40,8 +41,9 @@ class Page:
     items: dict[str, bytes]
     stale: bool = False
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
+        """Its bytes, counted once (nothing of it but `stale` changes after it is made)."""
         return len(self.body) + sum(len(mark) + len(item) for mark, item in self.items.items())
 
 

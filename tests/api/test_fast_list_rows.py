@@ -6,6 +6,7 @@ reads by every principal searches for a page that differs from Django's."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.db import connection
@@ -80,7 +81,7 @@ def test_a_change_elsewhere_reuses_every_item_and_a_renamed_router_rebuilds_them
 
 
 WRITES = ("link state", "link initiators", "link touched", "link deleted", "operation", "router renamed",
-          "site renamed", "scope")
+          "site renamed", "principal renamed", "scope")
 
 
 def write(kind: str, pick: int, turn: int) -> None:
@@ -106,6 +107,9 @@ def write(kind: str, pick: int, turn: int) -> None:
         site = Site.objects.order_by("pk")[pick % Site.objects.count()]
         by_hand(f"UPDATE {Site._meta.db_table} SET name = %s WHERE id = %s", [f"{site.name.split('~')[0]}~{turn}",
                                                                               site.pk])
+    elif kind == "principal renamed":  # the name an operation shows; certificates find their principal by hash
+        by_hand(f"UPDATE {Principal._meta.db_table} SET name = split_part(name, '~', 1) || '~' || %s "
+                "WHERE name LIKE 'alice%%'", [turn])
     elif kind == "scope":
         carol, site = Principal.objects.get(name="carol"), Site.objects.order_by("pk")[pick % Site.objects.count()]
         if carol.sites.filter(pk=site.pk).exists():
@@ -115,11 +119,11 @@ def write(kind: str, pick: int, turn: int) -> None:
 
 
 STEPS = st.lists(st.one_of(
-    st.tuples(st.just("read"), st.sampled_from(READERS[:1] + READERS[1:2] + READERS[3:]), st.sampled_from(PAGES)),
+    st.tuples(st.just("read"), st.sampled_from(READERS), st.sampled_from(PAGES)),
     st.tuples(st.just("write"), st.sampled_from(WRITES), st.integers(0, 50))), min_size=4, max_size=14)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=STEPS)
 def test_every_page_after_any_walk_of_writes_is_drfs(api_server, both, traffic, steps):
     warm(both)
@@ -128,6 +132,20 @@ def test_every_page_after_any_walk_of_writes_is_drfs(api_server, both, traffic, 
             write(what, which, turn)
         else:
             assert_same(*both(what, which))
-    for name in ("root", "carol"):  # every page read once more at the end: kept, reused or built, all DRF's
+    for name in READERS:  # every page read once more at the end: kept, reused or built, all DRF's
         for path in PAGES:
             assert_same(*both(name, path))
+
+
+def test_a_principal_revoked_while_its_page_is_being_rebuilt_is_refused_by_django(api_server, both, traffic):
+    warm(both)
+    path = "/api/links/?limit=4"
+    assert_same(*both("alice", path))
+    Link.objects.filter(pk=Link.objects.order_by("-created_at").values("pk")[:1]).update(port=99)
+    assert_same(*both("alice", path))  # found stale and rebuilt: the next goes straight to the page's statement
+    counted = answered(api_server)
+    Principal.objects.filter(name__startswith="alice").update(revoked_at=dt.datetime.now(dt.UTC))
+    fast, django = both("alice", path)
+    assert fast.status_code == 401
+    assert_same(fast, django)
+    assert answered(api_server).get("django", 0) == counted.get("django", 0) + 1
