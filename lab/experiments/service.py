@@ -115,7 +115,9 @@ class LabService:
                                           ssh_port=SIM_PORT if ssh else None, state_dir=self.scratch / name, args=[
                                               "--timing-scale", f"{self.settings.timing_scale:g}", "--username",
                                               USERNAME, "--password-file",
-                                              str(deployment.password(self.registry_names(site)[1])), "--seed", "7"])
+                                              str(deployment.password(self.registry_names(site)[1])), "--seed", "7",
+                                              # a fabric switch carries other hosts' zoning, as a real one does
+                                              *(["--production-zoning"] if ssh else [])])
                 self.sims.append(name)
             for site in self.platforms:
                 self.lab.wait_listening(site, SIM_PORT, timeout=20)

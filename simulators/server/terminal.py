@@ -95,6 +95,7 @@ class Terminal:
 
     def feed(self, data: str | None) -> None:
         if data is None:
+            self._left_unanswered()
             self._chars.put_nowait(None)
             self.closed.set()
             return
@@ -126,6 +127,15 @@ class Terminal:
         """The command `line` ended the session: if the turn that carried it sent nothing else, it is the
         session's logout, booked with its login (simulators.roundtrips)."""
         if self._turns is not None and not self._login_turn and self._turn_text.strip() == line:
+            self._login_turn = True
+            self._turns.move_to_login(self.session_id)
+
+    def _left_unanswered(self) -> None:
+        """The client closed the session: a last turn of one line that the router has not answered (a
+        logout whose command has not run yet) was waited on by nobody, and is booked with the login."""
+        text = self._turn_text.strip()
+        if (self._turns is not None and not self._login_turn and not self._spoke and text
+                and not any(end in text for end in "\r\n")):
             self._login_turn = True
             self._turns.move_to_login(self.session_id)
 
