@@ -5,7 +5,7 @@
     lab effective [--quick] [--setup-s S --teardown-s S | --timing-scale F] ...
     lab clients   [--quick] ...
     lab latency   [--quick] ...      (lab only)
-    lab loss      [--quick] ...      (lab only)
+    lab loss      [--quick] [--loss PCT,...] ... (lab only)
     lab sites     [--quick] ...      (lab only)
     lab all       [--quick] ...      every experiment that exists, then report.md with every plot
 """
@@ -71,6 +71,9 @@ def add_subcommands(sub: Any) -> None:
             parser.add_argument("--teardown-s", type=float, default=None, help="ditto for the teardown time")
             parser.add_argument("--timing-scale", type=float, default=None,
                                 help="scale of the simulators' seed timing when measuring setup (quick: 0.05)")
+        if name == "loss":
+            parser.add_argument("--loss", type=_loss_points, default=None, metavar="PCT[,PCT...]",
+                                help="only these loss points, each 0..100 percent, e.g. 20,30 (default: the plan's)")
         if name == "all":
             parser.add_argument("--no-selfcheck", action="store_true", help="skip the emulator self-check")
 
@@ -154,6 +157,17 @@ def invoked_as() -> str:
     return "python -m " + ("lab.experiments" if program.parent.name == "experiments" else "lab")
 
 
+def _loss_points(text: str) -> tuple[float, ...]:
+    """`--loss 20,30`: the loss points to run, percentages from 0 to 100, given once each."""
+    try:
+        points = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--loss: {text!r} is not a comma-separated list of numbers") from None
+    if any(not 0 <= point <= 100 for point in points) or len(set(points)) != len(points):
+        raise argparse.ArgumentTypeError(f"--loss: each point must be from 0 to 100 percent, given once ({text!r})")
+    return points
+
+
 def _plan(name: str, options: dict[str, Any]) -> Any:
     module = experiment(name)
     plan = module.QUICK if options.get("quick") else module.FULL
@@ -163,6 +177,8 @@ def _plan(name: str, options: dict[str, Any]) -> Any:
         plan = replace(plan, queue_depth=options["queue_depth"])
     if name == "transfer" and options.get("passes"):
         plan = replace(plan, passes=options["passes"])
+    if name == "loss" and options.get("loss"):
+        plan = replace(plan, loss_pct=options["loss"])
     if name == "effective":
         if (options.get("setup_s") is None) != (options.get("teardown_s") is None):
             raise SystemExit("give both --setup-s and --teardown-s, or neither (then they are measured)")

@@ -185,3 +185,29 @@ def test_an_error_text_with_a_bar_or_line_breaks_stays_in_its_own_cell(tmp_path)
     assert line.endswith("| retries used up | - | router remote-rtr: gave up after 4 attempts: ifcp add: rejected: "
                          "E_ZONE \\| zone 2 busy |")
     assert len(line.replace("\\|", "").split("|")) == 11  # nine cells
+
+
+def lab_parser():
+    import argparse
+
+    from lab.command import add_arguments
+
+    parser = argparse.ArgumentParser(prog="python -m lab")
+    add_arguments(parser)
+    return parser
+
+
+def test_loss_runs_only_the_points_given_with_the_plans_other_settings():
+    from lab.experiments.commands import _plan
+
+    plan = _plan("loss", vars(lab_parser().parse_args(["loss", "--loss", "20,30"])))
+    assert plan.loss_pct == (20.0, 30.0)
+    assert (plan.repetitions, plan.service) == (loss.FULL.repetitions, loss.FULL.service)
+    assert _plan("loss", vars(lab_parser().parse_args(["loss", "--quick"]))).loss_pct == loss.QUICK.loss_pct
+
+
+@pytest.mark.parametrize("given", ["20,x", "120", "-1", "20,20", ""])
+def test_a_loss_point_outside_0_to_100_or_repeated_is_refused_naming_the_option(given, capsys):
+    with pytest.raises(SystemExit):
+        lab_parser().parse_args(["loss", "--loss", given])
+    assert "--loss" in capsys.readouterr().err
