@@ -69,6 +69,10 @@ def router_target(router: Router) -> RouterTarget:
     )
 
 
+def _attempts(count: int) -> str:
+    return f"{count} attempt" if count == 1 else f"{count} attempts"
+
+
 def _backoff(attempt: int) -> float:
     conf = ops_settings()
     delay = min(conf.backoff_max, conf.backoff * 2 ** (attempt - 1))
@@ -130,12 +134,12 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
             # A router that never let a session in (refused, unreachable) was not changed: there is
             # nothing of this step to undo, and the device is not held for it.
             if failures >= conf.max_attempts:
-                raise StepFailed(router.name, f"gave up after {failures} attempts: {exc}", permanent=False,
+                raise StepFailed(router.name, f"gave up after {_attempts(failures)}: {exc}", permanent=False,
                                  untouched=not touched) from None
             delay = 0.0 if reused and failures == 1 else _backoff(failures)
             if run.remaining() <= delay:
                 raise StepFailed(
-                    router.name, f"time limit reached after {failures} attempts: {exc}", permanent=False,
+                    router.name, f"time limit reached after {_attempts(failures)}: {exc}", permanent=False,
                     untouched=not touched, timed_out=True,
                 ) from None
             run.notes.append(f"attempt {attempt} on {router.name}: {type(exc).__name__}: {exc}; retry in {delay:.2f} s")

@@ -197,7 +197,7 @@ FIRST_TRY_ATTEMPTS = {"add": 2, "list": 1, "remove": 2}
 ENDINGS = (
     ("engine internal error", re.compile(r"^internal error: \w+")),  # runner.py: an exception nothing caught
     ("operation time limit reached", re.compile(r"time limit (was )?reached")),
-    ("retries used up", re.compile(r"gave up after \d+ attempts")),
+    ("retries used up", re.compile(r"gave up after \d+ attempts?\b")),
 )
 CAUSES = (
     ("router timeout", re.compile(r"no login prompt|pattern not detected|timed? ?out|timeout", re.I)),

@@ -80,6 +80,8 @@ def table_rows(markdown: str, header: str) -> list[list[str]]:
     ("failed", INTERNAL, "engine internal error: router timeout"),
     ("rolled_back", RESET, "retries used up: connection reset or closed"),
     ("failed", REFUSED, "retries used up: connection refused"),
+    ("failed", "router remote-rtr: gave up after 1 attempt: connect: ConnectionRefusedError: [Errno 111] Connection "
+               "refused", "retries used up: connection refused"),
     ("failed", "router remote-rtr: zone 2 is not defined", "other: router remote-rtr: zone 2 is not defined"),
     ("refused", "409 another operation holds XRAID2", "refused by the API"),
     ("error", "no answer: timed out", "no answer from the API"),

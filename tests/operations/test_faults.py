@@ -422,3 +422,12 @@ def test_a_connect_whose_rollback_leaves_a_link_up_frees_the_device_and_the_sett
         assert execute(pk).state == "succeeded"
     assert router_keys(ops_lab.primary_sim) == set() and router_keys(ops_lab.remote_sim) == set()
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_one_attempt_is_said_in_the_singular_in_the_error(ops_lab, settings):
+    settings.FLEXZONE_OPS_MAX_ATTEMPTS = 1
+    ops_lab.primary_sim.add_fault("drop_before_apply", count=1)
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state in ("failed", "rolled_back"), op.error
+    assert "gave up after 1 attempt: " in op.error, op.error
