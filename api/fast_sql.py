@@ -196,7 +196,7 @@ def page_statement(fast: FastList, given: tuple[str, ...]) -> str:
     issuer and serial, as access.authentication.find_principal), the page's ids, the count only when the
     page cannot tell it (an InitPlan runs only if reached), what a site-scoped principal may see of WWNs
     (access.redaction.hidden_initiators), and the page's items, newest first as the models are ordered,
-    as one JSON array of [mark, item] built by PostgreSQL.
+    as one JSON array of [mark, same, written] built by PostgreSQL (below).
 
     A row's mark is its id, the transaction id that wrote its version (xmin) and where that version lies
     (ctid): any committed change of the row writes a new version, with its writer's transaction id, so it
