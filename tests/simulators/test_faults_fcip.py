@@ -47,9 +47,9 @@ def start(sim_factory, sim_target, case):
     def run(faults=()):
         sim = sim_factory(platform, **{transport: ("127.0.0.1", 0)}, faults=list(faults))
 
-        def make():
+        def make(command_timeout=COMMAND_TIMEOUT):
             driver = get_driver(sim_target(sim, transport, connect_timeout=CONNECT_TIMEOUT,
-                                           command_timeout=COMMAND_TIMEOUT))
+                                           command_timeout=command_timeout))
             drivers.append(driver)
             return driver
 
@@ -163,3 +163,18 @@ def test_a_garbled_pager_prompt_times_out_and_a_new_session_reads_the_truth(sim_
     with again:
         assert again.run_paged("cfgshow").count("zone:") >= 8
         assert again.list_links() == [RouterLink(spec.port, spec.zone, spec.remote_ip, "up")]
+
+
+def test_output_and_prompts_in_small_pieces_are_read_whole(start, case):
+    """TCP may cut a reply anywhere: a listing, the pager's and the shell's prompts arriving 1-6 characters
+    at a time are read as if they had come at once. The pieces come 5 ms apart, a few hundred bytes a second,
+    so the wait per command is longer than the other tests'."""
+    spec = SPECS[case[0]]
+    sim, make = start([Fault("fragment", match=LISTING[case[0]], count=2)])
+    driver = make(command_timeout=20)
+    driver.connect()
+    assert driver.list_links() == []
+    driver.add_link(spec)
+    assert driver.list_links() == [RouterLink(spec.port, spec.zone, spec.remote_ip, "up")]
+    assert sim.faults[0].count == 0  # every piece of it was cut up
+    assert sim.links() == [RouterLink(spec.port, spec.zone, spec.remote_ip, "up")]
