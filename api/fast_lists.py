@@ -8,9 +8,10 @@ page cannot tell it (as api.pagination does) and, for a principal limited to som
 may see; Python builds the JSON from the tuples with DRF's own field conversions, pagination links and
 renderer, and the answer carries the headers Django gave this list last (none until it has answered
 one). What is asked is read with the view's own rules (its filters' checks, the pagination's bounds),
-once per distinct request (ASKED). The same statement reads the registry's and the lists' generations:
-when they are those of a page this process built for the same request and principal, PostgreSQL skips
-the page and the kept body is served (api/list_pages.py); any committed change makes it unreachable.
+once per distinct request (ASKED). The same statement reads the registry's generation and the list's
+own (operations/generation.py): when they are those of a page this process built for the same request
+and principal, PostgreSQL skips the page and the kept body is served (api/list_pages.py); any committed
+change to the list or the registry makes it unreachable.
 
 It answers only when it can settle everything: a GET of the list itself in JSON (no Accept, `*/*` or
 `application/json`), query parameters among the view's filters and limit/offset, each once and valid,
@@ -74,19 +75,20 @@ rows_total = Counter("flexzone_fast_lists_rows", "Items of the pages the one-sta
 class _Prepared:
     """What a list's requests share, worked out once: the filters this path knows that mean here what
     they mean in the view (the view's own checks of their values), the roles that may read it, and
-    its statement for each set of filters given."""
+    its statement for each set of filters given, and the check of a page it kept (name, PREPARE)."""
 
     fast: FastList
     checks: dict[str, QueryFilter]
     readers: frozenset[str]
     statements: dict[tuple[str, ...], tuple[str, str]]
+    check: tuple[str, str]
 
     @classmethod
     def of(cls, fast: FastList) -> _Prepared:
         checks = {check.param: check for check in fast.view.query_filters()
                   if check.param in fast.filters and fast.filters[check.param][0] == check.lookup}
         readers = frozenset(role for role in Role if has_role(Principal(role=role), fast.view.read_role))
-        return cls(fast, checks, readers, {})
+        return cls(fast, checks, readers, {}, check_statement(fast))
 
     def statement(self, given: tuple[str, ...]) -> tuple[str, str]:
         """(its name, the PREPARE of it) for this set of filters."""
@@ -171,7 +173,6 @@ class FastLists:
         self.lists = {path: _Prepared.of(fast) for path, fast in lists().items()} if (
             connection.vendor == "postgresql" and api_settings.DATETIME_FORMAT == ISO_8601 and settings.USE_TZ
             and settings.TIME_ZONE == "UTC" and JSONRenderer.compact) else {}
-        self.check = check_statement() if self.lists else ""
         self.headers: dict[str, list[tuple[str, str]]] = {}  # Django's, per list, learnt from its last 200
         self._guard = threading.Lock()
         # Each request's reading (or None: Django answers it), by what shapes it (ASKED and the header
@@ -236,7 +237,7 @@ class FastLists:
         key, who = (asked.key, identity.sha256), [identity.sha256, identity.issuer, identity.serial]
         kept = pages.get(key)
         if kept is not None and not kept.stale:  # whether it may go out, in a statement smaller than the page's
-            rows = self._rows("flexzone_fast_check", self.check, [*who, kept.token])
+            rows = self._rows(*prepared.check, [*who, kept.token])
             if not rows or not self._may_read(prepared, rows[0]):
                 return None
             if rows[0][10] and kept.reader == tuple(rows[0][:3]):  # fresh: read unchanged in this snapshot

@@ -39,8 +39,8 @@ class FastList:
     """One list: its view; its table (`table`, as `alias`) and the tables joined to it (`joins`: alias ->
     JOIN clause); its `filters` (query parameter -> the view's lookup it stands for and the SQL
     expression, over those aliases, that the lookup compares); an item's `fields` in the serializer's
-    order (name -> SQL, of which `dates` are timestamptz and `floats` float8 columns), and what Python
-    settles of an item PostgreSQL built (`finish`)."""
+    order (name -> SQL, of which `dates` are timestamptz and `floats` float8 columns), what Python
+    settles of an item PostgreSQL built (`finish`), and the list's generation (generation.LISTS)."""
 
     view: type[RegistryViewSet]
     table: str
@@ -51,6 +51,7 @@ class FastList:
     dates: frozenset[str]
     floats: frozenset[str]
     finish: Callable[[dict, bool, str], None]  # (item, admin, the operation URL template)
+    generation: int
 
     def json(self) -> str:
         """SQL: an item as JSON, its fields in the serializer's order (json_build_object keeps it)."""
@@ -131,7 +132,7 @@ def lists() -> dict[str, FastList]:
              "pairs": "l.pairs", "lease_expires_at": "l.lease_expires_at", "created_at": "l.created_at",
              "updated_at": "l.updated_at", "up_at": "l.up_at", "down_at": "l.down_at"},
             frozenset({"lease_expires_at", "created_at", "updated_at", "up_at", "down_at"}), frozenset(),
-            _link),
+            _link, generation.LISTS["links"]),
         "/api/operations/": FastList(
             OperationViewSet, _table(Operation), "o",
             {"p": join("LEFT", Principal, "p", f"o.{_column(Operation, 'principal')}")},
@@ -145,7 +146,7 @@ def lists() -> dict[str, FastList]:
              "heartbeat_at": "o.heartbeat_at"},
             frozenset({"created_at", "started_at", "finished_at", "heartbeat_at"}),
             frozenset({"registry_ms", "invocation_ms", "router_ms", "total_ms"}),
-            _operation),
+            _operation, generation.LISTS["operations"]),
     }
 
 
@@ -157,16 +158,18 @@ TYPES = ("text", "text", "text", "bigint", "bigint", "text", "text[]")
 REGISTRY_CHANGES, REGISTRY_GENERATION = "flexzone_registry_changes", "flexzone_registry_generation"
 
 
-def _heads(kept: str) -> str:
-    """The CTEs both statements begin with: the registry's and the lists' generations (read once, in the
-    statement's snapshot), whether they are those of the kept page (`kept`: its parameter, the page's
+def _heads(kept: str, fast: FastList) -> str:
+    """The CTEs both statements begin with: the registry's and the list's own generations (read once, in
+    the statement's snapshot), whether they are those of the kept page (`kept`: its parameter, the page's
     generations as Python writes them) and the principal (by fingerprint first, then issuer and serial, as
     access.authentication.find_principal)."""
     return f"""gen AS MATERIALIZED (
         SELECT rg.epoch::text AS registry_epoch, rg.folded AS registry_folded,
                (SELECT count(*) FROM {REGISTRY_CHANGES}) AS registry_rows, lg.epoch::text AS lists_epoch,
-               lg.folded AS lists_folded, (SELECT count(*) FROM {generation.CHANGES}) AS lists_rows
-          FROM {REGISTRY_GENERATION} AS rg, {generation.GENERATION} AS lg WHERE rg.id = 1 AND lg.id = 1),
+               lg.folded AS lists_folded,
+               {generation.rows(fast.generation)} AS lists_rows
+          FROM {REGISTRY_GENERATION} AS rg, {generation.GENERATION} AS lg
+         WHERE rg.id = 1 AND lg.id = {fast.generation}),
     kept AS MATERIALIZED (
         SELECT *, registry_epoch || ':' || registry || '/' || lists_epoch || ':' || lists = {kept} AS fresh,
                registry_epoch || ':' || registry = split_part({kept}, '/', 1) AS same_names
@@ -183,12 +186,14 @@ HEAD = "who.id, who.role, who.all_sites, who.active, kept.registry_epoch, kept.r
        "kept.lists_epoch, kept.lists, kept.lists_rows, kept.fresh"
 
 
-def check_statement() -> str:
-    """The statement that tells whether a kept page may be served (fresh), with the principal to serve it
-    to: parameters sha, issuer, serial and the page's generations. Smaller than the page's statement,
-    whose plan PostgreSQL sets up in full even when it skips the page."""
-    return f"PREPARE flexzone_fast_check (text, text, text, text) AS WITH {_heads('$4')} SELECT {HEAD} " \
-           "FROM who CROSS JOIN kept"
+def check_statement(fast: FastList) -> tuple[str, str]:
+    """(its name, the PREPARE of) the statement that tells whether a kept page of the list may be served
+    (fresh), with the principal to serve it to: parameters sha, issuer, serial and the page's
+    generations. Smaller than the page's statement, whose plan PostgreSQL sets up in full even when it
+    skips the page."""
+    name = f"flexzone_fast_check_{fast.view.audit_noun}"
+    return name, f"PREPARE {name} (text, text, text, text) AS WITH {_heads('$4', fast)} SELECT {HEAD} " \
+                 "FROM who CROSS JOIN kept"
 
 
 def page_statement(fast: FastList, given: tuple[str, ...]) -> str:
@@ -213,7 +218,7 @@ def page_statement(fast: FastList, given: tuple[str, ...]) -> str:
     scope = connection.ops.quote_name(through.m2m_db_table())
     alias, joins = fast.alias, " ".join(fast.joins.values())
     return f"""
-    WITH {_heads('$6')},
+    WITH {_heads('$6', fast)},
     page AS (
         SELECT {alias}.id, {alias}.created_at FROM {fast.rows(given, where)}
          ORDER BY {alias}.created_at DESC LIMIT $4 OFFSET $5)

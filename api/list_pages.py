@@ -2,14 +2,15 @@
 again only when the database says, in that request's own statement, that nothing they show has changed.
 
 A page shows links or operations, and names of sites, devices, routers, zones and principals, and for
-a site-scoped principal what its scope hides. The lists' generation (operations/generation.py) grows
-with every committed change of a link or an operation, the registry's (registry 0001, access 0001)
-with every change of the inventory or of a principal or its scope. A page is kept under both, as read
-by the statement that built it, in the same snapshot: it is served again only to the same
-certificate's principal (same id, role and scope flag) when a later request's statement reads the
-same generations, so any change committed since, however it was written, makes it unreachable. Every
-request still makes its one statement: the principal (a revoked one is refused by Django), the
-generations and, only when they differ from the kept page's, the page itself. A generation lower than
+a site-scoped principal what its scope hides. Each list's generation (operations/generation.py) grows
+with every committed change of a link (the links') or an operation (the journal's), the registry's
+(registry 0001, access 0001) with every change of the inventory or of a principal or its scope. A page
+is kept under its list's and the registry's, as read by the statement that built it, in the same
+snapshot: it is served again only to the same certificate's principal (same id, role and scope flag)
+when a later request's statement reads the same generations, so any change committed since to what it
+shows, however it was written, makes it unreachable. Every request still makes its one statement: the
+principal (a revoked one is refused by Django), the generations and, only when they differ from the
+kept page's, the page itself. A generation lower than
 one seen (a database restored to an earlier point) forgets every page. Changes made with the triggers
 off (session_replication_role=replica, ALTER TABLE ... DISABLE TRIGGER) are not seen, as for the
 registry's read cache: restart the API after such work.

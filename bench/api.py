@@ -13,9 +13,11 @@ flexzone's keep-alive requests/s on /api/sites/ over the ceiling's, `links_ceili
 `operations_ceiling_ratio` the same for a filtered page of each list (UNCACHED: lists the read cache
 never keeps; the lists' path serves a page it kept while the database's generations read unchanged in
 its one statement), and for the links' page written untimed before each request (BUILT):
-`moved_ceiling_ratio` when an operation changed (the generations move on, the page's rows are the same:
-its items are reused), `built_ceiling_ratio` when the page's newest link changed (that item is written
-afresh) and `rebuilt_ceiling_ratio` when every link on the page changed (every item is).
+`other_ceiling_ratio` when an operation changed (the journal's generation moves on, the links' does
+not: the page is kept), `moved_ceiling_ratio` when a link off the page changed (the links' generation
+moves on, the page's rows are the same: its items are reused), `built_ceiling_ratio` when the page's
+newest link changed (that item is written afresh) and `rebuilt_ceiling_ratio` when every link on the
+page changed (every item is).
 `--url --ca --cert --key` measure a running server instead (e.g. `make demo`'s), without a ceiling (nor
 BUILT).
 
@@ -54,11 +56,11 @@ SITES = "/api/sites/"  # the bare app answers every path alike
 # Lists the read cache never keeps (they change with every operation), answered by api/fast_lists.py.
 UNCACHED = {"uncached": "/api/links/", "links": "/api/links/?state=up&limit=10",
             "operations": "/api/operations/?state=succeeded&limit=10"}
-# The same page after a write before each request (untimed, ThrowAwayServers.change): an operation (the
-# page's rows unchanged), the page's newest link, every link on the page. What a page built afresh costs.
-BUILT = {"moved": "/api/links/?state=up&limit=10", "built": "/api/links/?state=up&limit=10",
-         "rebuilt": "/api/links/?state=up&limit=10"}
-BUILT_LABELS = {"moved": "an operation changed", "built": "its newest link changed",
+# The same page after a write before each request (untimed, ThrowAwayServers.change): an operation (another
+# list's), a link off the page (the page's rows unchanged), the page's newest link, every link on the page.
+# What a page built afresh costs.
+BUILT = {name: "/api/links/?state=up&limit=10" for name in ("other", "moved", "built", "rebuilt")}
+BUILT_LABELS = {"other": "an operation changed", "moved": "a link off it changed", "built": "its newest link changed",
                 "rebuilt": "its every link changed"}
 SEEDED = 20  # links and operations made for a run whose database has none (deleted after)
 ROUNDS = 10  # slices of each measurement, taken in turn from flexzone and the ceiling
@@ -310,16 +312,22 @@ class ThrowAwayServers:
         return self
 
     def change(self, what: str) -> None:
-        """A committed write (each row's values left as they were, a new version of it all the same) that
-        makes every kept page of the lists stale: `moved`, to an operation; `built`, to the newest link of
-        BUILT's page; `rebuilt`, to every link of that page."""
+        """A committed write (each row's values left as they were, a new version of it all the same):
+        `other`, to an operation (the operations' kept pages go stale); `moved`, to the oldest link, off
+        BUILT's page; `built`, to the newest link of that page; `rebuilt`, to every link of that page (the
+        links' kept pages go stale)."""
         from django.db.models import F
 
         from operations.models import Link, Operation
 
-        if what == "moved":
+        if what == "other":
             Operation.objects.filter(pk=Operation.objects.order_by("pk").values("pk")[:1]).update(
                 attempts=F("attempts"))
+            return
+        if what == "moved":
+            shown = list(Link.objects.filter(state="up").order_by("-created_at").values_list("pk", flat=True)[:10])
+            Link.objects.filter(pk=Link.objects.exclude(pk__in=shown).order_by("created_at").values("pk")[:1]).update(
+                updated_at=F("updated_at"))
             return
         page = Link.objects.filter(state="up").order_by("-created_at").values_list("pk", flat=True)[
             :1 if what == "built" else 10]
@@ -349,20 +357,22 @@ def _cell(figures: dict, name: str, kind: str) -> str:
 
 def report(figures: dict, concurrency: int) -> list[str]:
     ceiling = "ceiling_keepalive_rps" in figures
-    lines = [f"{'GET over mTLS':<34} {'flexzone /api/sites/':>24}"
+    labels = {name: path.split("&limit")[0] + (f", {BUILT_LABELS[name]}" if name in BUILT else ", one")
+              for name, path in [*UNCACHED.items(), *BUILT.items()]}
+    width = max(34, *(len(label) for name, label in labels.items() if f"{name}_keepalive_rps" in figures))
+    lines = [f"{'GET over mTLS':<{width}} {'flexzone /api/sites/':>24}"
              + (f" {'bare WSGI ceiling':>24} {'ratio':>6}" if ceiling else "")]
     rows = [("one keep-alive connection", "keepalive", "ceiling_ratio"),
             (f"{concurrency} keep-alive connections", "parallel", "ceiling_parallel_ratio")]
     for label, kind, ratio in rows:
-        line = f"{label:<34} {_cell(figures, 'api', kind):>24}"
+        line = f"{label:<{width}} {_cell(figures, 'api', kind):>24}"
         if ceiling:
             line += f" {_cell(figures, 'ceiling', kind):>24} {figures[ratio]:>6.2f}"
         lines.append(line)
-    for uncached, path in [*UNCACHED.items(), *BUILT.items()]:
+    for uncached in [*UNCACHED, *BUILT]:
         if f"{uncached}_keepalive_rps" not in figures:
             continue
-        label = path.split("&limit")[0] + (f", {BUILT_LABELS[uncached]}" if uncached in BUILT else ", one")
-        line = f"{label:<34} {_cell(figures, uncached, 'keepalive'):>24}"
+        line = f"{labels[uncached]:<{width}} {_cell(figures, uncached, 'keepalive'):>24}"
         if ceiling:
             line += f" {'':>24} {figures[f'{uncached}_ratio']:>6.2f}"
         lines.append(line)

@@ -1,21 +1,35 @@
-"""The lists' generation: a number that grows with every committed transaction that changes a link or
-an operation, however it was written (ORM, raw SQL, psql); the API's link and operation lists keep the
-pages they served under it (api/list_pages.py).
+"""The lists' generations: one per list, a number that grows with every committed transaction that
+changes a link (the links') or an operation (the journal's), however it was written (ORM, raw SQL,
+psql); the API's link and operation lists keep the pages they served under their own list's
+(api/list_pages.py), so a link page outlives the writes an operation makes to the journal as it runs
+(its phases, its heartbeats), and an operation page the writes to links.
 
-It is made as the registry's generation is (registry/migrations/0001_initial.py, migration 0003
-here): each such transaction leaves one row in CHANGES (its transaction id, inserted by a
-statement-level trigger, ON CONFLICT DO NOTHING for its later statements), visible when and only when
-it commits, with no hot row for writers to wait on. The generation is `folded` + the number of rows,
-read in the same statement as what it stands for; a reader folds the rows into `folded` now and then,
-in one statement (FOLD), which leaves the sum unchanged. `epoch` is drawn when the tables are made.
-SQLite has none of it.
+They are made as the registry's generation is (registry/migrations/0001_initial.py, migrations 0003
+and 0004 here): each such transaction leaves one row per list it wrote in CHANGES (the list and its
+transaction id, inserted by a statement-level trigger that names the list, ON CONFLICT DO NOTHING for
+its later statements), visible when and only when it commits, with no hot row for writers to wait on.
+A change row of list 0 is one whose list is not known, and counts for every list: a writer whose
+trigger was already running migration 0003's function when 0004 replaced it inserts one (the column's
+default). A list's generation is its row's `folded` in GENERATION + the number of its change rows
+(ROWS), read in the same statement as what it stands for; a reader folds every change row into the
+`folded` of each list it counts for now and then, in one statement (FOLD), which leaves each sum
+unchanged. Each row's `epoch` is drawn when it is made. SQLite has none of it.
 """
 
 CHANGES = "flexzone_lists_changes"
 GENERATION = "flexzone_lists_generation"
-FOLD_AT = 64  # change rows beyond which a reader folds them into the generation's base
-# One statement, so a reader sees either the rows or their count in `folded`, never both or neither.
+LISTS = {"links": 1, "operations": 2}  # each list's row in GENERATION, and its change rows' `list`
+UNKNOWN = 0  # the list of a change row that counts for every list
+FOLD_AT = 64  # change rows of a list beyond which a reader folds them into the generations' base
+# One statement, so a reader sees either a list's rows or their count in `folded`, never both or neither.
 FOLD = f"""
-    WITH gone AS (DELETE FROM {CHANGES} RETURNING 1)
-    UPDATE {GENERATION} SET folded = folded + (SELECT count(*) FROM gone) WHERE id = 1
+    WITH gone AS (DELETE FROM {CHANGES} RETURNING list),
+         counted AS (SELECT g.id, count(*) AS rows FROM {GENERATION} AS g JOIN gone
+                         ON gone.list IN ({UNKNOWN}, g.id) GROUP BY g.id)
+    UPDATE {GENERATION} AS g SET folded = g.folded + counted.rows FROM counted WHERE g.id = counted.id
 """
+
+
+def rows(list_id: int) -> str:
+    """SQL: the number of change rows that count for the list (its own and those of no known list)."""
+    return f"(SELECT count(*) FROM {CHANGES} WHERE list IN ({UNKNOWN}, {int(list_id)}))"

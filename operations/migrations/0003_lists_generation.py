@@ -9,6 +9,7 @@ links and operations need not be granted these tables. Neither table is a model'
 from django.db import migrations
 
 from operations.generation import CHANGES, GENERATION
+from operations.postgres_migration import on_postgres
 
 WATCHED = ("Link", "Operation")
 
@@ -46,20 +47,7 @@ def _drops(apps, schema: str) -> list[str]:
     ]
 
 
-def _run(statements):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor != "postgresql":
-            return
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute("SELECT quote_ident(current_schema())")
-            schema = cursor.fetchone()[0]
-        for statement in statements(apps, schema):
-            schema_editor.execute(statement)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("operations", "0002_operation_principal")]
 
-    operations = [migrations.RunPython(_run(_statements), _run(_drops))]
+    operations = [migrations.RunPython(on_postgres(_statements), on_postgres(_drops))]

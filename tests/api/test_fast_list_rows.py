@@ -66,8 +66,8 @@ def test_a_change_elsewhere_reuses_every_item_and_a_renamed_router_rebuilds_them
     path = "/api/links/?limit=3"
     assert_same(*both("carol", path))  # a site-scoped principal: its items are redacted before they are kept
     before = items(api_server)
-    by_hand(f"UPDATE {Operation._meta.db_table} SET attempts = attempts + 1 WHERE id = "
-            f"(SELECT min(id) FROM {Operation._meta.db_table})", [])
+    oldest = Link.objects.order_by("created_at").values_list("pk", flat=True)[0]  # not on the page of 3
+    by_hand(f"UPDATE {Link._meta.db_table} SET port = port WHERE id = %s", [oldest])
     assert_same(*both("carol", path))
     after = items(api_server)
     assert (after.get("built", 0) - before.get("built", 0), after.get("reused", 0) - before.get("reused", 0)) == (0, 3)
@@ -78,6 +78,30 @@ def test_a_change_elsewhere_reuses_every_item_and_a_renamed_router_rebuilds_them
     assert_same(fast, django)
     after = items(api_server)
     assert after.get("reused", 0) == before.get("reused", 0)  # the names shown changed: nothing is reused
+
+
+def test_each_list_keeps_its_pages_through_the_other_lists_writes(api_server, both, traffic):
+    """A running operation writes the journal (its phases, its heartbeats) many times: the links' kept
+    pages stay kept through that, and the operations' through writes to links; a write to a list's own
+    table makes its pages stale."""
+    warm(both)
+    links, operations = "/api/links/?limit=3", "/api/operations/?limit=3"
+    for path in (links, operations):
+        assert_same(*both("alice", path))
+    table = {links: Operation._meta.db_table, operations: Link._meta.db_table}  # the other list's
+    own = {links: Link._meta.db_table, operations: Operation._meta.db_table}
+    for path in (links, operations):
+        assert_same(*both("alice", path))  # kept, now that it was built after the other one's first read
+        counted = answered(api_server)
+        by_hand(f"UPDATE {table[path]} SET id = id WHERE id = (SELECT min(id) FROM {table[path]})", [])
+        assert_same(*both("alice", path))
+        now = answered(api_server)
+        assert (now.get("kept", 0) - counted.get("kept", 0), now.get("fast", 0) - counted.get("fast", 0)) == (1, 0)
+
+        by_hand(f"UPDATE {own[path]} SET id = id WHERE id = (SELECT min(id) FROM {own[path]})", [])
+        assert_same(*both("alice", path))
+        again = answered(api_server)
+        assert (again.get("kept", 0) - now.get("kept", 0), again.get("fast", 0) - now.get("fast", 0)) == (0, 1)
 
 
 WRITES = ("link state", "link initiators", "link touched", "link deleted", "operation", "router renamed",

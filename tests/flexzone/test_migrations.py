@@ -17,7 +17,7 @@ from registry.models import Site
 PROJECT_APPS = ("registry", "access", "operations")
 PREVIOUS_RELEASE = [("registry", "0011_router_session_budget"), ("operations", "0010_zoning_locks")]
 THIS_RELEASE = [("access", "0001_initial"), ("operations", "0002_operation_principal"),
-                ("operations", "0003_lists_generation")]
+                ("operations", "0003_lists_generation"), ("operations", "0004_lists_generation_per_list")]
 
 
 def app_edges(graph) -> set[tuple[str, str]]:
@@ -145,3 +145,68 @@ def test_a_database_older_than_the_previous_release_is_refused_not_half_adopted(
                        "now())")
     _migrate()
     assert len(_audit_foreign_keys()) == 1
+
+
+def _statement_on(model) -> None:
+    """A write that changes no row: the statement-level trigger records its transaction all the same."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {model._meta.db_table} SET id = id WHERE FALSE")
+
+
+def _generations() -> dict[int, tuple[str, int]]:
+    """Each row of the generation table: (epoch, folded + its change rows), as the list path reads it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = %s AND column_name = "
+                       "'list'", [generation.CHANGES])
+        per_list = cursor.fetchone()[0] == 1
+        mine = f"WHERE c.list IN ({generation.UNKNOWN}, g.id)" if per_list else ""
+        cursor.execute(f"SELECT g.id, g.epoch::text, g.folded + (SELECT count(*) FROM {generation.CHANGES} AS c "
+                       f"{mine}) FROM {generation.GENERATION} AS g ORDER BY g.id")
+        return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
+
+
+def _migrate_operations_to(name: str) -> None:
+    executor = MigrationExecutor(connection)
+    executor.migrate([("operations", name)])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_generation_per_list_comes_and_goes_and_no_generation_reads_lower():
+    links, operations = generation.LISTS["links"], generation.LISTS["operations"]
+    try:
+        _migrate_operations_to("0003_lists_generation")
+        _statement_on(Operation)
+        _statement_on(Link)
+        (one, single), = _generations().items()
+        assert one == links
+
+        _migrate_operations_to("0004_lists_generation_per_list")
+        read = _generations()
+        assert read[links][0] == single[0] and read[links][1] >= single[1]  # the links' row goes on from it
+        assert read[operations][0] != single[0]  # a new row, with an epoch of its own
+        _statement_on(Operation)
+        after = _generations()
+        assert (after[links], after[operations][1]) == (read[links], read[operations][1] + 1)
+        _statement_on(Link)
+        assert _generations() == {links: (read[links][0], read[links][1] + 1), operations: after[operations]}
+        with connection.cursor() as cursor:  # as a writer still running 0003's function leaves it
+            cursor.execute(f"INSERT INTO {generation.CHANGES} (txid) VALUES (txid_current())")
+        counted = {links: (read[links][0], read[links][1] + 2), operations: (after[operations][0],
+                                                                             after[operations][1] + 1)}
+        assert _generations() == counted
+        _fold()
+        assert _generations() == counted
+
+        highest = max(count for _epoch, count in _generations().values())
+        _migrate_operations_to("0003_lists_generation")
+        (one, back), = _generations().items()
+        assert back[0] == single[0] and back[1] >= highest
+        _statement_on(Operation)
+        assert _generations()[one][1] == back[1] + 1
+    finally:
+        _migrate_operations_to("0004_lists_generation_per_list")
+
+
+def _fold() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(generation.FOLD)
