@@ -160,21 +160,20 @@ REGISTRY_CHANGES, REGISTRY_GENERATION = "flexzone_registry_changes", "flexzone_r
 
 def _heads(kept: str, fast: FastList) -> str:
     """The CTEs both statements begin with: the registry's and the list's own generations (read once, in
-    the statement's snapshot), whether they are those of the kept page (`kept`: its parameter, the page's
+    the statement's snapshot; `lists_rows`: every list's change rows, which a reader folds past
+    generation.FOLD_AT), whether they are those of the kept page (`kept`: its parameter, the page's
     generations as Python writes them) and the principal (by fingerprint first, then issuer and serial, as
     access.authentication.find_principal)."""
     return f"""gen AS MATERIALIZED (
         SELECT rg.epoch::text AS registry_epoch, rg.folded AS registry_folded,
                (SELECT count(*) FROM {REGISTRY_CHANGES}) AS registry_rows, lg.epoch::text AS lists_epoch,
-               lg.folded AS lists_folded,
-               {generation.rows(fast.generation)} AS lists_rows
-          FROM {REGISTRY_GENERATION} AS rg, {generation.GENERATION} AS lg
+               lg.folded + lc.mine AS lists, lc.all_rows AS lists_rows
+          FROM {REGISTRY_GENERATION} AS rg, {generation.GENERATIONS} AS lg, {generation.counts(fast.generation)} AS lc
          WHERE rg.id = 1 AND lg.id = {fast.generation}),
     kept AS MATERIALIZED (
         SELECT *, registry_epoch || ':' || registry || '/' || lists_epoch || ':' || lists = {kept} AS fresh,
                registry_epoch || ':' || registry = split_part({kept}, '/', 1) AS same_names
-          FROM (SELECT *, registry_folded + registry_rows AS registry, lists_folded + lists_rows AS lists
-                  FROM gen) AS g),
+          FROM (SELECT *, registry_folded + registry_rows AS registry FROM gen) AS g),
     who AS (
         SELECT id, role, all_sites, revoked_at IS NULL AS active FROM {_table(Principal)}
          WHERE cert_sha256 = $1 OR (cert_issuer = $2 AND cert_serial = $3)

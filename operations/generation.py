@@ -5,31 +5,34 @@ psql); the API's link and operation lists keep the pages they served under their
 (its phases, its heartbeats), and an operation page the writes to links.
 
 They are made as the registry's generation is (registry/migrations/0001_initial.py, migrations 0003
-and 0004 here): each such transaction leaves one row per list it wrote in CHANGES (the list and its
-transaction id, inserted by a statement-level trigger that names the list, ON CONFLICT DO NOTHING for
-its later statements), visible when and only when it commits, with no hot row for writers to wait on.
-A change row of list 0 is one whose list is not known, and counts for every list: a writer whose
-trigger was already running migration 0003's function when 0004 replaced it inserts one (the column's
-default). A list's generation is its row's `folded` in GENERATION + the number of its change rows
-(ROWS), read in the same statement as what it stands for; a reader folds every change row into the
-`folded` of each list it counts for now and then, in one statement (FOLD), which leaves each sum
-unchanged. Each row's `epoch` is drawn when it is made. SQLite has none of it.
+and 0004 here): each such transaction leaves one row per list it wrote in CHANGES (the list, told by
+the trigger from the table it fired on, and the transaction id; a statement-level trigger, ON CONFLICT
+DO NOTHING for its later statements), visible when and only when it commits, with no hot row for
+writers to wait on. A change row of list 0 is one whose list is not known, and counts for every list:
+a writer whose trigger was already running migration 0003's function when 0004 replaced it inserts one
+(the column's default). A list's generation is its row's `folded` in GENERATIONS + the number of the
+change rows that count for it, read in the same statement as what it stands for (COUNTS); a reader
+folds every change row into the `folded` of each list it counts for now and then, in one statement
+(FOLD), which leaves each sum unchanged. Each row's `epoch` is drawn when it is made. SQLite has none
+of it.
 """
 
 CHANGES = "flexzone_lists_changes"
-GENERATION = "flexzone_lists_generation"
-LISTS = {"links": 1, "operations": 2}  # each list's row in GENERATION, and its change rows' `list`
+GENERATIONS = "flexzone_lists_generations"  # 0003's single row was in flexzone_lists_generation
+LISTS = {"links": 1, "operations": 2}  # each list's row in GENERATIONS, and its change rows' `list`
 UNKNOWN = 0  # the list of a change row that counts for every list
-FOLD_AT = 64  # change rows of a list beyond which a reader folds them into the generations' base
+FOLD_AT = 64  # change rows beyond which a reader folds them into the generations' base
 # One statement, so a reader sees either a list's rows or their count in `folded`, never both or neither.
 FOLD = f"""
     WITH gone AS (DELETE FROM {CHANGES} RETURNING list),
-         counted AS (SELECT g.id, count(*) AS rows FROM {GENERATION} AS g JOIN gone
+         counted AS (SELECT g.id, count(*) AS rows FROM {GENERATIONS} AS g JOIN gone
                          ON gone.list IN ({UNKNOWN}, g.id) GROUP BY g.id)
-    UPDATE {GENERATION} AS g SET folded = g.folded + counted.rows FROM counted WHERE g.id = counted.id
+    UPDATE {GENERATIONS} AS g SET folded = g.folded + counted.rows FROM counted WHERE g.id = counted.id
 """
 
 
-def rows(list_id: int) -> str:
-    """SQL: the number of change rows that count for the list (its own and those of no known list)."""
-    return f"(SELECT count(*) FROM {CHANGES} WHERE list IN ({UNKNOWN}, {int(list_id)}))"
+def counts(list_id: int) -> str:
+    """SQL: one row of the change rows that count for the list (`mine`: its own and those of no known
+    list) and of all of them (`all_rows`: when to fold), in one pass."""
+    return (f"(SELECT count(*) FILTER (WHERE list IN ({UNKNOWN}, {int(list_id)})) AS mine, count(*) AS all_rows "
+            f"FROM {CHANGES})")

@@ -8,8 +8,12 @@ links and operations need not be granted these tables. Neither table is a model'
 
 from django.db import migrations
 
-from operations.generation import CHANGES, GENERATION
 from operations.postgres_migration import on_postgres
+
+# The tables as this migration made them (migration 0004 changes them; operations/generation.py names
+# today's).
+CHANGES = "flexzone_lists_changes"
+GENERATION = "flexzone_lists_generation"
 
 WATCHED = ("Link", "Operation")
 

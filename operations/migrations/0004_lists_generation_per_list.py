@@ -1,76 +1,89 @@
 """A generation per list (operations/generation.py): the change rows name the list their transaction
-wrote, each list has its own row in the generation table, and the trigger on each table names its list.
+wrote, told by the trigger function from the table it fired on, and each list has its own row in a new
+generation table.
 
-Forward, every change row is folded into the links' row first, so the links' generation never reads
-lower than it did; the journal's row is new, with an epoch of its own. A change row whose list is not
-known counts for every list (generation.UNKNOWN). Backward, both rows and every
-change row are folded into the one row of migration 0003, which is then again above anything read.
+Only flexzone's own two tables are locked, and the triggers stay as they are (their function is
+replaced), so a writer, which locks its table before the change table, never waits in a cycle with
+this. A writer whose trigger was already running 0003's function inserts, once this commits, a row of
+no known list (the column's default), which counts for every list. The links' row goes on from 0003's
+single generation with its epoch, so it never reads lower; the journal's row is new, with an epoch of
+its own. 0003's generation table is dropped: a process still running the code before this one fails
+to read it and leaves every list to Django, rather than folding the change rows its old way.
+
+Backward, both rows and every change row are folded into a table of 0003's shape again; stop the
+writers first (a trigger running this function when that commits would insert a list no longer there).
 """
 
 from django.db import migrations
 
-from operations.generation import CHANGES, GENERATION, UNKNOWN
 from operations.postgres_migration import on_postgres
 
-WATCHED = {"Link": 1, "Operation": 2}  # model -> its list's row (generation.LISTS)
+# As operations/generation.py names them when this migration is made (a migration keeps its own).
+CHANGES, GENERATIONS = "flexzone_lists_changes", "flexzone_lists_generations"
+LISTS, UNKNOWN = {"links": 1, "operations": 2}, 0
+OLD_GENERATION = "flexzone_lists_generation"  # migration 0003's, a single row
+WATCHED = {"Link": LISTS["links"], "Operation": LISTS["operations"]}
 
 
-def _triggers(apps, schema: str, argument: bool) -> list[str]:
-    statements = []
-    for name, list_id in WATCHED.items():
-        table = apps.get_model("operations", name)._meta.db_table
-        statements += [
-            f"DROP TRIGGER flexzone_lists_changed ON {schema}.{table}",
-            f"""CREATE TRIGGER flexzone_lists_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-                ON {schema}.{table} FOR EACH STATEMENT
-                EXECUTE FUNCTION {schema}.flexzone_lists_changed({f"'{list_id}'" if argument else ''})"""]
-    return statements
+def _drop_primary_key(schema: str) -> str:
+    """The change table's primary key, whatever it is called, dropped (`%%`: the schema editor passes the
+    statement with parameters, so a lone percent sign would be read as one)."""
+    return f"""DO $$ DECLARE found text; BEGIN
+                 SELECT conname INTO STRICT found FROM pg_constraint
+                  WHERE conrelid = '{schema}.{CHANGES}'::regclass AND contype = 'p';
+                 EXECUTE format('ALTER TABLE {schema}.{CHANGES} DROP CONSTRAINT %%I', found);
+               END $$"""
+
+
+def _function(schema: str, body: str) -> str:
+    return f"""CREATE OR REPLACE FUNCTION {schema}.flexzone_lists_changed() RETURNS trigger
+                 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+               BEGIN
+                 {body}
+                 RETURN NULL;
+               END $$"""
 
 
 def _forward(apps, schema: str) -> list[str]:
+    lists = " ".join(f"WHEN '{apps.get_model('operations', name)._meta.db_table}' THEN {list_id}"
+                     for name, list_id in WATCHED.items())
     return [
-        f"LOCK TABLE {schema}.{CHANGES}, {schema}.{GENERATION} IN EXCLUSIVE MODE",
-        f"""WITH gone AS (DELETE FROM {schema}.{CHANGES} RETURNING 1)
-            UPDATE {schema}.{GENERATION} SET folded = folded + (SELECT count(*) FROM gone) WHERE id = 1""",
-        f"ALTER TABLE {schema}.{CHANGES} DROP CONSTRAINT {CHANGES}_pkey",
-        # The default: a writer whose trigger was already running 0003's function (its INSERT names no list)
-        # waits for this lock and then inserts a row that counts for every list (generation.UNKNOWN).
-        f"ALTER TABLE {schema}.{CHANGES} ADD COLUMN list smallint NOT NULL DEFAULT {UNKNOWN}",
+        f"LOCK TABLE {schema}.{CHANGES}, {schema}.{OLD_GENERATION} IN EXCLUSIVE MODE",
+        f"""CREATE TABLE {schema}.{GENERATIONS} (
+              id smallint PRIMARY KEY CHECK (id IN ({', '.join(str(i) for i in LISTS.values())})),
+              epoch uuid NOT NULL DEFAULT gen_random_uuid(),
+              folded bigint NOT NULL DEFAULT 0)""",
+        f"""INSERT INTO {schema}.{GENERATIONS} (id, epoch, folded)
+              SELECT {LISTS['links']}, epoch, folded + (SELECT count(*) FROM {schema}.{CHANGES})
+                FROM {schema}.{OLD_GENERATION} WHERE id = 1""",
+        f"INSERT INTO {schema}.{GENERATIONS} (id) VALUES ({LISTS['operations']})",
+        f"DELETE FROM {schema}.{CHANGES}",
+        f"DROP TABLE {schema}.{OLD_GENERATION}",
+        _drop_primary_key(schema),
+        f"""ALTER TABLE {schema}.{CHANGES} ADD COLUMN list smallint NOT NULL DEFAULT {UNKNOWN}
+              CHECK (list IN ({UNKNOWN}, {', '.join(str(i) for i in LISTS.values())}))""",
         f"ALTER TABLE {schema}.{CHANGES} ADD PRIMARY KEY (list, txid)",
-        f"ALTER TABLE {schema}.{GENERATION} DROP CONSTRAINT {GENERATION}_id_check",
-        f"ALTER TABLE {schema}.{GENERATION} ADD CONSTRAINT {GENERATION}_id_check CHECK (id IN (1, 2))",
-        f"INSERT INTO {schema}.{GENERATION} (id) VALUES (2)",
-        f"""CREATE OR REPLACE FUNCTION {schema}.flexzone_lists_changed() RETURNS trigger
-              LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-            BEGIN
-              INSERT INTO {schema}.{CHANGES} (list, txid) VALUES (TG_ARGV[0]::smallint, txid_current())
-                ON CONFLICT DO NOTHING;
-              RETURN NULL;
-            END $$""",
-        *_triggers(apps, schema, argument=True),
+        _function(schema, f"""INSERT INTO {schema}.{CHANGES} (list, txid)
+                   VALUES (CASE TG_TABLE_NAME {lists} ELSE {UNKNOWN} END, txid_current()) ON CONFLICT DO NOTHING;"""),
     ]
 
 
 def _backward(apps, schema: str) -> list[str]:
     return [
-        f"LOCK TABLE {schema}.{CHANGES}, {schema}.{GENERATION} IN EXCLUSIVE MODE",
-        *_triggers(apps, schema, argument=False),
-        f"""CREATE OR REPLACE FUNCTION {schema}.flexzone_lists_changed() RETURNS trigger
-              LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-            BEGIN
-              INSERT INTO {schema}.{CHANGES} (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;
-              RETURN NULL;
-            END $$""",
-        f"""WITH gone AS (DELETE FROM {schema}.{CHANGES} RETURNING 1),
-                 others AS (DELETE FROM {schema}.{GENERATION} WHERE id <> 1 RETURNING folded)
-            UPDATE {schema}.{GENERATION} SET folded = folded + (SELECT count(*) FROM gone)
-                                                             + (SELECT coalesce(sum(folded), 0) FROM others)
-             WHERE id = 1""",
-        f"ALTER TABLE {schema}.{GENERATION} DROP CONSTRAINT {GENERATION}_id_check",
-        f"ALTER TABLE {schema}.{GENERATION} ADD CONSTRAINT {GENERATION}_id_check CHECK (id = 1)",
-        f"ALTER TABLE {schema}.{CHANGES} DROP CONSTRAINT {CHANGES}_pkey",
+        f"LOCK TABLE {schema}.{CHANGES}, {schema}.{GENERATIONS} IN EXCLUSIVE MODE",
+        f"""CREATE TABLE {schema}.{OLD_GENERATION} (
+              id smallint PRIMARY KEY CHECK (id = 1),
+              epoch uuid NOT NULL DEFAULT gen_random_uuid(),
+              folded bigint NOT NULL DEFAULT 0)""",
+        f"""INSERT INTO {schema}.{OLD_GENERATION} (id, epoch, folded)
+              SELECT 1, (SELECT epoch FROM {schema}.{GENERATIONS} WHERE id = {LISTS['links']}),
+                     sum(folded) + (SELECT count(*) FROM {schema}.{CHANGES}) FROM {schema}.{GENERATIONS}""",
+        f"DELETE FROM {schema}.{CHANGES}",
+        f"DROP TABLE {schema}.{GENERATIONS}",
+        _drop_primary_key(schema),
         f"ALTER TABLE {schema}.{CHANGES} DROP COLUMN list",
         f"ALTER TABLE {schema}.{CHANGES} ADD PRIMARY KEY (txid)",
+        _function(schema, f"INSERT INTO {schema}.{CHANGES} (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;"),
     ]
 
 

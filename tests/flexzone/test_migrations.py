@@ -3,9 +3,13 @@ previous release upgrades with its principals, scopes and audit trail kept."""
 
 from __future__ import annotations
 
+import threading
+import time
+
+import psycopg
 import pytest
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection
+from django.db import connection, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 
@@ -72,7 +76,7 @@ def _as_previous_release_left_it() -> None:
         for model in (Link, Operation):
             cursor.execute(f"DROP TRIGGER flexzone_lists_changed ON {model._meta.db_table}")
         cursor.execute("DROP FUNCTION flexzone_lists_changed()")
-        cursor.execute(f"DROP TABLE {generation.GENERATION}, {generation.CHANGES}")
+        cursor.execute(f"DROP TABLE {generation.GENERATIONS}, {generation.CHANGES}")
         for app, name in THIS_RELEASE:
             cursor.execute("DELETE FROM django_migrations WHERE app = %s AND name = %s", [app, name])
         for app, name in PREVIOUS_RELEASE:
@@ -160,8 +164,9 @@ def _generations() -> dict[int, tuple[str, int]]:
                        "'list'", [generation.CHANGES])
         per_list = cursor.fetchone()[0] == 1
         mine = f"WHERE c.list IN ({generation.UNKNOWN}, g.id)" if per_list else ""
+        table = generation.GENERATIONS if per_list else "flexzone_lists_generation"  # 0003's
         cursor.execute(f"SELECT g.id, g.epoch::text, g.folded + (SELECT count(*) FROM {generation.CHANGES} AS c "
-                       f"{mine}) FROM {generation.GENERATION} AS g ORDER BY g.id")
+                       f"{mine}) FROM {table} AS g ORDER BY g.id")
         return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
 
 
@@ -210,3 +215,79 @@ def test_a_generation_per_list_comes_and_goes_and_no_generation_reads_lower():
 def _fold() -> None:
     with connection.cursor() as cursor:
         cursor.execute(generation.FOLD)
+
+
+def _session() -> psycopg.Connection:
+    """A connection of its own to the test database (a writer beside the migration)."""
+    given = connection.settings_dict
+    return psycopg.connect(dbname=given["NAME"], user=given["USER"] or None, host=given["HOST"] or None,
+                           port=given["PORT"] or None, password=given["PASSWORD"] or None)
+
+
+def _waiting_on_locks(count: int) -> None:
+    deadline = time.monotonic() + 20
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock'")
+            if cursor.fetchone()[0] >= count:
+                return
+            time.sleep(0.02)
+    raise AssertionError(f"{count} sessions never waited on a lock")
+
+
+def _in_thread(work) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_waits_for_writers_in_no_cycle_and_counts_a_write_caught_in_it():
+    """A writer holds a write to the journal open: the migration waits for it. A second writer, of links,
+    whose trigger runs 0003's function meanwhile, waits behind the migration. When the first commits,
+    all three go through (no deadlock: the migration locks only flexzone's own two tables), and the
+    second's change, of no known list, counts for both lists."""
+    first = second = None
+    try:
+        _migrate_operations_to("0003_lists_generation")
+        (_one, before), = _generations().items()
+        first = _session()
+        first.execute(f"UPDATE {Operation._meta.db_table} SET id = id WHERE FALSE")  # open, its change row in
+        migrating, migration_errors = _in_thread(lambda: _migrate_operations_to("0004_lists_generation_per_list"))
+        _waiting_on_locks(1)
+        second = _session()
+        second.autocommit = True
+        writing, writer_errors = _in_thread(
+            lambda: second.execute(f"UPDATE {Link._meta.db_table} SET id = id WHERE FALSE"))
+        _waiting_on_locks(2)
+        first.commit()
+        for thread in (migrating, writing):
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+        assert migration_errors == writer_errors == []
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT list FROM {generation.CHANGES}")
+            assert cursor.fetchall() == [(generation.UNKNOWN,)]
+        links, operations = generation.LISTS["links"], generation.LISTS["operations"]
+        read = _generations()
+        _fold()
+        folded = _generations()
+        assert folded == read
+        # The first write (folded into the links' row), the caught one in both lists, and nothing else.
+        assert (folded[links], folded[operations][1]) == ((before[0], before[1] + 2), 1)
+    finally:
+        for session in (first, second):
+            if session is not None:
+                session.close()
+        _migrate_operations_to("0004_lists_generation_per_list")
