@@ -58,9 +58,12 @@ class Plan:
 QUICK = Plan(loss_pct=(0, 4, 12, 20, 30), repetitions=2, rtt_ms=20,
              service=ServiceSettings(timing_scale=0.05, router_timeout=8, max_attempts=4, backoff=0.2,
                                      total_timeout=45), budget_s=420)
+# The full run took 58 min to 25 % (2026-11-27, 51 operations per point, 4.0 s per operation at 0 %,
+# 12.7 s at 25 %); with a budget of 5400 s the estimates then left no room for 30 %. The budget now
+# admits every point by its estimate, which stays 2-3 times what was measured.
 FULL = Plan(loss_pct=(0, 2, 4, 6, 8, 10, 12, 16, 20, 25, 30), repetitions=17, rtt_ms=20,
             service=ServiceSettings(timing_scale=0.2, router_timeout=15, max_attempts=5, backoff=0.5,
-                                    total_timeout=60), budget_s=5400)
+                                    total_timeout=60), budget_s=10800)
 
 
 def _profile(loss: float, rtt_ms: float) -> Any:
@@ -72,7 +75,7 @@ def _profile(loss: float, rtt_ms: float) -> Any:
 def _estimate(plan: Plan, loss: float) -> float:
     per_op = 1.5 + 30 * plan.service.timing_scale + 20 * plan.rtt_ms / 1000
     worst = plan.service.total_timeout
-    return plan.repetitions * len(OPS) * min(per_op * (1 + loss / 5), worst) + 8
+    return plan.repetitions * len(OPS) * min(per_op * (1 + loss / 10), worst) + 8
 
 
 def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, command: str = "") -> Outcome:

@@ -174,10 +174,11 @@ def test_the_files_carry_each_failure_reason_and_each_points_failures(tmp_path):
     assert data["rows"][0]["reason"] == "retries used up: router timeout"
 
 
-def test_the_quick_plan_measures_the_seeds_limit_20_and_30_percent_within_its_budget():
-    assert {4, 20, 30} <= set(loss.QUICK.loss_pct)
-    # The budget admits a point only when its estimate fits in what is left: every quick point must fit.
-    assert sum(loss._estimate(loss.QUICK, pct) for pct in loss.QUICK.loss_pct) <= loss.QUICK.budget_s
+@pytest.mark.parametrize("plan", [loss.QUICK, loss.FULL], ids=["quick", "full"])
+def test_each_plan_measures_the_seeds_limit_20_and_30_percent_within_its_budget(plan):
+    assert {4, 20, 30} <= set(plan.loss_pct)
+    # The budget admits a point only when its estimate fits in what is left: every point must fit.
+    assert sum(loss._estimate(plan, pct) for pct in plan.loss_pct) <= plan.budget_s
 
 
 def test_an_error_text_with_a_bar_or_line_breaks_stays_in_its_own_cell(tmp_path):
