@@ -7,7 +7,7 @@
     lab latency   [--quick] ...      (lab only)
     lab loss      [--quick] [--loss PCT,...] ... (lab only)
     lab sites     [--quick] ...      (lab only)
-    lab all       [--quick] ...      every experiment that exists, then report.md with every plot
+    lab all       [--quick] [--within S] ...  every experiment that exists, then report.md with every plot
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import math
 import os
 import shlex
 import sys
@@ -76,6 +77,10 @@ def add_subcommands(sub: Any) -> None:
                                 help="only these loss points, each 0..100 percent, e.g. 20,30 (default: the plan's)")
         if name == "all":
             parser.add_argument("--no-selfcheck", action="store_true", help="skip the emulator self-check")
+            parser.add_argument("--within", type=_seconds, default=None, metavar="S",
+                                help="the whole run's time in seconds, shared out as it goes: each experiment "
+                                "(and the self-check) gets what is left in proportion to its plan's budget, "
+                                "never more than that budget (default: every plan's own budget)")
 
 
 def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
@@ -113,6 +118,10 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     outcomes: list[Outcome] = []
     extra: list[tuple[str, str]] = []
     checks_passed = True
+    selfcheck = action == "all" and where == "lab" and not options.get("no_selfcheck")
+    window = Window(options["within"], {**{name: plan.budget_s for name, plan in plans.items()},
+                                        **({SELFCHECK: _selfcheck_budget(options)} if selfcheck else {})}
+                    ) if options.get("within") else None
     with _lab(options, where, sites=5 if "sites" in names else 2) as (lab, owned):
         data_path = any(name not in LAB_ONLY for name in names)
         with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none",
@@ -120,17 +129,25 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
             for name in names:
                 sub = folder / name if action == "all" else folder
                 sub.mkdir(parents=True, exist_ok=True)
-                outcomes.append(_run_one(name, bench, plans[name], sub, out, command))
+                plan = plans[name] if window is None else replace(plans[name], budget_s=window.share(name, out))
+                outcomes.append(_run_one(name, bench, plan, sub, out, command))
+                if window is not None:
+                    window.used(name)
             environment = bench.environment()
         # Last, on a fresh testbed when it is ours: once any lab.clear() has stopped the delay emulators, the
         # fallback backend reports "delay emulator is not running" for every later window
         # (lab/backends.py, FallbackBackend.end_window keys on the stopped emulator's stats file).
-        if action == "all" and lab is not None and not options.get("no_selfcheck"):
+        if selfcheck and lab is not None:
             if owned:
                 lab.down()
                 lab.up(2)
-            verdict, checks_passed = _selfcheck(lab, folder, options.get("quick", False), out)
+            budget = _selfcheck_budget(options) if window is None else window.share(SELFCHECK, out)
+            verdict, checks_passed = _selfcheck(lab, folder, options.get("quick", False), budget, out)
             extra.append(("Emulator self-check", verdict))
+            if window is not None:
+                window.used(SELFCHECK)
+    if window is not None:
+        extra.append((f"Time shared out (--within {window.seconds:g})", window.table()))
     if action == "all" and where != "lab":
         extra.append(("Not run on loopback", ", ".join(LAB_ONLY) + ": they need the lab's emulated WAN "
                       "(run as root with --where lab)."))
@@ -166,6 +183,52 @@ def _loss_points(text: str) -> tuple[float, ...]:
     if any(not 0 <= point <= 100 for point in points) or len(set(points)) != len(points):
         raise argparse.ArgumentTypeError(f"--loss: each point must be from 0 to 100 percent, given once ({text!r})")
     return points
+
+
+def _seconds(text: str) -> float:
+    """`--within 5400`: a number of seconds above zero."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--within: {text!r} is not a number of seconds") from None
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"--within: the run's time must be a number of seconds above 0 ({text!r})")
+    return seconds
+
+
+SELFCHECK = "selfcheck"
+
+
+class Window:
+    """`lab all --within S`: the whole run's time, shared out as it goes. When its turn comes, each
+    experiment (and the self-check, last) gets the time left in proportion to its plan's budget among
+    those still to run, never more than that budget; what one leaves unused goes to those after it.
+    Its plan then skips, and lists, the cells that do not fit, as with its own budget."""
+
+    def __init__(self, seconds: float, budgets: dict[str, float]) -> None:
+        self.seconds, self.deadline = seconds, time.monotonic() + seconds
+        self.waiting = dict(budgets)
+        self.rows: dict[str, list[float]] = {}  # name -> [its plan's budget, its share, seconds it took]
+
+    def share(self, name: str, out: TextIO) -> float:
+        left = max(0.0, self.deadline - time.monotonic())
+        own = self.waiting[name]
+        share = min(own, left * own / sum(self.waiting.values()))
+        del self.waiting[name]
+        self.rows[name] = [own, share, time.monotonic()]
+        print(f"{name}: {share:.0f} s of the {left:.0f} s left (--within), its plan's budget {own:.0f} s", file=out,
+              flush=True)
+        return share
+
+    def used(self, name: str) -> None:
+        self.rows[name][2] = time.monotonic() - self.rows[name][2]
+
+    def table(self) -> str:
+        """Markdown: each part's plan budget, its share and what it took."""
+        lines = ["| part | plan's budget s | share s | took s |", "|---|---|---|---|"]
+        lines += [f"| {name} | {own:.0f} | {share:.0f} | {took:.0f} |"
+                  for name, (own, share, took) in self.rows.items()]
+        return "\n".join(lines)
 
 
 def _plan(name: str, options: dict[str, Any]) -> Any:
@@ -225,14 +288,17 @@ def _lab(options: dict[str, Any], where: str, sites: int = 2) -> Iterator[tuple[
             lab.down()
 
 
-def _selfcheck(lab: Any, folder: Path, quick: bool, out: TextIO) -> tuple[str, bool]:
-    """Run the emulator self-check (lab.selfcheck) into folder/selfcheck; return its verdict (Markdown) and
-    whether it passed."""
+def _selfcheck_budget(options: dict[str, Any]) -> float:
+    return 240.0 if options.get("quick") else 1200.0
+
+
+def _selfcheck(lab: Any, folder: Path, quick: bool, budget_s: float, out: TextIO) -> tuple[str, bool]:
+    """Run the emulator self-check (lab.selfcheck) into folder/selfcheck within budget_s; return its verdict
+    (Markdown) and whether it passed."""
     from lab.selfcheck import FULL, QUICK, run_checks
 
     try:
-        report = run_checks(lab, QUICK if quick else FULL, mode="quick" if quick else "full",
-                            budget_s=240 if quick else 1200)
+        report = run_checks(lab, QUICK if quick else FULL, mode="quick" if quick else "full", budget_s=budget_s)
     except Exception as exc:  # noqa: BLE001 - the report still gets written, saying so
         print(f"selfcheck: FAILED to run: {exc}", file=out, flush=True)
         return f"Verdict: **did not run** ({type(exc).__name__}: {str(exc)[:300]}).", False
