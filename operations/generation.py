@@ -11,7 +11,7 @@ DO NOTHING for its later statements), visible when and only when it commits, wit
 writers to wait on. A change row of list 0 is one whose list is not known, and counts for every list:
 a writer whose trigger was already running migration 0003's function when 0004 replaced it inserts one
 (the column's default). A list's generation is its row's `folded` in GENERATIONS + the number of the
-change rows that count for it, read in the same statement as what it stands for (COUNTS); a reader
+change rows that count for it, read in the same statement as what it stands for (`counts()`); a reader
 folds every change row into the `folded` of each list it counts for now and then, in one statement
 (FOLD), which leaves each sum unchanged. Each row's `epoch` is drawn when it is made. SQLite has none
 of it.
