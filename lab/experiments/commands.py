@@ -20,8 +20,8 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -60,7 +60,8 @@ def add_subcommands(sub: Any) -> None:
                             help="lab namespaces (root) or loopback without an emulated WAN; auto: lab if root")
         parser.add_argument("--wan", default="none", help="impairment both ways between the sites, e.g. delay=10ms")
         parser.add_argument("--results", type=Path, default=None, help="results root (default lab-results/)")
-        parser.add_argument("--budget", type=float, default=None, help="time budget per experiment in seconds")
+        parser.add_argument("--budget", type=_seconds("--budget"), default=None,
+                            help="time budget per experiment in seconds")
         if name in ("transfer", "filesizes", "all"):
             parser.add_argument("--queue-depth", type=int, default=None,
                                 help="outstanding requests per client (xdd -queuedepth; default 1)")
@@ -77,7 +78,7 @@ def add_subcommands(sub: Any) -> None:
                                 help="only these loss points, each 0..100 percent, e.g. 20,30 (default: the plan's)")
         if name == "all":
             parser.add_argument("--no-selfcheck", action="store_true", help="skip the emulator self-check")
-            parser.add_argument("--within", type=_seconds, default=None, metavar="S",
+            parser.add_argument("--within", type=_seconds("--within"), default=None, metavar="S",
                                 help="the whole run's time in seconds, shared out as it goes: each experiment "
                                 "(and the self-check) gets what is left in proportion to its plan's budget, "
                                 "never more than that budget (default: every plan's own budget)")
@@ -119,9 +120,8 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
     extra: list[tuple[str, str]] = []
     checks_passed = True
     selfcheck = action == "all" and where == "lab" and not options.get("no_selfcheck")
-    window = Window(options["within"], {**{name: plan.budget_s for name, plan in plans.items()},
-                                        **({SELFCHECK: _selfcheck_budget(options)} if selfcheck else {})}
-                    ) if options.get("within") else None
+    window = Window(options["within"], {name: plan.budget_s for name, plan in plans.items()},
+                    set_aside=_selfcheck_need(options) if selfcheck else 0.0) if options.get("within") else None
     with _lab(options, where, sites=5 if "sites" in names else 2) as (lab, owned):
         data_path = any(name not in LAB_ONLY for name in names)
         with open_bench(where, target_bytes, lab=lab, profile=options.get("wan") or "none",
@@ -141,7 +141,8 @@ def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
             if owned:
                 lab.down()
                 lab.up(2)
-            budget = _selfcheck_budget(options) if window is None else window.share(SELFCHECK, out)
+            budget = _selfcheck_budget(options) if window is None else window.last(
+                SELFCHECK, _selfcheck_budget(options), _selfcheck_need(options), out)
             verdict, checks_passed = _selfcheck(lab, folder, options.get("quick", False), budget, out)
             extra.append(("Emulator self-check", verdict))
             if window is not None:
@@ -185,49 +186,79 @@ def _loss_points(text: str) -> tuple[float, ...]:
     return points
 
 
-def _seconds(text: str) -> float:
-    """`--within 5400`: a number of seconds above zero."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--within: {text!r} is not a number of seconds") from None
-    if not 0 < seconds < math.inf:
-        raise argparse.ArgumentTypeError(f"--within: the run's time must be a number of seconds above 0 ({text!r})")
+def _seconds(option: str) -> Callable[[str], float]:
+    """The type of an option given in seconds (`--within 5400`): a number above zero, or an error naming it."""
+
+    def seconds(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: {text!r} is not a number of seconds") from None
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"{option}: a time must be a number of seconds above 0 ({text!r})")
+        return value
+
     return seconds
 
 
 SELFCHECK = "selfcheck"
 
 
-class Window:
-    """`lab all --within S`: the whole run's time, shared out as it goes. When its turn comes, each
-    experiment (and the self-check, last) gets the time left in proportion to its plan's budget among
-    those still to run, never more than that budget; what one leaves unused goes to those after it.
-    Its plan then skips, and lists, the cells that do not fit, as with its own budget."""
+@dataclass
+class Part:
+    """One part of a run under --within: its plan's budget, the share it was given, when it started, how long
+    it took."""
 
-    def __init__(self, seconds: float, budgets: dict[str, float]) -> None:
-        self.seconds, self.deadline = seconds, time.monotonic() + seconds
+    own: float
+    share: float
+    started: float
+    took: float = 0.0
+
+
+class Window:
+    """`lab all --within S`: the whole run's time, shared out as it goes. What the self-check needs (its
+    checks' estimates, half as much again) is set aside first, as it runs last and a check cut short
+    fails; then, when its turn comes, each experiment gets the time left in proportion to its plan's
+    budget among those still to run, never more than that budget, and what one leaves unused goes to
+    those after it. Its plan then skips, and lists, the cells that do not fit, as with its own budget."""
+
+    def __init__(self, seconds: float, budgets: dict[str, float], set_aside: float = 0.0) -> None:
+        self.seconds, self.start = seconds, time.monotonic()
+        self.deadline = self.start + seconds - set_aside  # the experiments'
         self.waiting = dict(budgets)
-        self.rows: dict[str, list[float]] = {}  # name -> [its plan's budget, its share, seconds it took]
+        self.parts: dict[str, Part] = {}
 
     def share(self, name: str, out: TextIO) -> float:
+        """An experiment's share, when its turn comes."""
         left = max(0.0, self.deadline - time.monotonic())
         own = self.waiting[name]
         share = min(own, left * own / sum(self.waiting.values()))
         del self.waiting[name]
-        self.rows[name] = [own, share, time.monotonic()]
+        return self._begin(name, own, share, left, out)
+
+    def last(self, name: str, own: float, need: float, out: TextIO) -> float:
+        """The self-check's time: all that is left, at least what it needs, at most its own budget."""
+        left = max(0.0, self.start + self.seconds - time.monotonic())
+        return self._begin(name, own, min(own, max(need, left)), left, out)
+
+    def _begin(self, name: str, own: float, share: float, left: float, out: TextIO) -> float:
+        self.parts[name] = Part(own, share, time.monotonic())
         print(f"{name}: {share:.0f} s of the {left:.0f} s left (--within), its plan's budget {own:.0f} s", file=out,
               flush=True)
         return share
 
     def used(self, name: str) -> None:
-        self.rows[name][2] = time.monotonic() - self.rows[name][2]
+        part = self.parts[name]
+        part.took = time.monotonic() - part.started
 
     def table(self) -> str:
-        """Markdown: each part's plan budget, its share and what it took."""
+        """Markdown: each part's plan budget, its share and what it took; the rest of the time so far went to
+        bringing the testbed up and down."""
         lines = ["| part | plan's budget s | share s | took s |", "|---|---|---|---|"]
-        lines += [f"| {name} | {own:.0f} | {share:.0f} | {took:.0f} |"
-                  for name, (own, share, took) in self.rows.items()]
+        lines += [f"| {name} | {part.own:.0f} | {part.share:.0f} | {part.took:.0f} |"
+                  for name, part in self.parts.items()]
+        rest = time.monotonic() - self.start - sum(part.took for part in self.parts.values())
+        lines.append(f"| testbed up and down | | | {rest:.0f} |")
         return "\n".join(lines)
 
 
@@ -292,6 +323,13 @@ def _selfcheck_budget(options: dict[str, Any]) -> float:
     return 240.0 if options.get("quick") else 1200.0
 
 
+def _selfcheck_need(options: dict[str, Any]) -> float:
+    """What the self-check's checks take by their own estimates, half as much again."""
+    from lab.selfcheck import FULL, QUICK
+
+    return 1.5 * sum(check.estimate() for check in (QUICK if options.get("quick") else FULL))
+
+
 def _selfcheck(lab: Any, folder: Path, quick: bool, budget_s: float, out: TextIO) -> tuple[str, bool]:
     """Run the emulator self-check (lab.selfcheck) into folder/selfcheck within budget_s; return its verdict
     (Markdown) and whether it passed."""
@@ -307,7 +345,8 @@ def _selfcheck(lab: Any, folder: Path, quick: bool, budget_s: float, out: TextIO
     print(f"selfcheck {verdict}: {report.summary_line()}", file=out, flush=True)
     failed = [f"{r.profile} {r.kind}: " + ("; ".join(r.health) or "outside target") for r in report.rows
               if not (r.within_target and r.valid)]
-    text = (f"Verdict: **{verdict}** ({report.summary_line()}). Raw data: `selfcheck/selfcheck.csv`, "
+    short = f"; cut short: {report.aborted}" if report.aborted else ""
+    text = (f"Verdict: **{verdict}** ({report.summary_line()}{short}). Raw data: `selfcheck/selfcheck.csv`, "
             "`selfcheck/selfcheck.json`." + "".join(f"\n- {line}" for line in failed))
     return text, report.passed
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+from types import SimpleNamespace
 
 import pytest
 
@@ -26,7 +27,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(commands.time, "monotonic", clock)
+    monkeypatch.setattr(commands, "time", SimpleNamespace(monotonic=clock))
     return clock
 
 
@@ -39,35 +40,37 @@ def parser() -> argparse.ArgumentParser:
 
 
 def test_each_part_gets_what_is_left_in_proportion_to_its_budget_and_passes_on_what_it_leaves(clock):
-    window = Window(250, {"a": 100, "b": 300, SELFCHECK: 100})
+    window = Window(300, {"a": 100, "b": 300}, set_aside=50)  # the experiments share 250 s
     out = io.StringIO()
-    assert window.share("a", out) == pytest.approx(50)  # 250 x 100 / 500
-    clock.now += 10  # a took 10 s of its 50: b and the self-check share the 240 s left
+    assert window.share("a", out) == pytest.approx(62.5)  # 250 x 100 / 400
+    clock.now += 10  # a took 10 s of its share: b gets what is left, up to its budget
     window.used("a")
-    assert window.share("b", out) == pytest.approx(180)  # 240 x 300 / 400
-    clock.now += 200  # b overran its share by 20 s
+    assert window.share("b", out) == pytest.approx(240)
+    clock.now += 260  # b overran by 20 s: the self-check still gets what it needs
     window.used("b")
-    assert window.share(SELFCHECK, out) == pytest.approx(40)
-    clock.now += 40
+    assert window.last(SELFCHECK, 100, 50, out) == pytest.approx(50)
+    clock.now += 45
     window.used(SELFCHECK)
-    assert "a: 50 s of the 250 s left (--within), its plan's budget 100 s" in out.getvalue()
-    assert window.table().splitlines()[2:] == ["| a | 100 | 50 | 10 |", "| b | 300 | 180 | 200 |",
-                                               "| selfcheck | 100 | 40 | 40 |"]
+    clock.now += 5
+    assert "a: 62 s of the 250 s left (--within), its plan's budget 100 s" in out.getvalue()
+    assert window.table().splitlines()[2:] == ["| a | 100 | 62 | 10 |", "| b | 300 | 240 | 260 |",
+                                               "| selfcheck | 100 | 50 | 45 |", "| testbed up and down | | | 5 |"]
 
 
 def test_a_part_never_gets_more_than_its_plans_budget_and_nothing_once_the_time_is_up(clock):
     window = Window(10_000, {"a": 100, "b": 300})
     assert window.share("a", io.StringIO()) == 100
+    assert window.last(SELFCHECK, 1200, 600, io.StringIO()) == 1200  # all that is left, up to its budget
     clock.now += 20_000
-    window.used("a")
     assert window.share("b", io.StringIO()) == 0
 
 
+@pytest.mark.parametrize("option", ["--within", "--budget"])
 @pytest.mark.parametrize("given", ["0", "-5", "x", "inf", "nan", ""])
-def test_a_run_time_that_is_not_a_number_of_seconds_above_zero_is_refused_naming_the_option(given, capsys):
+def test_a_time_that_is_not_a_number_of_seconds_above_zero_is_refused_naming_the_option(option, given, capsys):
     with pytest.raises(SystemExit):
-        parser().parse_args(["all", "--within", given])
-    assert "--within" in capsys.readouterr().err
+        parser().parse_args(["all", option, given])
+    assert option in capsys.readouterr().err
 
 
 def test_only_all_takes_a_run_time():
@@ -111,3 +114,47 @@ def test_lab_all_runs_each_experiment_on_its_share_and_the_report_shows_the_shar
     report = next(tmp_path.glob("*/report.md")).read_text()
     assert "## Time shared out (--within 3000)" in report
     assert f"| transfer | {plans['transfer']:.0f} | {given['transfer']:.0f} | 30 |" in report
+
+
+@pytest.mark.parametrize("selfcheck", [True, False])
+def test_in_the_lab_the_self_check_gets_what_it_needs_even_after_the_experiments_overran(
+        selfcheck, clock, monkeypatch, tmp_path):
+    """Each experiment (outside this unit) takes 500 s, more than the whole run's 3000 s allow; the lab and
+    the self-check's own run are stood in for too."""
+    from lab.experiments import base
+
+    given: dict[str, float] = {}
+
+    def run_one(name, bench, plan, folder, out, command):
+        given[name] = plan.budget_s
+        clock.now += 500
+        return Outcome(name, name, folder, command, "", [])
+
+    @contextlib.contextmanager
+    def no_bench(*args, **kwargs):
+        yield SimpleNamespace(environment=lambda: {})
+
+    @contextlib.contextmanager
+    def no_lab(options, where, sites=2):
+        yield SimpleNamespace(down=lambda: None, up=lambda sites: None), True
+
+    def checks(lab, folder, quick, budget_s, out):
+        given[SELFCHECK] = budget_s
+        return "Verdict: **PASSED**", True
+
+    monkeypatch.setattr(commands, "_run_one", run_one)
+    monkeypatch.setattr(commands, "_lab", no_lab)
+    monkeypatch.setattr(commands, "_selfcheck", checks)
+    monkeypatch.setattr(commands.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(base, "open_bench", no_bench)
+    monkeypatch.setattr("lab.database.server_url", lambda: "postgres://nobody@127.0.0.1:1/none")
+    options = vars(parser().parse_args(["all", "--where", "lab", "--within", "3000", "--results", str(tmp_path)]
+                                       + ([] if selfcheck else ["--no-selfcheck"])))
+    assert commands.run_experiment(options, out=io.StringIO()) == 0
+    need = commands._selfcheck_need(options) if selfcheck else 0
+    first = commands._plan("transfer", options).budget_s
+    assert given["transfer"] == pytest.approx((3000 - need) * first / sum(
+        commands._plan(name, options).budget_s for name in commands.EXPERIMENTS))
+    assert list(given) == [*commands.EXPERIMENTS, *([SELFCHECK] if selfcheck else [])]
+    if selfcheck:
+        assert given[SELFCHECK] == pytest.approx(need)  # nothing was left: what its checks need, still
