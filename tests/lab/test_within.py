@@ -79,28 +79,30 @@ def test_only_all_takes_a_run_time():
         parser().parse_args(["loss", "--within", "5400"])
 
 
-def test_lab_all_runs_each_experiment_on_its_share_and_the_report_shows_the_shares(clock, monkeypatch, tmp_path):
-    """The experiments themselves are outside this unit: each is replaced by one that takes 30 s of the
-    clock and notes the budget its plan was given."""
+def stand_ins(monkeypatch, clock, took: float) -> dict[str, float]:
+    """The experiments are outside this unit: each is replaced by one that takes `took` s of the clock
+    and notes the budget its plan was given (in the dict returned); no data path, no database."""
     from lab.experiments import base
 
     given: dict[str, float] = {}
 
     def run_one(name, bench, plan, folder, out, command):
         given[name] = plan.budget_s
-        clock.now += 30
+        clock.now += took
         return Outcome(name, name, folder, command, "", [])
 
     @contextlib.contextmanager
     def no_bench(*args, **kwargs):
-        class Bench:
-            def environment(self):
-                return {}
-        yield Bench()
+        yield SimpleNamespace(environment=lambda: {})
 
     monkeypatch.setattr(commands, "_run_one", run_one)
     monkeypatch.setattr(base, "open_bench", no_bench)
     monkeypatch.setattr("lab.database.server_url", lambda: "postgres://nobody@127.0.0.1:1/none")
+    return given
+
+
+def test_lab_all_runs_each_experiment_on_its_share_and_the_report_shows_the_shares(clock, monkeypatch, tmp_path):
+    given = stand_ins(monkeypatch, clock, 30)
     options = vars(parser().parse_args(["all", "--where", "loopback", "--within", "3000",
                                         "--results", str(tmp_path)]))
     assert commands.run_experiment(options, out=io.StringIO()) == 0
@@ -119,20 +121,9 @@ def test_lab_all_runs_each_experiment_on_its_share_and_the_report_shows_the_shar
 @pytest.mark.parametrize("selfcheck", [True, False])
 def test_in_the_lab_the_self_check_gets_what_it_needs_even_after_the_experiments_overran(
         selfcheck, clock, monkeypatch, tmp_path):
-    """Each experiment (outside this unit) takes 500 s, more than the whole run's 3000 s allow; the lab and
-    the self-check's own run are stood in for too."""
-    from lab.experiments import base
-
-    given: dict[str, float] = {}
-
-    def run_one(name, bench, plan, folder, out, command):
-        given[name] = plan.budget_s
-        clock.now += 500
-        return Outcome(name, name, folder, command, "", [])
-
-    @contextlib.contextmanager
-    def no_bench(*args, **kwargs):
-        yield SimpleNamespace(environment=lambda: {})
+    """Each experiment takes 500 s, more than the whole run's 3000 s allow; the lab and the self-check's own
+    run are stood in for too."""
+    given = stand_ins(monkeypatch, clock, 500)
 
     @contextlib.contextmanager
     def no_lab(options, where, sites=2):
@@ -142,12 +133,9 @@ def test_in_the_lab_the_self_check_gets_what_it_needs_even_after_the_experiments
         given[SELFCHECK] = budget_s
         return "Verdict: **PASSED**", True
 
-    monkeypatch.setattr(commands, "_run_one", run_one)
     monkeypatch.setattr(commands, "_lab", no_lab)
     monkeypatch.setattr(commands, "_selfcheck", checks)
     monkeypatch.setattr(commands.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(base, "open_bench", no_bench)
-    monkeypatch.setattr("lab.database.server_url", lambda: "postgres://nobody@127.0.0.1:1/none")
     options = vars(parser().parse_args(["all", "--where", "lab", "--within", "3000", "--results", str(tmp_path)]
                                        + ([] if selfcheck else ["--no-selfcheck"])))
     assert commands.run_experiment(options, out=io.StringIO()) == 0
