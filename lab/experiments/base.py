@@ -330,25 +330,48 @@ def _clock(seconds: float) -> str:
 
 @dataclass
 class Budget:
-    """A wall-clock bound for a whole experiment: cells that would not fit are skipped and recorded."""
+    """A wall-clock bound for a whole experiment: cells that would not fit are skipped and recorded.
+
+    With `learn`, cells run one after another, each admitted in turn, and their estimates are scaled by
+    how the cells of the same kind admitted so far held up: the time from one admission to the next
+    (the cell and whatever it did after) over their estimates, never below LEARN_FLOOR. A formula
+    several times too high then no longer skips cells that would fit; one too low admits fewer."""
 
     seconds: float
     start: float = field(default_factory=time.monotonic)
     skipped: list[str] = field(default_factory=list)
+    learn: bool = False
+    held: dict[str, list[float]] = field(default_factory=dict)  # kind -> [seconds taken, seconds estimated]
+    running: tuple[str, float, float] | None = None  # the cell admitted last: kind, estimate, admitted at
 
     def left(self) -> float:
         return self.seconds - (time.monotonic() - self.start)
 
-    def allows(self, estimate: float) -> bool:
-        return estimate <= self.left()
+    def scale(self, kind: str = "") -> float:
+        taken, estimated = self.held.get(kind, (0.0, 0.0))
+        return max(LEARN_FLOOR, taken / estimated) if self.learn and estimated > 0 else 1.0
 
-    def admit(self, estimate: float, name: str, progress: Progress) -> bool:
+    def allows(self, estimate: float, kind: str = "") -> bool:
+        return estimate * self.scale(kind) <= self.left()
+
+    def admit(self, estimate: float, name: str, progress: Progress, kind: str = "") -> bool:
         """Whether a cell estimated at `estimate` s fits; one that does not is recorded as skipped."""
-        if self.allows(estimate):
+        now = time.monotonic()
+        if self.running is not None:  # the cell before has ended
+            last, last_estimate, admitted = self.running
+            held = self.held.setdefault(last, [0.0, 0.0])
+            held[0] += now - admitted
+            held[1] += last_estimate
+            self.running = None
+        if self.allows(estimate, kind):
+            self.running = (kind, estimate, now)
             return True
         self.skipped.append(name)
         progress.finished()
         return False
+
+
+LEARN_FLOOR = 0.25  # the least a learning Budget scales an estimate by
 
 
 @dataclass

@@ -98,7 +98,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     lab = getattr(bench, "lab", None)
     if lab is None:
         raise RuntimeError("latency needs the lab (root, --where lab): delay is emulated between namespaces")
-    budget = Budget(plan.budget_s)
+    budget = Budget(plan.budget_s, learn=True)
     estimates = [_estimate(plan, rtt) for rtt in plan.rtts_ms]
     progress = Progress(estimates * len(plan.links), out, label="latency ")
     rows: list[dict[str, Any]] = []
@@ -112,7 +112,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
             with SERVICES[links](lab, plan.service) as service:
                 service_info[links] = service.describe()
                 for i, rtt in enumerate(plan.rtts_ms):
-                    if not budget.admit(estimates[i], f"{links} rtt {rtt:g} ms", progress):
+                    if not budget.admit(estimates[i], f"{links} rtt {rtt:g} ms", progress, kind=links):
                         continue
                     progress.step(f"{links}, RTT {rtt:g} ms: {plan.repetitions} x add/list/remove through the "
                                   f"service ({', '.join(plan.sessions)} sessions)")
@@ -121,7 +121,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
                     spoiled: list[str] = []
                     for attempt in (1, 2):  # a point the emulator spoiled is measured once more if the budget allows
                         point_rows, point_warmups, valid, reasons, details = _measure_point(lab, service, plan, rtt)
-                        if valid or attempt == 2 or not budget.allows(estimates[i]):
+                        if valid or attempt == 2 or not budget.allows(estimates[i], links):
                             break
                         spoiled += reasons
                     rows += point_rows

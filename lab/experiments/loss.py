@@ -83,7 +83,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     lab = getattr(bench, "lab", None)
     if lab is None:
         raise RuntimeError("loss needs the lab (root, --where lab): loss is emulated between namespaces")
-    budget = Budget(plan.budget_s)
+    budget = Budget(plan.budget_s, learn=True)
     estimates = [_estimate(plan, loss) for loss in plan.loss_pct]
     progress = Progress(estimates, out, label="loss ")
     rows: list[dict[str, Any]] = []

@@ -146,3 +146,40 @@ def test_in_the_lab_the_self_check_gets_what_it_needs_even_after_the_experiments
     assert list(given) == [*commands.EXPERIMENTS, *([SELFCHECK] if selfcheck else [])]
     if selfcheck:
         assert given[SELFCHECK] == pytest.approx(need)  # nothing was left: what its checks need, still
+
+
+def test_a_learning_budget_scales_estimates_by_how_the_cells_of_their_kind_held_up(monkeypatch):
+    from lab.experiments import base
+    from lab.experiments.base import Budget, Progress
+
+    clock = Clock()
+    monkeypatch.setattr(base, "time", SimpleNamespace(monotonic=clock))
+    progress = Progress([], io.StringIO())
+    learning, fixed = Budget(60, start=clock.now, learn=True), Budget(60, start=clock.now)
+    for budget in (learning, fixed):
+        assert budget.admit(40, "first", progress, kind="iFCP")  # nothing learnt yet: 40 of 60 s fit
+    for cell in ("second", "third", "fourth"):
+        clock.now += 10  # each cell takes a quarter of its estimate
+        assert learning.admit(40, cell, progress, kind="iFCP")
+        assert fixed.admit(40, cell, progress, kind="iFCP") == (cell != "fourth")  # 40 s > the 30 s left
+    assert learning.scale("iFCP") == pytest.approx(0.25)
+    assert learning.scale("FCIP") == 1.0  # another kind learns for itself
+    assert not learning.admit(40, "FCIP 0 ms", progress, kind="FCIP")
+    assert learning.skipped == ["FCIP 0 ms"] and fixed.skipped == ["fourth"]
+
+
+@pytest.mark.parametrize(("took", "scale"), [(1, 0.25), (80, 2.0)])
+def test_a_learning_budget_never_trusts_an_estimate_more_than_fourfold_and_scales_up_one_too_low(
+        took, scale, monkeypatch):
+    from lab.experiments import base
+    from lab.experiments.base import Budget, Progress
+
+    assert base.LEARN_FLOOR == 0.25
+    clock = Clock()
+    monkeypatch.setattr(base, "time", SimpleNamespace(monotonic=clock))
+    budget, progress = Budget(1000, start=clock.now, learn=True), Progress([], io.StringIO())
+    assert budget.admit(40, "first", progress)
+    clock.now += took
+    assert budget.admit(40, "second", progress)
+    assert budget.scale() == pytest.approx(scale)
+    assert budget.allows((1000 - took) / scale - 1) and not budget.allows((1000 - took) / scale + 1)
