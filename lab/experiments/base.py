@@ -332,46 +332,70 @@ def _clock(seconds: float) -> str:
 class Budget:
     """A wall-clock bound for a whole experiment: cells that would not fit are skipped and recorded.
 
-    With `learn`, cells run one after another, each admitted in turn, and their estimates are scaled by
-    how the cells of the same kind admitted so far held up: the time from one admission to the next
-    (the cell and whatever it did after) over their estimates, never below LEARN_FLOOR. A formula
-    several times too high then no longer skips cells that would fit; one too low admits fewer."""
+    With `learn`, cells run one after another, each from its admission to `done()`, and their estimates
+    are scaled by how the cells of the same kind run so far held up: the time they took over their
+    estimates, with a margin (LEARN_MARGIN), never below LEARN_FLOOR. A kind with none run yet takes the
+    other kinds' ratio with a larger margin, never above 1. A formula about twice too high then no longer
+    skips cells that would have fitted."""
 
     seconds: float
     start: float = field(default_factory=time.monotonic)
     skipped: list[str] = field(default_factory=list)
     learn: bool = False
     held: dict[str, list[float]] = field(default_factory=dict)  # kind -> [seconds taken, seconds estimated]
-    running: tuple[str, float, float] | None = None  # the cell admitted last: kind, estimate, admitted at
+    running: list[Any] | None = None  # the cell admitted and not done: [kind, its estimates, admitted at]
 
     def left(self) -> float:
         return self.seconds - (time.monotonic() - self.start)
 
     def scale(self, kind: str = "") -> float:
+        """What this kind's estimates are multiplied by."""
+        if not self.learn:
+            return 1.0
         taken, estimated = self.held.get(kind, (0.0, 0.0))
-        return max(LEARN_FLOOR, taken / estimated) if self.learn and estimated > 0 else 1.0
+        if estimated > 0:
+            return max(LEARN_FLOOR, LEARN_MARGIN * taken / estimated)
+        estimated = sum(seconds for _, seconds in self.held.values())
+        if estimated <= 0:
+            return 1.0
+        return min(1.0, max(LEARN_FLOOR, LEARN_MARGIN_NEW * sum(taken for taken, _ in self.held.values()) / estimated))
 
     def allows(self, estimate: float, kind: str = "") -> bool:
         return estimate * self.scale(kind) <= self.left()
 
     def admit(self, estimate: float, name: str, progress: Progress, kind: str = "") -> bool:
         """Whether a cell estimated at `estimate` s fits; one that does not is recorded as skipped."""
-        now = time.monotonic()
-        if self.running is not None:  # the cell before has ended
-            last, last_estimate, admitted = self.running
-            held = self.held.setdefault(last, [0.0, 0.0])
-            held[0] += now - admitted
-            held[1] += last_estimate
-            self.running = None
+        self.done()
         if self.allows(estimate, kind):
-            self.running = (kind, estimate, now)
+            self.running = [kind, estimate, time.monotonic()]
             return True
         self.skipped.append(name)
         progress.finished()
         return False
 
+    def again(self, estimate: float, kind: str = "") -> bool:
+        """Whether the running cell may be measured once more: its scaled estimate, or what its first
+        measurement took if that was more, fits what is left. If so, its estimate counts twice."""
+        if self.running is None:
+            return self.allows(estimate, kind)
+        if max(estimate * self.scale(kind), time.monotonic() - self.running[2]) > self.left():
+            return False
+        self.running[1] += estimate
+        return True
+
+    def done(self) -> None:
+        """The running cell has ended: what it took is learnt."""
+        if self.running is not None:
+            kind, estimate, admitted = self.running
+            held = self.held.setdefault(kind, [0.0, 0.0])
+            held[0] += time.monotonic() - admitted
+            held[1] += estimate
+            self.running = None
+
 
 LEARN_FLOOR = 0.25  # the least a learning Budget scales an estimate by
+LEARN_MARGIN = 1.25  # on the ratio learnt from cells of the same kind
+LEARN_MARGIN_NEW = 1.5  # on the ratio of the other kinds, for a kind with no cell run yet
 
 
 @dataclass

@@ -86,11 +86,12 @@ def fit_slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - b * mx, b
 
 
-def _estimate(plan: Plan, rtt: float) -> float:
-    # ~5 router round trips per router step, two routers per add/remove, plus the simulators' own timing.
+def _estimate(plan: Plan, rtt: float, probe: bool) -> float:
+    # ~5 router round trips per router step, two routers per add/remove, plus the simulators' own timing; the
+    # router-only probe runs with the first links' points only.
     per_op = 0.6 + 30 * plan.service.timing_scale + 20 * rtt / 1000
     return (len(plan.sessions) * plan.repetitions * len(OPS) * per_op + 4
-            + plan.router_probe_reps * 3 * (1 + 24 * rtt / 1000))
+            + (plan.router_probe_reps * 3 * (1 + 24 * rtt / 1000) if probe else 0))
 
 
 def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, command: str = "") -> Outcome:
@@ -99,8 +100,9 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
     if lab is None:
         raise RuntimeError("latency needs the lab (root, --where lab): delay is emulated between namespaces")
     budget = Budget(plan.budget_s, learn=True)
-    estimates = [_estimate(plan, rtt) for rtt in plan.rtts_ms]
-    progress = Progress(estimates * len(plan.links), out, label="latency ")
+    estimates = {links: [_estimate(plan, rtt, probe=links == plan.links[0]) for rtt in plan.rtts_ms]
+                 for links in plan.links}
+    progress = Progress([each for links in plan.links for each in estimates[links]], out, label="latency ")
     rows: list[dict[str, Any]] = []
     probe_rows: list[dict[str, Any]] = []
     warmups: list[dict[str, Any]] = []  # each pooled point's first lists, which log the pool in
@@ -112,7 +114,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
             with SERVICES[links](lab, plan.service) as service:
                 service_info[links] = service.describe()
                 for i, rtt in enumerate(plan.rtts_ms):
-                    if not budget.admit(estimates[i], f"{links} rtt {rtt:g} ms", progress, kind=links):
+                    if not budget.admit(estimates[links][i], f"{links} rtt {rtt:g} ms", progress, kind=links):
                         continue
                     progress.step(f"{links}, RTT {rtt:g} ms: {plan.repetitions} x add/list/remove through the "
                                   f"service ({', '.join(plan.sessions)} sessions)")
@@ -121,7 +123,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
                     spoiled: list[str] = []
                     for attempt in (1, 2):  # a point the emulator spoiled is measured once more if the budget allows
                         point_rows, point_warmups, valid, reasons, details = _measure_point(lab, service, plan, rtt)
-                        if valid or attempt == 2 or not budget.allows(estimates[i], links):
+                        if valid or attempt == 2 or not budget.again(estimates[links][i], links):
                             break
                         spoiled += reasons
                     rows += point_rows
@@ -130,6 +132,7 @@ def run(bench: Bench, plan: Plan, folder: Path, out: TextIO | None = None, comma
                         probe_rows += _router_probe(lab, plan, rtt)
                     points.append({"links": links, "rtt_ms": rtt, "valid": valid, "health": reasons,
                                    "emulator": details, "remeasured_after": spoiled})
+                    budget.done()
                     progress.finished()
     finally:
         lab.clear()

@@ -148,38 +148,70 @@ def test_in_the_lab_the_self_check_gets_what_it_needs_even_after_the_experiments
         assert given[SELFCHECK] == pytest.approx(need)  # nothing was left: what its checks need, still
 
 
-def test_a_learning_budget_scales_estimates_by_how_the_cells_of_their_kind_held_up(monkeypatch):
+@pytest.fixture
+def budgets(monkeypatch):
+    """Budget as the experiments make it, on a clock the test moves, and a Progress to admit cells with."""
     from lab.experiments import base
-    from lab.experiments.base import Budget, Progress
 
     clock = Clock()
     monkeypatch.setattr(base, "time", SimpleNamespace(monotonic=clock))
-    progress = Progress([], io.StringIO())
-    learning, fixed = Budget(60, start=clock.now, learn=True), Budget(60, start=clock.now)
-    for budget in (learning, fixed):
-        assert budget.admit(40, "first", progress, kind="iFCP")  # nothing learnt yet: 40 of 60 s fit
-    for cell in ("second", "third", "fourth"):
-        clock.now += 10  # each cell takes a quarter of its estimate
-        assert learning.admit(40, cell, progress, kind="iFCP")
-        assert fixed.admit(40, cell, progress, kind="iFCP") == (cell != "fourth")  # 40 s > the 30 s left
-    assert learning.scale("iFCP") == pytest.approx(0.25)
-    assert learning.scale("FCIP") == 1.0  # another kind learns for itself
+    return clock, (lambda seconds, learn=True: base.Budget(seconds, start=clock.now, learn=learn)), \
+        base.Progress([], io.StringIO())
+
+
+def test_a_learning_budget_scales_estimates_by_how_the_cells_of_their_kind_held_up(budgets):
+    clock, budget, progress = budgets
+    learning, fixed = budget(100), budget(100, learn=False)
+    for cell in ("A", "B", "C", "D", "E"):
+        for each in (learning, fixed):
+            admitted = each.admit(40, cell, progress, kind="iFCP")
+            assert admitted == (each is learning or cell != "E")  # fixed: 40 s > the 36 s left
+        clock.now += 16  # each cell takes 0.4 of its estimate
+        learning.done()
+        fixed.done()
+    assert learning.scale("iFCP") == pytest.approx(0.5)  # 0.4, with a margin of 1.25
+    assert fixed.scale("iFCP") == 1.0
+    assert learning.skipped == [] and fixed.skipped == ["E"]
+    # A kind with no cell run yet takes the other kinds' ratio with a larger margin, 1.5: 0.6, so 40 s
+    # count as 24, more than the 20 s left.
+    assert learning.scale("FCIP") == pytest.approx(0.6)
     assert not learning.admit(40, "FCIP 0 ms", progress, kind="FCIP")
-    assert learning.skipped == ["FCIP 0 ms"] and fixed.skipped == ["fourth"]
+    assert learning.admit(30, "FCIP 0 ms, smaller", progress, kind="FCIP")  # 18 s of the 20 s left
 
 
-@pytest.mark.parametrize(("took", "scale"), [(1, 0.25), (80, 2.0)])
+@pytest.mark.parametrize(("took", "scale"), [(1, 0.25), (80, 2.5)])
 def test_a_learning_budget_never_trusts_an_estimate_more_than_fourfold_and_scales_up_one_too_low(
-        took, scale, monkeypatch):
-    from lab.experiments import base
-    from lab.experiments.base import Budget, Progress
-
-    assert base.LEARN_FLOOR == 0.25
-    clock = Clock()
-    monkeypatch.setattr(base, "time", SimpleNamespace(monotonic=clock))
-    budget, progress = Budget(1000, start=clock.now, learn=True), Progress([], io.StringIO())
-    assert budget.admit(40, "first", progress)
+        took, scale, budgets):
+    clock, budget, progress = budgets
+    learning = budget(1000)
+    assert learning.admit(40, "first", progress)
     clock.now += took
-    assert budget.admit(40, "second", progress)
-    assert budget.scale() == pytest.approx(scale)
-    assert budget.allows((1000 - took) / scale - 1) and not budget.allows((1000 - took) / scale + 1)
+    learning.done()
+    assert learning.scale() == pytest.approx(scale)
+    assert learning.allows((1000 - took) / scale - 1) and not learning.allows((1000 - took) / scale + 1)
+
+
+def test_only_the_cells_own_time_is_learnt_not_what_runs_between_them(budgets):
+    clock, budget, progress = budgets
+    learning = budget(1000)
+    assert learning.admit(40, "first", progress)
+    clock.now += 20
+    learning.done()
+    clock.now += 300  # e.g. the next links' service started
+    assert learning.admit(40, "second", progress)
+    assert learning.scale() == pytest.approx(0.625)
+
+
+def test_a_cell_measured_again_needs_the_longer_of_its_estimate_and_its_first_measurement(budgets):
+    clock, budget, progress = budgets
+    learning = budget(100)
+    assert learning.admit(40, "spoiled", progress)
+    clock.now += 30
+    assert learning.again(40)  # 40 s of the 70 s left
+    clock.now += 30
+    learning.done()
+    assert learning.scale() == pytest.approx(1.25 * 60 / 80)  # two measurements, two estimates
+    tight = budget(100)
+    assert tight.admit(40, "slow", progress)
+    clock.now += 55
+    assert not tight.again(40)  # its first measurement took 55 s, more than the 45 s left
