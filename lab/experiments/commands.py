@@ -79,9 +79,10 @@ def add_subcommands(sub: Any) -> None:
         if name == "all":
             parser.add_argument("--no-selfcheck", action="store_true", help="skip the emulator self-check")
             parser.add_argument("--within", type=_seconds("--within"), default=None, metavar="S",
-                                help="the whole run's time in seconds, shared out as it goes: each experiment "
-                                "(and the self-check) gets what is left in proportion to its plan's budget, "
-                                "never more than that budget (default: every plan's own budget)")
+                                help="the whole run's time in seconds, shared out as it goes: what the "
+                                "self-check needs is set aside, then each experiment gets what is left in "
+                                "proportion to its plan's budget, never more than that budget (default: every "
+                                "plan's own budget)")
 
 
 def run_experiment(options: dict[str, Any], out: TextIO | None = None) -> int:
