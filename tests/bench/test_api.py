@@ -27,4 +27,8 @@ def test_bench_api_measures_flexzone_against_the_bare_ceiling_and_prints_the_rat
     assert wanted <= set(figures), last
     assert figures["api_ceiling_ratio"] > 0 and figures["ceiling_keepalive_rps"] > 0, last
     assert "bare WSGI ceiling" in out
+    # Each page after a write is set beside the ceiling timed after the same write too.
+    for name in bench.BUILT:
+        assert figures[f"{name}_ceiling_ratio"] > 0 and figures[f"{name}_written_ceiling_ratio"] > 0, last
+    assert out.count("the ceiling after the same write") == len(bench.BUILT), out
     assert not Principal.objects.filter(name__startswith="bench-").exists()
