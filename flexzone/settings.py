@@ -164,6 +164,12 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # Writers queue for the lock at BEGIN instead of failing mid-transaction with "database is
     # locked" (the SQLite demo runs operations in threads beside the web server).
     _db.setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
+elif not env_bool("FLEXZONE_DB_JIT", False):
+    # Every statement flexzone sends is short, and several read small tables whose rows the planner does
+    # not know (the generations, the change rows that come and go): a misestimate past jit_above_cost had
+    # PostgreSQL compile a 1 ms statement for 100 ms and more. libpq's `options` sets it per connection.
+    _options = _db.setdefault("OPTIONS", {})
+    _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

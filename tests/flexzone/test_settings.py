@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -85,3 +86,21 @@ def test_a_metrics_directory_is_made_and_handed_to_prometheus_client(tmp_path):
                                                          "FLEXZONE_METRICS_DIR": str(metrics)})
     assert started.returncode == 0, started.stderr
     assert started.stdout.strip() == str(metrics) and metrics.is_dir()
+
+
+@pytest.mark.parametrize("allowed", [None, "true"])
+def test_postgresql_connections_do_not_jit_compile_unless_allowed(allowed):
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith("postgres"):
+        pytest.skip("needs DATABASE_URL=postgres://...")
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "flexzone.settings"}
+    environment.pop("FLEXZONE_DB_JIT", None)
+    if allowed:
+        environment["FLEXZONE_DB_JIT"] = allowed
+    started = subprocess.run([sys.executable, "-c", "import django; django.setup(); from django.db import connection; "
+                              "cursor = connection.cursor(); cursor.execute('SHOW jit'); print(cursor.fetchone()[0])"],
+                             env=environment, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
+    with psycopg.connect(url) as plain:  # the server's own setting, for a connection that sets nothing
+        servers = plain.execute("SHOW jit").fetchone()[0]
+    assert started.stdout.strip() == (servers if allowed else "off")
