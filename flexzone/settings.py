@@ -6,6 +6,7 @@ SQLite is the embedded default; DATABASE_URL selects PostgreSQL.
 """
 
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -167,9 +168,12 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
 elif not env_bool("FLEXZONE_DB_JIT", False):
     # Every statement flexzone sends is short, and several read small tables whose rows the planner does
     # not know (the generations, the change rows that come and go): a misestimate past jit_above_cost had
-    # PostgreSQL compile a 1 ms statement for 100 ms and more. libpq's `options` sets it per connection.
+    # PostgreSQL compile a 1 ms statement for 100 ms and more. libpq's `options` sets it per connection;
+    # given, it replaces PGOPTIONS, so it starts from DATABASE_URL's options or else PGOPTIONS, and a jit
+    # setting either already makes is left as it is.
     _options = _db.setdefault("OPTIONS", {})
-    _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
+    _given = _options.get("options", os.environ.get("PGOPTIONS", ""))
+    _options["options"] = _given if re.search(r"\bjit\s*=", _given) else f"{_given} -c jit=off".strip()
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

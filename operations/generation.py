@@ -29,7 +29,7 @@ FOLD_AT = 64  # change rows beyond which a reader folds them into the generation
 FOLD = f"""
     WITH gone AS (DELETE FROM {CHANGES} RETURNING list),
          per_list AS (SELECT list, count(*) AS rows FROM gone GROUP BY list),
-         counted AS (SELECT mine.id, sum(per_list.rows) AS rows
+         counted AS (SELECT mine.id, sum(per_list.rows)::bigint AS rows
                        FROM unnest(ARRAY[{", ".join(str(list_id) for list_id in LISTS.values())}]) AS mine (id)
                        JOIN per_list ON per_list.list IN ({UNKNOWN}, mine.id) GROUP BY mine.id)
     UPDATE {GENERATIONS} AS g SET folded = g.folded + counted.rows FROM counted WHERE g.id = counted.id

@@ -7,10 +7,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
-import psycopg
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 
 from flexzone.settings import env_bool, env_choice, env_float, env_int, env_list, env_path, env_str
 
@@ -88,19 +89,39 @@ def test_a_metrics_directory_is_made_and_handed_to_prometheus_client(tmp_path):
     assert started.stdout.strip() == str(metrics) and metrics.is_dir()
 
 
-@pytest.mark.parametrize("allowed", [None, "true"])
-def test_postgresql_connections_do_not_jit_compile_unless_allowed(allowed):
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith("postgres"):
-        pytest.skip("needs DATABASE_URL=postgres://...")
+def _jit_and_timeout(**env: str | None) -> tuple[str, str]:
+    """SHOW jit and SHOW statement_timeout on the connection of a Django started with these variables
+    (None: unset)."""
     environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "flexzone.settings"}
-    environment.pop("FLEXZONE_DB_JIT", None)
-    if allowed:
-        environment["FLEXZONE_DB_JIT"] = allowed
+    for name, value in env.items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
     started = subprocess.run([sys.executable, "-c", "import django; django.setup(); from django.db import connection; "
-                              "cursor = connection.cursor(); cursor.execute('SHOW jit'); print(cursor.fetchone()[0])"],
+                              "cursor = connection.cursor(); cursor.execute('SHOW jit'); jit = cursor.fetchone()[0]; "
+                              "cursor.execute('SHOW statement_timeout'); print(jit, cursor.fetchone()[0])"],
                              env=environment, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert started.returncode == 0, started.stderr
-    with psycopg.connect(url) as plain:  # the server's own setting, for a connection that sets nothing
-        servers = plain.execute("SHOW jit").fetchone()[0]
-    assert started.stdout.strip() == (servers if allowed else "off")
+    jit, timeout = started.stdout.split()
+    return jit, timeout
+
+
+@pytest.mark.django_db
+def test_postgresql_connections_do_not_jit_compile_unless_allowed():
+    given = connection.settings_dict
+    if connection.vendor != "postgresql":
+        pytest.skip("needs DATABASE_URL=postgres://...")
+    # The test database (DATABASE_URL names the one it was made beside, which need not exist).
+    url = (f"postgres://{quote(given['USER'] or '')}:{quote(given['PASSWORD'] or '')}@{given['HOST'] or ''}"
+           f":{given['PORT'] or 5432}/{quote(given['NAME'])}")
+    # PGOPTIONS turns JIT on whatever the server's setting: off is then this project's doing, and
+    # PGOPTIONS's other settings are kept.
+    on = "-c jit=on -c statement_timeout=7s"
+    assert _jit_and_timeout(DATABASE_URL=url, FLEXZONE_DB_JIT=None, PGOPTIONS="-c statement_timeout=7s") == (
+        "off", "7s")
+    assert _jit_and_timeout(DATABASE_URL=url, FLEXZONE_DB_JIT="true", PGOPTIONS=on) == ("on", "7s")
+    # A jit setting the deployment gives is its own: PGOPTIONS's, or DATABASE_URL's options.
+    assert _jit_and_timeout(DATABASE_URL=url, FLEXZONE_DB_JIT=None, PGOPTIONS=on) == ("on", "7s")
+    assert _jit_and_timeout(DATABASE_URL=f"{url}?options=-c%20jit%3Don", FLEXZONE_DB_JIT=None,
+                            PGOPTIONS=None) == ("on", "0")

@@ -23,7 +23,7 @@ def _generations(cursor) -> dict[int, int]:
 def test_a_fold_after_a_backlog_of_change_rows_is_costed_below_compiling_it():
     """Only a list request folds, so writes with no list reader between them pile change rows up, and the
     planner costs the fold by the table's size (its rows were never counted). Costed past jit_above_cost,
-    the fold was compiled first: the one API request that folded waited 100-165 ms for it, against about
+    the fold was compiled first: the one API request that folded waited 105-165 ms for it, against about
     0.5 ms for a request."""
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {generation.CHANGES} (list, txid) "
