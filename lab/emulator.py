@@ -20,6 +20,7 @@ Run: python -m lab.emulator --queue 257 --config imp.json --stats stats.json
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -29,6 +30,7 @@ import signal
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -100,6 +102,12 @@ class DelayEmulator:
         self.closed = Window(started=self.started)
         self.dump_seq = 0
         self.running = True
+        # Signals only record what they ask for (and wake the loop through `wakeup`); the loop does the work
+        # between packets. A handler that dumped itself could run inside the loop's own dump, the two racing
+        # over one temporary file (the emulator died, and its hop dropped every packet).
+        self.requests: set[str] = set()
+        self.wakeup: int | None = None
+        self.reload: Callable[[], Impairment] | None = None
         self.configure(impairment)
 
     def configure(self, impairment: Impairment) -> None:
@@ -176,15 +184,42 @@ class DelayEmulator:
         """Counters since start: the closed windows plus the current one."""
         return _merge(self.closed, self.window)
 
+    def request(self, what: str) -> None:
+        """Ask the loop for `stop`, `reload`, `window` or `dump`; safe from a signal handler."""
+        self.requests.add(what)
+
+    def serve_requests(self) -> None:
+        """Do what signals asked for since the last turn, each once, in a fixed order."""
+        asked, self.requests = self.requests, set()
+        if "reload" in asked and self.reload is not None:
+            try:
+                self.configure(self.reload())
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                # A config the backend half wrote, or a bad one: keep emulating the last good impairment.
+                print(f"lab.emulator: kept the previous impairment: {exc}", file=sys.stderr, flush=True)
+        if "window" in asked:
+            self.new_window()
+        if asked & {"reload", "dump"}:
+            self.dump()
+        if "stop" in asked:
+            self.running = False
+
     def run(self) -> None:
         next_dump = time.monotonic() + 1.0
         fd = self.queue.fileno()
+        watched = [fd] if self.wakeup is None else [fd, self.wakeup]
         while self.running:
             now = time.monotonic()
             timeout = min(next_dump, self.held[0][0] if self.held else next_dump) - now
             # select() sleeps with microsecond resolution; poll()/epoll() would round up to whole ms.
-            readable, _, _ = select.select([fd], [], [], max(0.0, timeout))
-            if readable:
+            readable, _, _ = select.select(watched, [], [], max(0.0, timeout))
+            if self.wakeup is not None and self.wakeup in readable:
+                _drain(self.wakeup)
+            if self.requests:
+                self.serve_requests()
+                if not self.running:
+                    break
+            if fd in readable:
                 packets = self.queue.receive(256)
                 now = time.monotonic()
                 realtime_offset = time.time() - now
@@ -229,6 +264,18 @@ class DelayEmulator:
         self.window = Window(started=time.time())
 
 
+def _asked(emulator: DelayEmulator, what: str, signum: int, frame: object) -> None:
+    emulator.request(what)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
 def _realtime() -> None:
     """Ask for SCHED_FIFO so other work on a small host does not delay releases (best effort).
 
@@ -262,22 +309,22 @@ def main(argv: list[str] | None = None) -> int:
     stamps = enable_receive_timestamps()
     with stamps, NfQueue(args.queue, max_len=args.kernel_max_len, copy_range=0) as queue:
         emulator = DelayEmulator(queue, load(), max_held=args.max_held, stats_path=args.stats, seed=args.seed)
-
-        def stop(signum: int, frame: object) -> None:
-            emulator.running = False
-
-        def reload(signum: int, frame: object) -> None:
-            emulator.configure(load())
-            emulator.dump()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGHUP, reload)
-        signal.signal(signal.SIGUSR1, lambda s, f: emulator.new_window())
-        signal.signal(signal.SIGUSR2, lambda s, f: emulator.dump())
+        emulator.reload = load
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_read, False)
+        os.set_blocking(wake_write, False)
+        # The C-level handler writes a byte here, so a select() already asleep returns at once.
+        signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        emulator.wakeup = wake_read
+        for signum, what in SIGNALS.items():
+            signal.signal(signum, functools.partial(_asked, emulator, what))
         emulator.dump()
         emulator.run()
     return 0
+
+
+SIGNALS = {signal.SIGTERM: "stop", signal.SIGINT: "stop", signal.SIGHUP: "reload", signal.SIGUSR1: "window",
+           signal.SIGUSR2: "dump"}
 
 
 if __name__ == "__main__":

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from lab.emulator import BurstLoss, DelayEmulator
 from lab.nfqueue import NF_ACCEPT, NF_DROP
 from lab.profiles import GilbertElliott, Impairment
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class VerdictLog:
@@ -93,3 +101,59 @@ def test_time_spent_in_the_kernel_queue_counts_towards_the_delay_and_is_reported
     assert emu.held[1][0] == pytest.approx(now + 0.020)
     assert emu.window.ingress_ms_max == pytest.approx(5.0)
     assert emu.snapshot()["window"]["ingress_ms_mean"] == pytest.approx(2.5)
+
+
+@pytest.mark.root
+def test_the_emulator_survives_a_storm_of_window_and_dump_signals_and_keeps_dumping(tmp_path):
+    """The backend signals every emulator twice per measurement (SIGUSR1, SIGUSR2) while the emulator dumps
+    its stats once a second on its own. A signal arriving inside a dump once made the two dumps race over
+    one temporary file: the emulator died on FileNotFoundError, and without --queue-bypass its hop dropped
+    every packet (fio: "server disconnected unexpectedly"). Here a real emulator process, bound to a queue
+    in a network namespace of its own, takes a few thousand of those signals."""
+    config, stats = tmp_path / "imp.json", tmp_path / "stats.json"
+    config.write_text(json.dumps(Impairment(delay_ms=5).to_dict()))
+    proc = subprocess.Popen(["unshare", "--net", sys.executable, "-m", "lab.emulator", "--queue", "311",
+                             "--config", str(config), "--stats", str(stats), "--no-realtime"],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not stats.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.02)
+        sent, until = 0, time.monotonic() + 3
+        while time.monotonic() < until and proc.poll() is None:
+            os.kill(proc.pid, (signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP)[sent % 3])
+            sent += 1
+            if sent % 50 == 0:
+                time.sleep(0.001)
+        assert proc.poll() is None, f"the emulator died after {sent} signals: {proc.stderr.read()[-1500:]}"
+        before = json.loads(stats.read_text())["dump_seq"]
+        os.kill(proc.pid, signal.SIGUSR2)
+        deadline = time.monotonic() + 2
+        while json.loads(stats.read_text())["dump_seq"] <= before:
+            assert time.monotonic() < deadline, "a dump asked for with SIGUSR2 never came"
+            time.sleep(0.01)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert proc.returncode == 0, proc.stderr.read()[-1500:] if proc.stderr else ""
+    final = json.loads(stats.read_text())
+    assert final["impairment"]["delay_ms"] == 5 and not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_reload_of_a_bad_config_keeps_the_last_impairment_and_still_answers_with_a_dump(tmp_path):
+    emu, _ = emulator(Impairment(delay_ms=7), tmp_path)
+
+    def broken() -> Impairment:
+        raise ValueError("half-written config")
+
+    emu.reload = broken
+    emu.request("reload")
+    emu.serve_requests()
+    assert emu.impairment.delay_ms == 7 and emu.running
+    assert json.loads((tmp_path / "s.json").read_text())["dump_seq"] == 1
+    emu.reload = lambda: Impairment(delay_ms=9)
+    for what in ("reload", "window", "stop"):
+        emu.request(what)
+    emu.serve_requests()
+    assert emu.delay == pytest.approx(0.009) and not emu.running and emu.requests == set()

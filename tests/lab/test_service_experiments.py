@@ -120,7 +120,9 @@ def test_five_sites_connect_to_each_others_arrays_at_once_and_move_blocks_over_e
     removes = [r for r in ops if r["kind"] == "remove"]
     assert len(removes) == 8 and all(r["state"] == "succeeded" for r in removes), removes
     transfers = rows(tmp_path / "sites-transfers.csv")
-    assert len(transfers) == 16 and all(float(t["mb_per_s"]) > 0 for t in transfers), transfers
+    failed = [(t["from"], t["to"], t["op"], t["error"]) for t in transfers if not t["mb_per_s"]]
+    assert len(transfers) == 16 and not failed, failed
+    assert all(float(t["mb_per_s"]) > 0 for t in transfers), transfers
     far = [float(t["rtt_ms"]) for t in transfers if "site3" in (t["from"], t["to"])]
     assert far and all(rtt == 2 * plan.far.delay_ms for rtt in far)
     report = json.loads((tmp_path / "sites.json").read_text())["agreement"]
