@@ -452,8 +452,17 @@ def size_label(n: int) -> str:
 def measured(bench: Bench, step: Callable[[], Any]) -> tuple[Any, bool, list[str]]:
     """Run a measurement inside the emulator's health window; retry once if the emulator spoiled it."""
     for attempt in (1, 2):
+        failure: Exception | None = None
         with bench.measurement() as health:
-            value = step()
+            try:
+                value = step()
+            except Exception as exc:  # noqa: BLE001 - re-raised below, with what the window saw
+                failure = exc
+        if failure is not None:
+            if health.reasons:
+                # A dead or overrun emulator explains a refused or cut connection better than fio can.
+                failure.add_note("the emulated WAN in that window: " + "; ".join(health.reasons))
+            raise failure
         if health.valid or attempt == 2:
             return value, bool(health.valid), list(health.reasons)
     raise AssertionError("unreachable")

@@ -311,14 +311,17 @@ def _transfer(lab: Any, bench: Bench, plan: Plan, a: SiteRole, b: SiteRole, up: 
         run_ = XddRun(op, plan.record_bytes, plan.size_bytes, time_limit_s=plan.time_limit_s)
         spoiled = ""
         for attempt in (1, 2):  # a pass the emulator spoiled is measured once more, its reason kept
+            failure = ""
             with bench.measurement() as health:
                 try:
                     result = xdd_nbd(SitePlace(lab, a.lab_site), uri, run_)
                 except Exception as exc:  # noqa: BLE001 - one path's failure is its row; the others still run
-                    row = {**base, "op": op, "mb_per_s": None, "valid": False,
-                           "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-                    break
+                    failure = f"{type(exc).__name__}: {str(exc)[:300]}"
             reasons = path_reasons(health.reasons, a.lab_site, b.lab_site)
+            if failure:
+                # A dead or overrun emulator on the path explains a refused or cut connection.
+                row = {**base, "op": op, "mb_per_s": None, "valid": False, "error": "; ".join([failure, *reasons])}
+                break
             row = {**base, "op": op, "mb_per_s": result.mb_per_s, "bytes": result.bytes, "seconds": result.seconds,
                    "valid": not reasons, "error": "; ".join(reasons), "remeasured_after": spoiled}
             if not reasons or attempt == 2 or budget.left() < plan.time_limit_s + 5:

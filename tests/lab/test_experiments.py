@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+import signal
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from lab.experiments import clients, effective, filesizes, latency, loss, transfer
-from lab.experiments.base import LabBench, LoopbackBench
-from lab.xdd import MIB
+from lab.experiments.base import LabBench, LoopbackBench, measured, xdd
+from lab.xdd import MIB, FioError, XddRun
 from simulators.roundtrips import least
 
 pytestmark = pytest.mark.skipif(not (shutil.which("fio") and shutil.which("nbdkit") and shutil.which("iperf3")),
@@ -145,6 +146,22 @@ def test_filesizes_in_the_lab_with_an_emulated_wan_delay(lab, tmp_path):
     assert min(float(r["latency_ms"]) for r in table if r["path"] in ("san", "san-tls")) > 9.5
     assert {r["profile"] for r in table} == {"delay=5ms"}
     assert_png(outcome.plots[0])
+    assert lab.profiles == {}
+
+
+@pytest.mark.root
+def test_a_transfer_a_dead_emulator_cut_off_fails_naming_the_emulator(lab):
+    """Without --queue-bypass a dead delay emulator drops its hop's packets: fio can only say the server went
+    away. The failure carries what the health window saw, so the report names the cause."""
+    with LabBench(lab, 4 * MIB, profile="delay=5ms") as bench:
+        emulators = [name for name in lab.procs.names() if name.startswith("emu-")]
+        assert len(emulators) == 2
+        for name in emulators:
+            lab.procs.signal(name, signal.SIGKILL)
+        with pytest.raises(FioError) as caught:
+            measured(bench, lambda: xdd(bench, "san", XddRun("write", MIB, MIB)))
+    notes = "\n".join(getattr(caught.value, "__notes__", []))
+    assert "delay emulator is not running" in notes, (str(caught.value), notes)
     assert lab.profiles == {}
 
 
