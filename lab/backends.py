@@ -266,7 +266,14 @@ class FallbackBackend(Backend):
         if self.procs.pid(tag) is not None:
             previous = self._stats(stats)
             self.procs.signal(tag, signal.SIGHUP)
-            self._wait_for_dump(stats, previous)
+            current = self._wait_for_dump(stats, previous)
+            if not current:
+                raise RuntimeError(f"delay emulator for {hop.name} did not answer a reload within 5 s "
+                                   f"(stopped, or starved of CPU)")
+            if current.get("impairment") != imp.to_dict():
+                # Measuring on would record one profile while the hop emulates another.
+                raise RuntimeError(f"delay emulator for {hop.name} kept {current.get('impairment')} instead of "
+                                   f"{imp.to_dict()}: {current.get('reload_error') or 'no reason given'}")
             return
         stats.unlink(missing_ok=True)
         self.procs.start(tag, [self.python, "-m", "lab.emulator", "--queue", str(hop.queue_num),

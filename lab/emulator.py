@@ -108,6 +108,7 @@ class DelayEmulator:
         self.requests: set[str] = set()
         self.wakeup: int | None = None
         self.reload: Callable[[], Impairment] | None = None
+        self.reload_error = ""
         self.configure(impairment)
 
     def configure(self, impairment: Impairment) -> None:
@@ -194,8 +195,11 @@ class DelayEmulator:
         if "reload" in asked and self.reload is not None:
             try:
                 self.configure(self.reload())
+                self.reload_error = ""
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                # A config the backend half wrote, or a bad one: keep emulating the last good impairment.
+                # Keep emulating the last good impairment; the stats say why, and the backend, which compares
+                # the impairment there with the one it asked for, refuses to measure under the wrong one.
+                self.reload_error = f"{type(exc).__name__}: {exc}"
                 print(f"lab.emulator: kept the previous impairment: {exc}", file=sys.stderr, flush=True)
         if "window" in asked:
             self.new_window()
@@ -244,6 +248,7 @@ class DelayEmulator:
             "pid": os.getpid(),
             "queue": self.queue.queue_num,
             "impairment": self.impairment.to_dict(),
+            "reload_error": self.reload_error,
             "max_held_limit": self.max_held,
             "held_now": len(self.held),
             "dump_seq": self.dump_seq,

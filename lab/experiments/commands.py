@@ -292,8 +292,10 @@ def _run_one(name: str, bench: Bench, plan: Any, folder: Path, out: TextIO, comm
     try:
         outcome: Outcome = experiment(name).run(bench, plan, folder, out=sys.stderr, command=command)
     except Exception as exc:  # noqa: BLE001 - reported, and the remaining experiments still run
-        print(f"{name}: FAILED after {time.monotonic() - started:.0f} s: {exc}", file=out, flush=True)
-        return Outcome(name, f"{name} (failed)", folder, command, "", [], [f"FAILED: {type(exc).__name__}: {exc}"],
+        # The notes carry the cause when the message is only the symptom (measured(): a dead emulator).
+        detail = "; ".join([str(exc), *getattr(exc, "__notes__", ())])
+        print(f"{name}: FAILED after {time.monotonic() - started:.0f} s: {detail}", file=out, flush=True)
+        return Outcome(name, f"{name} (failed)", folder, command, "", [], [f"FAILED: {type(exc).__name__}: {detail}"],
                        valid=False)
     print(f"{name}: done in {time.monotonic() - started:.0f} s, {len(outcome.plots)} plots in {folder}", file=out,
           flush=True)

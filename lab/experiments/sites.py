@@ -320,7 +320,8 @@ def _transfer(lab: Any, bench: Bench, plan: Plan, a: SiteRole, b: SiteRole, up: 
             reasons = path_reasons(health.reasons, a.lab_site, b.lab_site)
             if failure:
                 # A dead or overrun emulator on the path explains a refused or cut connection.
-                row = {**base, "op": op, "mb_per_s": None, "valid": False, "error": "; ".join([failure, *reasons])}
+                row = {**base, "op": op, "mb_per_s": None, "valid": False, "error": "; ".join([failure, *reasons]),
+                       "remeasured_after": spoiled}
                 break
             row = {**base, "op": op, "mb_per_s": result.mb_per_s, "bytes": result.bytes, "seconds": result.seconds,
                    "valid": not reasons, "error": "; ".join(reasons), "remeasured_after": spoiled}

@@ -74,3 +74,41 @@ def test_bursty_loss_comes_from_the_emulator_and_matches_its_model(lab):
     # 6,000 packets the loss fraction has a standard deviation of about 0.9 points: +/- 3.5 points
     # is ~4 standard deviations, tight enough to catch a wrong model, loose enough not to flake.
     assert result.loss == pytest.approx(burst.mean_loss, abs=0.035)
+
+
+def test_a_profile_change_the_emulator_did_not_take_stops_the_run_instead_of_being_recorded(lab):
+    """The backend changes a running emulator's delay with SIGHUP. If the emulator does not answer, or answers
+    still emulating the old delay (here: a config it could not read), applying the profile fails loudly;
+    measuring on would record one profile while the hop emulates another."""
+    lab.impair("primary", "remote", LinkProfile.symmetric("d10", Impairment(delay_ms=10)))
+    tag = "emu-primary-remote"
+    config = lab.backend.run_dir / f"{tag}.json"
+    lab.procs.signal(tag, signal.SIGSTOP)
+    try:
+        with pytest.raises(RuntimeError, match="did not answer a reload"):
+            lab.impair("primary", "remote", LinkProfile.symmetric("d20", Impairment(delay_ms=20)))
+    finally:
+        lab.procs.signal(tag, signal.SIGCONT)
+
+    lab.procs.signal(tag, signal.SIGSTOP)
+    failure: list[BaseException] = []
+
+    def apply() -> None:
+        try:
+            lab.impair("primary", "remote", LinkProfile.symmetric("d30", Impairment(delay_ms=30)))
+        except BaseException as exc:  # noqa: BLE001 - examined below
+            failure.append(exc)
+
+    applier = threading.Thread(target=apply)
+    applier.start()
+    try:
+        deadline = time.monotonic() + 5
+        while '"delay_ms": 30' not in config.read_text().replace(".0", ""):
+            assert time.monotonic() < deadline, config.read_text()
+            time.sleep(0.01)
+        config.write_text("{ not json")  # what the stopped emulator finds when it reads on
+    finally:
+        lab.procs.signal(tag, signal.SIGCONT)
+        applier.join(10)
+    assert failure and isinstance(failure[0], RuntimeError), failure
+    assert "kept" in str(failure[0]) and "JSONDecodeError" in str(failure[0]), failure[0]

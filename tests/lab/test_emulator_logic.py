@@ -151,9 +151,11 @@ def test_a_reload_of_a_bad_config_keeps_the_last_impairment_and_still_answers_wi
     emu.request("reload")
     emu.serve_requests()
     assert emu.impairment.delay_ms == 7 and emu.running
-    assert json.loads((tmp_path / "s.json").read_text())["dump_seq"] == 1
+    dumped = json.loads((tmp_path / "s.json").read_text())
+    assert dumped["dump_seq"] == 1 and dumped["reload_error"] == "ValueError: half-written config"
     emu.reload = lambda: Impairment(delay_ms=9)
     for what in ("reload", "window", "stop"):
         emu.request(what)
     emu.serve_requests()
     assert emu.delay == pytest.approx(0.009) and not emu.running and emu.requests == set()
+    assert json.loads((tmp_path / "s.json").read_text())["reload_error"] == ""

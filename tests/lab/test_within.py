@@ -215,3 +215,18 @@ def test_a_cell_measured_again_needs_the_longer_of_its_estimate_and_its_first_me
     assert tight.admit(40, "slow", progress)
     clock.now += 55
     assert not tight.again(40)  # its first measurement took 55 s, more than the 45 s left
+
+
+def test_an_experiment_that_fails_reports_its_exceptions_notes_beside_the_message(monkeypatch, tmp_path):
+    """measured() adds what the emulated WAN saw as a note; `lab all` prints and reports it, not fio alone."""
+    def run(*args, **kwargs):
+        exc = RuntimeError("fio rc 1: server disconnected unexpectedly")
+        exc.add_note("the emulated WAN in that window: primary>remote: delay emulator is not running")
+        raise exc
+
+    monkeypatch.setattr(commands, "experiment", lambda name: SimpleNamespace(run=run))
+    out = io.StringIO()
+    outcome = commands._run_one("filesizes", None, None, tmp_path, out, "lab filesizes")
+    assert not outcome.valid
+    for text in (out.getvalue(), outcome.notes[0]):
+        assert "server disconnected" in text and "delay emulator is not running" in text, text
