@@ -223,12 +223,18 @@ def test_each_parser_reads_what_the_switch_meant(path):
     assert comparable(path, result) == EXPECTED[name(path)]
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=name)
-@pytest.mark.parametrize("command", sorted(PARSERS))
+def other_commands() -> list[tuple[Path, str]]:
+    """(fixture, command) for every parser whose command does not print that fixture's layout."""
+    pairs = []
+    for path in FIXTURES:
+        printed_by = (command_of(path), load(path)[0].get("also"))
+        pairs += [(path, command) for command in sorted(PARSERS) if command not in printed_by]
+    return pairs
+
+
+@pytest.mark.parametrize(("path", "command"), other_commands(), ids=lambda v: name(v) if isinstance(v, Path) else v)
 def test_each_parser_refuses_every_other_commands_output(path, command):
-    fields, body = load(path)
-    if command in (command_of(path), fields.get("also")):
-        pytest.skip("a command that prints this")
+    _fields, body = load(path)
     with pytest.raises(LayoutError) as refused:
         PARSERS[command](body, path)
     assert refused.value.line in body or refused.value.line.strip() in body
