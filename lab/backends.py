@@ -270,10 +270,11 @@ class FallbackBackend(Backend):
             if not current:
                 raise RuntimeError(f"delay emulator for {hop.name} did not answer a reload within 5 s "
                                    f"(stopped, or starved of CPU)")
-            if current.get("impairment") != imp.to_dict():
+            wanted = json.loads(json.dumps(imp.to_dict()))  # as the emulator's JSON gives it back
+            if current.get("impairment") != wanted:
                 # Measuring on would record one profile while the hop emulates another.
                 raise RuntimeError(f"delay emulator for {hop.name} kept {current.get('impairment')} instead of "
-                                   f"{imp.to_dict()}: {current.get('reload_error') or 'no reason given'}")
+                                   f"{wanted}: {current.get('reload_error') or 'no reason given'}")
             return
         stats.unlink(missing_ok=True)
         self.procs.start(tag, [self.python, "-m", "lab.emulator", "--queue", str(hop.queue_num),
