@@ -34,8 +34,7 @@ def test_a_certificate_without_a_console_role_gets_a_page_saying_why_and_is_audi
     if name == "prom":
         from access.principals import register
 
-        api_pki.certs.setdefault("prom", api_pki.ca.issue("prom"))
-        register(api_pki.certs["prom"], "prom", "monitor")
+        register(api_pki.issued("prom"), "prom", "monitor")
     response = page(api_server, name, "/operations/")
     assert response.status_code == status
     assert why in response.text

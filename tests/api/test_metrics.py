@@ -57,9 +57,7 @@ def monitor(cast, api_pki):
     """prom: the certificate Prometheus scrapes with (role monitor)."""
     from access.principals import register
 
-    if "prom" not in api_pki.certs:
-        api_pki.certs["prom"] = api_pki.ca.issue("prom")
-    return register(api_pki.certs["prom"], "prom", "monitor")
+    return register(api_pki.issued("prom"), "prom", "monitor")
 
 
 def session_for(lab, api_pki, name: str | None) -> requests.Session:

@@ -73,6 +73,13 @@ class PKI:
         # stranger: an unrelated CA with its own name.
         self.certs["stranger"] = pki.init_ca(foreign / "other", "Some Other CA").issue("stranger")
 
+    def issued(self, name: str) -> x509.Certificate:
+        """`name`'s certificate, issued the first time it is asked for. Issuing again would replace the files
+        `pair` names while an earlier test's principal keeps the first certificate's fingerprint."""
+        if name not in self.certs:
+            self.certs[name] = self.ca.issue(name)
+        return self.certs[name]
+
     def pair(self, name: str) -> tuple[str, str]:
         directory = {"mallory": self.foreign, "stranger": self.foreign / "other"}.get(name, self.dir)
         return str(directory / f"{name}.pem"), str(directory / f"{name}.key")
