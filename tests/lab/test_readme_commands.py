@@ -38,9 +38,11 @@ def readme_lab_commands() -> list[str]:
             if (found := SHOWN.match(line))]
 
 
-def lab_databases(server: str) -> set[str]:
+def lab_databases(server: str, pid: int) -> set[str]:
+    """The databases the lab process `pid` made (flexzone_lab_<label>_<pid>_<token>) and left on the server."""
     with psycopg.connect(maintenance_url(server), autocommit=True) as conn:
-        return {name for (name,) in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'flexzone_lab_%'")}
+        rows = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'flexzone\\_lab\\_%'").fetchall()
+    return {name for (name,) in rows if f"_{pid}_" in name}
 
 
 def test_every_lab_command_the_readme_shows_has_a_quick_form_here():
@@ -63,7 +65,6 @@ def test_lab_all_quick_runs_every_experiment_on_a_database_of_its_own_and_writes
     server = os.environ.get("DATABASE_URL", "")
     if urlsplit(server).scheme not in ("postgres", "postgresql"):
         pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
-    before = lab_databases(server)
     done = run_lab([*QUICK["all --quick"], "--results", str(tmp_path / "results")], tmp_path, DATABASE_URL=server)
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     (folder,) = (tmp_path / "results").iterdir()
@@ -80,5 +81,5 @@ def test_lab_all_quick_runs_every_experiment_on_a_database_of_its_own_and_writes
     assert [row["clients"] for row in api] == ["1", "2", "4"] and {row["errors"] for row in api} == {"0"}, api
     assert all(float(row["p95_ms"]) >= float(row["p50_ms"]) > 0 and float(row["requests_per_s"]) > 0 for row in api)
     assert done.stdout.rstrip().endswith(f"report: {folder / 'report.md'}")
-    assert lab_databases(server) == before
+    assert lab_databases(server, done.pid) == set()
     assert not (tmp_path / "default.sqlite3").exists()
