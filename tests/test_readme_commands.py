@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lab.database import TEMPLATE_ENV
 from registry.readiness import database_url
 from tests.support.docs import guide_documents, shell_lines
 
@@ -101,6 +102,7 @@ def test_every_readme_command_has_a_quick_form():
         quick_form(command)
 
 
+@pytest.mark.slow
 def test_the_registry_commands_stop_with_one_line_on_a_fresh_clone_and_work_once_migrated(clean_checkout, tmp_path):
     # As on a fresh clone: the default SQLite file's folder (.demo/) does not exist yet either.
     database = {"FLEXZONE_SQLITE_PATH": str(tmp_path / "not-made-yet" / "registry.sqlite3")}
@@ -127,7 +129,8 @@ def test_every_benchmark_runs_on_a_database_of_its_own_or_says_what_it_needs(cle
         "bench ops: needs PostgreSQL: set DATABASE_URL=postgres://USER@HOST:PORT/DB (a server where it may create a "
         "temporary database of its own; make test uses postgres://postgres@127.0.0.1:5432/flexzone)")
     server = database_url(name="postgres")  # the server: each bench makes a database of its own there
+    template = {TEMPLATE_ENV: os.environ[TEMPLATE_ENV]} if TEMPLATE_ENV in os.environ else {}  # a copy, not a migrate
     for argv in benches:
-        done = run(clean_checkout, argv, DATABASE_URL=server)
+        done = run(clean_checkout, argv, DATABASE_URL=server, **template)
         assert done.returncode == 0, (argv, done.stdout[-1500:], done.stderr[-3000:])
         assert "=" in done.stdout.strip().splitlines()[-1] or "every invariant held" in done.stdout, done.stdout

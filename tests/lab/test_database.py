@@ -9,14 +9,25 @@ from urllib.parse import quote, urlsplit
 import psycopg
 import pytest
 
-from lab.database import NoPostgres, TemporaryDatabase, maintenance_url, server_url, socket_url
+from lab.database import (
+    TEMPLATE_ENV,
+    NoPostgres,
+    TemporaryDatabase,
+    maintenance_url,
+    quote_name,
+    server_url,
+    socket_url,
+)
+from tests.support.database import ensure_template
 
 
 @pytest.fixture
-def server() -> str:
+def server(monkeypatch) -> str:
+    """The tests' server, with no template to copy: a run database is migrated (see the template's test)."""
     url = os.environ.get("DATABASE_URL", "")
     if urlsplit(url).scheme not in ("postgres", "postgresql"):
         pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://...")
+    monkeypatch.delenv(TEMPLATE_ENV, raising=False)
     return url
 
 
@@ -31,6 +42,23 @@ def test_a_run_database_is_migrated_and_dropped_after(server):
         with psycopg.connect(database.url) as conn:
             assert conn.execute("SELECT count(*) FROM registry_site").fetchone() == (0,)  # migrated, empty
     assert not exists(server, database.name)
+
+
+def test_with_a_template_a_run_database_is_its_copy_and_migrate_does_not_run(server, monkeypatch):
+    monkeypatch.setenv(TEMPLATE_ENV, ensure_template(server))
+    monkeypatch.setenv("FLEXZONE_OPS_QUEUE", "no-such-queue")  # manage.py would stop on it: it must not run
+    with TemporaryDatabase(server, label="copied") as database:
+        with psycopg.connect(database.url) as conn:
+            applied = conn.execute("SELECT count(*) FROM django_migrations").fetchone()[0]
+            assert applied > 0 and conn.execute("SELECT count(*) FROM registry_site").fetchone() == (0,)
+    assert not exists(server, database.name)
+
+
+def test_a_database_name_no_identifier_can_hold_is_refused_naming_it():
+    for bad in ('a"b', "", "x" * 64):
+        with pytest.raises(ValueError, match="not a PostgreSQL database name"):
+            quote_name(bad)
+    assert quote_name("flexzone_lab_x") == '"flexzone_lab_x"'
 
 
 def test_a_database_whose_migration_fails_is_dropped_at_once(server, monkeypatch):
