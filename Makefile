@@ -43,9 +43,14 @@ lab-tools:
 browser-tools:
 	$(call apt-install,browser,$(BROWSER_APT_PACKAGES))
 
+# The tests run in parallel (pytest-xdist): most of their time is spent waiting on sockets, servers and simulated
+# device think time, so there are more workers than cores. Each worker has a test database of its own, copied
+# from a migrated template (tests/support/database.py). TEST_WORKERS=0 runs them in this one process.
+TEST_WORKERS ?= 4
+
 test: venv lab-tools browser-tools
 	@url=$$(scripts/ensure-postgres.sh) && echo "tests use $$url" && \
-	DATABASE_URL="$$url" $(VENV)/bin/pytest $(PYTEST_ARGS)
+	DATABASE_URL="$$url" $(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 demo: venv
 	$(PY) scripts/demo.py

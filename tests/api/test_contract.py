@@ -52,6 +52,7 @@ def run_schemathesis(api_server, schema: Path, *args: str) -> subprocess.Complet
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~130 s alone; beside three other xdist workers' tests, twice that or more
 def test_schemathesis_finds_no_difference_between_the_schema_and_the_service(api_server, served_schema):
     print(f"schemathesis seed {SEED}, {EXAMPLES} examples per operation")
     result = run_schemathesis(api_server, served_schema)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
 from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -147,6 +148,7 @@ STEPS = st.lists(st.one_of(
     st.tuples(st.just("write"), st.sampled_from(WRITES), st.integers(0, 50))), min_size=4, max_size=14)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=STEPS)
 def test_every_page_after_any_walk_of_writes_is_drfs(api_server, both, traffic, steps):

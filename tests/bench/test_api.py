@@ -12,6 +12,7 @@ from bench import api as bench
 from registry.readiness import database_url
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_bench_api_measures_flexzone_against_the_bare_ceiling_and_prints_the_ratio(monkeypatch, capsys):
 

@@ -12,6 +12,7 @@ from operations.models import Link, Operation
 from registry.models import Router, Site
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_bench_ops_prints_the_three_figures_and_leaves_no_rows_behind(ops_settings, capsys):
     argv = ["--ops", "6", "--warm-adds", "1", "--eclipse-scale", "0.02", "--pairs", "2", "--ops-per-router", "2",

@@ -22,6 +22,7 @@ STEPS = 60
 SECONDS = 45.0
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)  # the workers are threads with database connections of their own
 def test_a_random_walk_of_racing_operations_faults_and_kills_keeps_every_invariant():
     seed = int(os.environ.get("FLEXZONE_SOAK_SEED") or random.SystemRandom().randrange(1, 10**9))

@@ -50,6 +50,7 @@ def test_remove_is_idempotent_after_lost_reply(ops_lab):
     assert not Grant.objects.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_a_router_that_stops_answering_fails_the_add_in_bounded_time_and_reconcile_finishes_it(ops_lab, settings):
     settings.FLEXZONE_OPS_MAX_ATTEMPTS = 2

@@ -310,6 +310,7 @@ def clean_slate(sims: dict, admins: dict) -> None:
     assert all(not up_keys(sim) for sim in sims.values())
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_random_moves_never_break_what_the_locks_promise(model_lab, capsys):
     EngineModel.sims, EngineModel.admins = model_lab
