@@ -35,7 +35,6 @@ import argparse
 import functools
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -48,6 +47,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import requests
+
+from lab.deployment import wait_until_serving
 
 if TYPE_CHECKING:  # Django is set up only when the servers are started
     from django.db.models import QuerySet
@@ -237,18 +238,6 @@ def _serve(directory: Path, name: str, env: dict, gunicorn_args: tuple[str, ...]
     return process, log_path
 
 
-def _wait_for_url(process: subprocess.Popen, log_path: Path, timeout: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = re.search(r"Listening at: (https://[0-9.]+:\d+)", log_path.read_text(errors="replace"))
-        if found:
-            return found.group(1)
-        if process.poll() is not None:
-            raise RuntimeError(log_path.read_text(errors="replace")[-2000:])
-        time.sleep(0.05)
-    raise RuntimeError(f"{log_path.stem}: the server did not start within {timeout:g} s")
-
-
 def _seed(principal: Principal) -> list[QuerySet]:
     """Links and operations to list, SEEDED of each, when the database has none (a list of nothing
     would measure nothing); the querysets that delete them after the run."""
@@ -314,7 +303,7 @@ class ThrowAwayServers:
                 started.append(_serve(directory, "ceiling", env, ("--no-control-socket",
                                                                   "bench.api_ceiling:application")))
             self.processes = [process for process, _ in started]
-            urls = [_wait_for_url(process, log) for process, log in started]
+            urls = [wait_until_serving(log, lambda p=process: p.poll() is None, 30.0) for process, log in started]
         except BaseException:
             self.__exit__()
             raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ssl
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
 
 from cli.config import Config
 from cli.errors import OPERATION_FAILED, REFUSED, UNREACHABLE, USAGE, CliError
+
+# The longest wait for a connection, TLS handshake included (urllib3 counts the handshake as connecting).
+CONNECT_TIMEOUT = 10.0
 
 
 class Client:
@@ -50,9 +54,10 @@ class Client:
                 timeout: float | None = None) -> requests.Response:
         import requests
 
+        connect, started = min(CONNECT_TIMEOUT, self.config.timeout), time.monotonic()
         try:
             response = self.session.request(method, self.url(path), params=params, json=body,
-                                            timeout=(min(10.0, self.config.timeout), timeout or self.config.timeout))
+                                            timeout=(connect, timeout or self.config.timeout))
         except requests.exceptions.SSLError as exc:
             raise tls_error(exc, self.config) from None
         except requests.exceptions.ConnectionError as exc:
@@ -78,7 +83,9 @@ class Client:
             raise CliError(f"cannot use the server URL {self.config.server!r}: {exc}",
                            f"check server in {self.config.source}", USAGE) from None
         except requests.exceptions.Timeout:
-            raise CliError(f"{self.config.server} did not answer within {timeout or self.config.timeout:.0f} s",
+            # The time waited, not the configured limit: urllib3 reports a TLS handshake that outlasts the
+            # connect limit as a read timeout.
+            raise CliError(f"{self.config.server} did not answer within {time.monotonic() - started:.1f} s",
                            "the service may be overloaded; try again or raise timeout in the configuration",
                            UNREACHABLE) from None
         except OSError as exc:  # e.g. the key does not match the certificate, raised while loading them

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from cli.client import Client
@@ -32,6 +32,29 @@ ROOT = Path(__file__).resolve().parent.parent
 # The settings a service process takes from the lab, never from the caller's environment.
 OWN_VARIABLES = ("DATABASE_URL", "FLEXZONE_PKI_DIR", "FLEXZONE_SECRETS_DIR", "FLEXZONE_TLS_", "FLEXZONE_OPS_QUEUE",
                  "FLEXZONE_METRICS_DIR", "FLEXZONE_CONFIG")
+
+
+# What `manage.py serve` logs: gunicorn's address, then each worker's line once it has loaded the
+# application (serving/gunicorn_conf.py, post_worker_init).
+LISTENING = re.compile(r"Listening at: (https://[0-9.]+:\d+)")
+SERVING = "Serving requests (pid: "
+
+
+def wait_until_serving(log: Path, running: Callable[[], bool], timeout: float = 60.0) -> str:
+    """The https:// URL a `manage.py serve` whose output goes to `log` serves at, once a worker has loaded
+    the application: before that, the socket listens but a client's handshake hangs. Raises with the log's
+    tail when the server stops (`running` turns false) or does not serve within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        found = LISTENING.search(text)
+        if found and SERVING in text[found.end():]:
+            return found.group(1)
+        if not running():
+            raise RuntimeError(f"manage.py serve stopped: {text.strip()[-1500:]}")
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"manage.py serve did not serve within {timeout:g} s: {text.strip()[-1500:]}")
+        time.sleep(0.05)
 
 
 class Deployment:
@@ -88,23 +111,14 @@ class Deployment:
         return self
 
     def _serve(self, timeout: float = 60.0) -> str:
-        """`manage.py serve` on a free loopback port; returns its URL once gunicorn listens."""
+        """`manage.py serve` on a free loopback port; returns its URL once a worker serves."""
         log = self.procs.log_dir / f"{self.serve_name}.log"
         log.unlink(missing_ok=True)
         # No control socket: gunicorn 27 puts it at one path per user, which a demo server beside us would use.
         self.procs.start(self.serve_name, [sys.executable, "manage.py", "serve", "--bind", "127.0.0.1:0", "--",
                                            "--no-control-socket"], cwd=ROOT, env=self.env())
         self.running.append(self.serve_name)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = log.read_text(errors="replace") if log.exists() else ""
-            found = re.search(r"Listening at: (https://[0-9.]+:\d+)", text)
-            if found:
-                return found.group(1)
-            if self.procs.pid(self.serve_name) is None:
-                raise RuntimeError(f"manage.py serve stopped: {text.strip()[-1500:]}")
-            time.sleep(0.05)
-        raise RuntimeError(f"manage.py serve did not listen within {timeout:g} s")
+        return wait_until_serving(log, lambda: self.procs.pid(self.serve_name) is not None, timeout)
 
     def spawn(self, name: str, args: Sequence[str], *, netns: str | None = None, database_url: str | None = None,
               **extra: str) -> None:

@@ -11,10 +11,13 @@ import struct
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
-from cli.config import write_config
+from cli import client as client_module
+from cli.config import Config, write_config
+from cli.errors import UNREACHABLE, CliError
 
 
 @contextmanager
@@ -116,3 +119,24 @@ def test_links_the_server_gives_keep_the_path_prefix_once(run_cli, api_pki, tmp_
     assert result.returncode == 0, result.stderr
     assert [zone["zone_id"] for zone in json.loads(result.stdout)] == [1, 2]
     assert seen == ["GET /flexzone/api/zones/ HTTP/1.1", "GET /flexzone/api/zones/?page=2 HTTP/1.1"]
+
+
+def test_a_handshake_that_never_comes_reports_the_time_waited_not_the_configured_limit(api_pki, tmp_path, monkeypatch):
+    """A server whose socket listens but whose process has not yet accepted (a gunicorn worker still
+    booting) leaves the TLS handshake hanging; urllib3 calls that a read timeout after the connect limit.
+    The message gives the seconds waited, not the read limit of the configuration."""
+    monkeypatch.setattr(client_module, "CONNECT_TIMEOUT", 0.5)
+    listener = socket.create_server(("127.0.0.1", 0))  # the kernel completes TCP connects; nothing accepts
+    try:
+        url = f"https://127.0.0.1:{listener.getsockname()[1]}"
+        cert, key = api_pki.pair("alice")
+        client = client_module.Client(Config(server=url, ca=Path(api_pki.ca_file), cert=Path(cert), key=Path(key),
+                                             timeout=120.0))
+        with pytest.raises(CliError) as raised:
+            client.request("GET", "/api/zones/")
+    finally:
+        listener.close()
+    message = str(raised.value)
+    assert message.startswith(f"{url} did not answer within 0."), message
+    assert "120" not in message
+    assert raised.value.exit_code == UNREACHABLE

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ import requests
 from cryptography import x509
 
 from access import pki
+from lab.deployment import wait_until_serving
 from registry.readiness import database_url
 from tests.support.sims import play_the_demo
 
@@ -143,16 +142,11 @@ def running_server(log: Path, **env_overrides: str) -> Iterator[tuple[subprocess
 
 
 def wait_for_listening(process: subprocess.Popen, log: Path, timeout: float = 30.0) -> str:
-    """The https:// URL gunicorn says in `log` it listens at, once it does."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = re.search(r"Listening at: https://(127\.0\.0\.1:\d+)", log.read_text(errors="replace"))
-        if found:
-            return f"https://{found.group(1)}"
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError(f"gunicorn did not start:\n{log.read_text(errors='replace')[-3000:]}")
+    """The https:// URL gunicorn says in `log` it listens at, once a worker has loaded the application."""
+    try:
+        return wait_until_serving(log, lambda: process.poll() is None, timeout)
+    except RuntimeError as exc:
+        raise RuntimeError(f"gunicorn did not start: {exc}") from None
 
 
 @dataclass
