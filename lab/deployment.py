@@ -35,7 +35,7 @@ OWN_VARIABLES = ("DATABASE_URL", "FLEXZONE_PKI_DIR", "FLEXZONE_SECRETS_DIR", "FL
 
 
 # What `manage.py serve` logs: gunicorn's address, then each worker's line once it has loaded the
-# application (serving/gunicorn_conf.py, post_worker_init).
+# application (serving/gunicorn_worker.py).
 LISTENING = re.compile(r"Listening at: (https://[0-9.]+:\d+)")
 SERVING = "Serving requests (pid: "
 

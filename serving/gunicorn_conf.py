@@ -44,7 +44,6 @@ else:
     ca_certs = str(settings.FLEXZONE_TLS_CA)
     cert_reqs = ssl.CERT_REQUIRED
 accesslog = "-"
-SERVING = "Serving requests"
 
 _cache: dict = {"key": None, "context": None}
 _lock = threading.Lock()
@@ -89,10 +88,6 @@ def post_worker_init(worker) -> None:
     bare app `python -m bench api` serves with this same configuration as its ceiling (bench/api_ceiling.py)."""
     from django.apps import apps
 
-    # The line those who start a server wait for (lab.deployment.wait_until_serving): gunicorn says
-    # "Listening at" before any worker has loaded the application, and a worker still booting leaves
-    # a client's TLS handshake hanging.
-    worker.log.info("%s (pid: %s)", SERVING, worker.pid)
     if not apps.ready:
         return
     from operations import queue

@@ -74,6 +74,13 @@ def record_handshake_refusal(addr, exc: ssl.SSLError) -> None:
 
 
 class AuditingThreadWorker(ThreadWorker):
+    def run(self) -> None:
+        # Called once the application is loaded, just before the accept loop: the line those who start a
+        # server wait for (lab.deployment.wait_until_serving). gunicorn says "Listening at" before any
+        # worker has loaded the application, and a worker still booting leaves a TLS handshake hanging.
+        self.log.info("Serving requests (pid: %s)", self.pid)
+        super().run()
+
     def handle_error(self, req, client, addr, exc):
         if req is None and isinstance(exc, ssl.SSLError) and exc.args and exc.args[0] != ssl.SSL_ERROR_EOF:
             record_handshake_refusal(addr, exc)
