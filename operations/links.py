@@ -35,7 +35,7 @@ from operations.holders import (
 from operations.journal import Run
 from operations.models import Grant, Link, Operation
 from operations.planner import PlanStep, find_router
-from operations.rollback import grow_back, lease_due_again, put_back_removed, roll_back_add
+from operations.rollback import grow_back, put_back_removed, roll_back_add
 from operations.steps import drive, look, read_router
 from registry.models import Device, Router, Site
 from routers.drivers import DRIVERS
@@ -367,8 +367,6 @@ def execute_remove(run: Run) -> None:
             grow_back(run, shrunk, exc)
             restored, lost = put_back_removed(run, taken_down, previous, exc)
             _settle_removed([pk for pk in removed if pk not in restored and pk not in lost], previous)
-            if op.kind == Kind.EXPIRE:
-                lease_due_again(op)
             if restored and not lost and (exc.untouched or found == "holds"):
                 raise OperationFailed(f"{exc} (rolled back: {len(restored)} link(s) put back)",
                                       state=State.ROLLED_BACK) from None

@@ -70,3 +70,21 @@ def test_a_lease_whose_removal_cannot_be_planned_is_kept_and_the_failure_journal
     assert failed.state == "failed" and "XRAID1" in failed.error
     assert Grant.objects.get().expires_at == expires_at  # still due: not dropped, retried by later sweeps
     assert Link.objects.filter(state="up").count() == 2
+
+
+@pytest.mark.django_db
+def test_an_expiry_that_fails_before_any_router_step_leaves_the_lease_due_again(ops_lab, settings):
+    """Issue 45, defect 4: the lease chore clears a grant's expiry as it submits the expiry. An expiry
+    that ends failed while still waiting (here on an earlier request of the same site and device that
+    never runs, until its own time limit) made the lease permanent: no expiry left, both links up."""
+    add(90)
+    queued = submit("add", ADD_XRAID1)  # a renewal asked before the lease ran out, not yet run
+    Grant.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    settings.FLEXZONE_OPS_TOTAL_TIMEOUT = 1.0
+    [expiry_id] = expire_leases()
+    expiry = execute(expiry_id)
+    assert expiry.state == "failed" and f"operation {queued.pk}" in expiry.error, expiry.error
+    assert Grant.objects.get().expires_at is not None  # due again: the next sweep asks again
+    assert Link.objects.filter(state="up").count() == 2  # nothing was taken down
+    assert Operation.objects.get(pk=queued.pk).state == "queued"
+    assert len(expire_leases()) == 1
