@@ -21,6 +21,7 @@ from django.http import JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+from rest_framework.serializers import as_serializer_error
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -98,9 +99,7 @@ def _handled(exc, context):
         request = context.get("request")
         return too_large(getattr(request, "_request", request))
     if isinstance(exc, DjangoValidationError):
-        exc = exceptions.ValidationError(
-            exc.message_dict if hasattr(exc, "error_dict") else {api_settings.NON_FIELD_ERRORS_KEY: exc.messages}
-        )
+        exc = exceptions.ValidationError(as_serializer_error(exc))  # codes kept: an `in_use` refusal is a 409
     if isinstance(exc, DeviceBusy):
         errors = [{"field": exc.field, "rule": "device_busy", "message": exc.message}]
         return _error(409, str(exc), "device_busy", errors)

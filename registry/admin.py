@@ -2,9 +2,37 @@
 never shown. Links, grants and operations are the engine's: console/admin.py shows them read-only
 (and a device's grants on its page) and changes them only by submitting operations."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
 
+from registry import in_use
 from registry.models import Device, Host, Initiator, Router, Site, Zone
+
+
+class RefusalsAsMessages(admin.ModelAdmin):
+    """A delete the registry refuses (rule `in_use`, registry/in_use.py: a host or initiator a live
+    link zones), from the delete page, the delete action or an inline, is shown as a message on the page
+    it came from, not as a server error; the admin's own transaction has rolled it back."""
+
+    def _refusals_shown(self, request, view, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except ValidationError as exc:
+            if not in_use.refused(exc):
+                raise
+            for message in exc.messages:
+                self.message_user(request, message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def delete_view(self, request, *args, **kwargs):
+        return self._refusals_shown(request, super().delete_view, *args, **kwargs)
+
+    def changelist_view(self, request, *args, **kwargs):  # the "delete selected" action
+        return self._refusals_shown(request, super().changelist_view, *args, **kwargs)
+
+    def changeform_view(self, request, *args, **kwargs):  # an inline's "delete" box
+        return self._refusals_shown(request, super().changeform_view, *args, **kwargs)
 
 
 class RouterInline(admin.TabularInline):
@@ -35,7 +63,7 @@ class InitiatorInline(admin.TabularInline):
 
 
 @admin.register(Site)
-class SiteAdmin(admin.ModelAdmin):
+class SiteAdmin(RefusalsAsMessages):
     list_display = ("name", "display_name", "msan_id", "management_ip", "data_ip", "router_port")
     search_fields = ("name", "display_name", "description", "management_ip", "data_ip")
     list_filter = ("router_port",)
@@ -43,7 +71,7 @@ class SiteAdmin(admin.ModelAdmin):
 
 
 @admin.register(Host)
-class HostAdmin(admin.ModelAdmin):
+class HostAdmin(RefusalsAsMessages):
     list_display = ("name", "site", "description", "initiator_wwns")
     search_fields = ("name", "description", "site__name", "site__display_name", "initiators__wwn")
     list_filter = ("site",)
@@ -59,7 +87,7 @@ class HostAdmin(admin.ModelAdmin):
 
 
 @admin.register(Initiator)
-class InitiatorAdmin(admin.ModelAdmin):
+class InitiatorAdmin(RefusalsAsMessages):
     list_display = ("wwn", "host", "description")
     search_fields = ("wwn", "description", "host__name")
     list_filter = ("host__site",)
@@ -67,20 +95,20 @@ class InitiatorAdmin(admin.ModelAdmin):
 
 
 @admin.register(Zone)
-class ZoneAdmin(admin.ModelAdmin):
+class ZoneAdmin(RefusalsAsMessages):
     list_display = ("zone_id", "description")
     search_fields = ("zone_id", "description")
 
 
 @admin.register(Router)
-class RouterAdmin(admin.ModelAdmin):
+class RouterAdmin(RefusalsAsMessages):
     list_display = ("name", "site", "platform", "transport", "host", "port", "vsan", "username")
     search_fields = ("name", "host", "site__name", "site__display_name")
     list_filter = ("platform", "transport", "site")
 
 
 @admin.register(Device)
-class DeviceAdmin(admin.ModelAdmin):
+class DeviceAdmin(RefusalsAsMessages):
     list_display = ("description", "device_id", "wwn", "zone", "owner_site", "shareable")
     search_fields = ("description", "device_id", "wwn")
     list_filter = ("zone", "owner_site", "shareable")

@@ -5,7 +5,8 @@ router port, the router's address, platform and VSAN, the device's WWN and zone,
 the requesting site's hosts. A disconnect plans from the registry as it stands then, so an edit of
 one of those values while a site holds a device through it would leave the old link on the router,
 out of flexzone's sight. Such an edit is refused (rule `in_use`, a 409 from the API) naming who
-holds what; once they are disconnected it goes through. Descriptions and other values no router
+holds what, and so is a delete of such a value (a host or initiator an FCIP link zones), by whatever
+path; once they are disconnected it goes through. Descriptions and other values no router
 sees stay free. Who holds what is the engine's to say (links and locks are its records): it answers
 through `answer_with` when its app is ready.
 """
@@ -66,10 +67,31 @@ def refuse(changed: list[str], what: str, subject: Subject, **keys: Sequence[int
     """Raise a ValidationError on each changed field if anyone holds a device through the subject."""
     if not changed:
         return
+    message = _in_use(what, subject, "change it", keys)
+    if message:
+        raise ValidationError({name: ValidationError(message, code=RULE) for name in changed})
+
+
+def refuse_delete(what: str, subject: Subject, **keys: Sequence[int | None]) -> None:
+    """Raise a ValidationError (no field: the object itself) if anyone holds a device through the subject.
+
+    Called at every delete of what routers carry (pre_delete: the API, the admin, a queryset, a cascade),
+    so that a delete is refused exactly as an edit of the same value is."""
+    message = _in_use(what, subject, "delete it", keys)
+    if message:
+        raise ValidationError(message, code=RULE)
+
+
+def refused(exc: ValidationError) -> bool:
+    """Whether a ValidationError is this rule's refusal (and nothing else)."""
+    errors = [e for es in exc.error_dict.values() for e in es] if hasattr(exc, "error_dict") else exc.error_list
+    return bool(errors) and all(error.code == RULE for error in errors)
+
+
+def _in_use(what: str, subject: Subject, then: str, keys: dict[str, Sequence[int | None]]) -> str:
     held = _holders(subject, **{name: [pk for pk in pks if pk is not None] for name, pks in keys.items()})
     if not held:
-        return
+        return ""
     shown = ", ".join(held[:SHOWN]) + (f" and {len(held) - SHOWN} more" if len(held) > SHOWN else "")
-    message = (f"{what} is in use by live links ({shown}): the routers carry its current value, and a "
-               "disconnect plans from it. Disconnect those first, then change it.")
-    raise ValidationError({name: ValidationError(message, code=RULE) for name in changed})
+    return (f"{what} is in use by live links ({shown}): the routers carry its current value, and a "
+            f"disconnect plans from it. Disconnect those first, then {then}.")

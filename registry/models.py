@@ -15,6 +15,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
 
 from registry import in_use
 from registry.validators import (
@@ -208,6 +210,14 @@ class Zone(models.Model):
     def __str__(self) -> str:
         return f"zone {self.zone_id}"
 
+    def clean(self) -> None:
+        super().clean()
+        # The routers carry the number (an iFCP session's zone, an FCIP zone's name).
+        changed = in_use.changed_fields(self, ["zone_id"])
+        if changed:
+            in_use.refuse(changed, f"Zone {self.zone_id}'s number", in_use.Subject.DEVICE,
+                          devices=list(self.devices.values_list("pk", flat=True)))
+
 
 class Router(models.Model):
     """A storage router (iFCP or FCIP gateway) that joins one site's SAN to the WAN.
@@ -389,3 +399,17 @@ class Device(models.Model):
                 raise ValidationError({"wwn": ValidationError(message, code="initiator_wwn")})
         in_use.refuse(in_use.changed_fields(self, self.LINK_FIELDS), f"Device {self.description}'s value",
                       in_use.Subject.DEVICE, devices=[self.pk])
+
+
+# Deletes get the rule edits get: a host or initiator that a live FCIP link zones stays until that link is
+# disconnected. pre_delete is sent for every object a delete removes, whatever asks for it (the API, the
+# admin, a queryset in the shell, a cascade), and it keeps Django from deleting these rows in bulk SQL.
+@receiver(pre_delete, sender=Host)
+def _host_in_use(sender, instance: Host, **kwargs) -> None:
+    if instance.initiators.exists():
+        in_use.refuse_delete(f"Host {instance.name}", in_use.Subject.HOST, hosts=[instance.pk])
+
+
+@receiver(pre_delete, sender=Initiator)
+def _initiator_in_use(sender, instance: Initiator, **kwargs) -> None:
+    in_use.refuse_delete(f"Initiator {instance.wwn}", in_use.Subject.HOST, hosts=[instance.host_id])

@@ -9,11 +9,14 @@ edit goes through. Over the real mTLS server.
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.core.exceptions import ValidationError
 from django.forms import modelform_factory
 
 from operations.models import Grant, Link
-from registry.models import Host, Initiator, Router, Site
+from registry.models import Host, Initiator, Router, Site, Zone
 
 
 @pytest.fixture
@@ -107,3 +110,65 @@ def test_a_router_cannot_join_a_site_whose_links_are_live(call, held):
     moved = call("root", "PATCH", f"/api/routers/{created.json()['id']}/", json={"site": "remote-site"})
     assert moved.status_code == 409, moved.text
     assert Router.objects.get(name="a-rtr").site == elsewhere
+
+
+def test_a_zone_s_number_cannot_change_under_live_links(call, held):
+    """Issue 45, defect 1: the routers carry a link's zone number (`ifcp session ... zone 1`); renumbered,
+    the next disconnect planned `zone 99` and left the zone-1 sessions on the routers."""
+    zone = held["zones"][1]
+    refused = call("root", "PATCH", f"/api/zones/{zone.pk}/", json={"zone_id": 99})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["errors"][0]["field"] == "zone_id" and "remote-site holds XRAID1" in refused.json()["detail"]
+    assert Zone.objects.get(pk=zone.pk).zone_id == 1
+    assert call("root", "PATCH", f"/api/zones/{zone.pk}/", json={"description": "free"}).status_code == 200
+    Link.objects.update(state="down")
+    Grant.objects.all().delete()
+    assert call("root", "PATCH", f"/api/zones/{zone.pk}/", json={"zone_id": 99}).status_code == 200
+
+
+def _zoned(held) -> tuple[Host, list[str]]:
+    """remote-site's host, whose initiators remote-site's FCIP links zone."""
+    host = Host.objects.get(site=held["remote"])
+    wwns = sorted(host.initiators.values_list("wwn", flat=True))
+    Link.objects.filter(site=held["remote"]).update(initiators=wwns)
+    return host, wwns
+
+
+def test_deleting_a_host_or_initiator_a_live_link_zones_is_refused_on_every_path(call, held):
+    """Issue 45, defect 3: a PATCH emptying a host's initiators was refused, but a DELETE of the host (its
+    initiators cascading) or of one initiator went through, the zoning of the live link left behind. One
+    rule at the delete, whatever path deletes: the API, a queryset (the shell, a bulk delete), a cascade."""
+    host, wwns = _zoned(held)
+    refused = call("root", "DELETE", f"/api/hosts/{host.pk}/")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["code"] == "in_use" and "remote-site holds XRAID1" in refused.json()["detail"]
+    assert "delete" in refused.json()["detail"]
+    for delete in (lambda: Host.objects.filter(pk=host.pk).delete(),
+                   lambda: Initiator.objects.filter(wwn=wwns[0]).delete(),
+                   lambda: Initiator.objects.get(wwn=wwns[0]).delete()):
+        with pytest.raises(ValidationError) as raised:
+            delete()
+        assert "remote-site holds XRAID1" in str(raised.value)
+    assert sorted(Host.objects.get(pk=host.pk).initiators.values_list("wwn", flat=True)) == wwns
+    # Once disconnected, the host goes, and its initiators with it.
+    Link.objects.update(state="down")
+    Grant.objects.all().delete()
+    assert call("root", "DELETE", f"/api/hosts/{host.pk}/").status_code == 204
+    assert not Initiator.objects.filter(wwn__in=wwns).exists()
+
+
+def test_the_admin_refuses_those_deletes_with_a_message_not_an_error_page(api_server, held):
+    host, wwns = _zoned(held)
+    initiator = Initiator.objects.get(wwn=wwns[0])
+    root = api_server.session("root")
+    url = f"{api_server.url}/admin/registry/initiator/{initiator.pk}/delete/"
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', root.get(url, timeout=20).text).group(1)
+    answer = root.post(url, timeout=20, headers={"Referer": url}, data={"csrfmiddlewaretoken": token, "post": "yes"})
+    assert answer.status_code == 200, answer.text[:500]
+    assert "remote-site holds XRAID1" in answer.text
+    listing = f"{api_server.url}/admin/registry/host/"
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', root.get(listing, timeout=20).text).group(1)
+    answer = root.post(listing, timeout=20, headers={"Referer": listing}, data={
+        "csrfmiddlewaretoken": token, "action": "delete_selected", "_selected_action": [host.pk], "post": "yes"})
+    assert answer.status_code == 200 and "remote-site holds XRAID1" in answer.text
+    assert sorted(Host.objects.get(pk=host.pk).initiators.values_list("wwn", flat=True)) == wwns
