@@ -35,7 +35,7 @@ Key = tuple[int, int, str]  # (FC port, zone number, remote gateway address), as
 class SiteFacts:
     data_ip: str
     router_port: int
-    router: int | None  # the router links of this site are made on (the first by name), if any
+    router: int | None  # the router links of this site are made on (the first registered), if any
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,8 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     locks = [lock for lock in query if not settled or lock.operation is None or lock.operation.state not in live]
     site_pks = {lock.site_id for lock in locks} | {lock.device.owner_site_id for lock in locks}
     routers: dict[int, Router] = {}
-    for router in Router.objects.filter(site__in=site_pks).order_by("-name"):
-        routers[router.site_id] = router  # the first by name wins, as the planner picks it
+    for router in Router.objects.filter(site__in=site_pks).order_by("-pk"):
+        routers[router.site_id] = router  # the first registered wins, as the planner picks it
     sites = {site.pk: SiteFacts(site.data_ip, site.router_port, routers[site.pk].pk if site.pk in routers else None)
              for site in Site.objects.filter(pk__in=site_pks)}
     devices = {lock.device_id: DeviceFacts(lock.device.zone.zone_id, lock.device.owner_site_id, lock.device.wwn)

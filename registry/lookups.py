@@ -129,9 +129,10 @@ def close_matches(text: str, candidates: list[str]) -> list[str]:
 
 
 def site_routers(sites: list[Site]) -> dict[int, Router]:
-    """Each site's router (the first by name when a site has several), in one query."""
+    """Each site's router, in one query: when a site has several, the one registered first (by id, which
+    no edit changes: a rename never moves a site's links to another router)."""
     routers: dict[int, Router] = {}
-    for router in Router.objects.filter(site_id__in=[site.pk for site in sites]).order_by("-name"):
+    for router in Router.objects.filter(site_id__in=[site.pk for site in sites]).order_by("-pk"):
         routers[router.site_id] = router
     for site in sites:
         if site.pk not in routers:

@@ -172,3 +172,28 @@ def test_the_admin_refuses_those_deletes_with_a_message_not_an_error_page(api_se
         "csrfmiddlewaretoken": token, "action": "delete_selected", "_selected_action": [host.pk], "post": "yes"})
     assert answer.status_code == 200 and "remote-site holds XRAID1" in answer.text
     assert sorted(Host.objects.get(pk=host.pk).initiators.values_list("wwn", flat=True)) == wwns
+
+
+def test_renaming_a_router_never_moves_the_next_disconnect_to_another(call, held):
+    """Issue 45, defect 2: names are free to change, but a site's links were planned on "the first router
+    by name": with a second router at remote-site (added while nothing was held), renaming remote-rtr
+    made the disconnect plan target the other router, and the link stayed on the renamed one."""
+    Grant.objects.all().delete()
+    Link.objects.update(state="down")
+    second = {"name": "z-rtr", "site": "remote-site", "platform": "nishan_ips3000", "transport": "telnet",
+              "host": "127.0.0.40", "port": 2399, "username": "admin", "secret_ref": "file:z-rtr"}
+    assert call("root", "POST", "/api/routers/", json=second).status_code == 201
+    Link.objects.update(state="up")
+    Grant.objects.create(device=held["xraid1"], site=held["remote"], exclusive=True)
+
+    def disconnect_routers() -> list[str]:
+        plan = call("root", "GET", "/api/plan/", params={"site": "remote-site", "device_description": "XRAID1",
+                                                          "action": "disconnect"})
+        assert plan.status_code == 200, plan.text
+        return sorted(step["router_id"] for step in plan.json()["steps"])
+
+    before = disconnect_routers()
+    assert before == sorted([held["primary_rtr"].pk, held["remote_rtr"].pk])
+    renamed = call("root", "PATCH", f"/api/routers/{held['remote_rtr'].pk}/", json={"name": "zz-rtr"})
+    assert renamed.status_code == 200, renamed.text
+    assert disconnect_routers() == before
