@@ -7,7 +7,8 @@ logout. A process that finds the budget taken asks the holders of idle sessions 
 (`release_wanted`): their pools log those out within a chore round (pool.py) and delete the rows. It
 asks while holding the router (locking.router_lock, across processes), so every other session to that
 router is idle then. A row whose process stopped beating for FLEXZONE_OPS_STALE_AFTER seconds (it
-died) is taken away.
+died) is taken away; a process that only stalled finds its slot gone and logs out of that session
+before it uses it again (pool.py), then claims a slot like any other login.
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ def claim(router_id: int, holder: str, budget: int, deadline: float) -> None:
         time.sleep(_POLL)  # also when the deadline has passed: a caller that retries at once does not spin
         if time.monotonic() >= deadline:
             raise RouterBusy(f"its session budget ({budget}) is held by other flexzone processes")
+
+
+def holds(router_id: int, holder: str) -> bool:
+    """Whether `holder` still has its slot on the router (another process takes a stale one away)."""
+    return RouterSession.objects.filter(router_id=router_id, holder=holder).exists()
 
 
 def release(router_id: int, holder: str) -> None:

@@ -163,6 +163,15 @@ class SessionPool:
         if entry.fingerprint != fingerprint(target):
             self._discard(router_id, entry.driver)
             return None
+        with self._guard:
+            counted = router_id in self._budgeted
+        if counted and not budget.holds(router_id, self.holder):
+            # Taken away as stale (this process stalled), and perhaps another process's now: this session
+            # is no longer counted, so it ends before the router is used again; the login claims anew.
+            log.warning("router %s: this process's session slot was taken away as stale; logging out",
+                        target.name or router_id)
+            self._discard(router_id, entry.driver)
+            return None
         if time.monotonic() - entry.probed_at > keepalive and not entry.driver.is_alive():
             log.info("router %s: pooled session went stale; logging in again", target.name or router_id)
             self._discard(router_id, entry.driver)
@@ -303,10 +312,12 @@ class SessionPool:
                         continue
                 present, wanted = budget.beat(self.holder)
                 with self._guard:
-                    self._wanted = wanted & self._budgeted
                     lost = self._budgeted - present
-                if lost:  # counted again by the next login; logging out here could race a checkout
-                    log.info("routers %s: session slots taken away as stale while held", sorted(lost))
+                    # An idle session whose slot was taken away as stale is no longer counted: it ends
+                    # now, as a wanted one does (one in use ends when it is next checked out).
+                    self._wanted = (wanted | lost) & self._budgeted
+                if lost:
+                    log.warning("routers %s: session slots taken away as stale while held", sorted(lost))
                 self.give_up_wanted()
             except Exception:  # noqa: BLE001 - the beat must survive one bad round
                 log.exception("session pool beat failed")
