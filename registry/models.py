@@ -326,7 +326,8 @@ class Router(models.Model):
         changed = in_use.changed_fields(self, self.LINK_FIELDS)
         sites = list(Router.objects.filter(pk=self.pk).values_list("site", flat=True)) if changed else []
         if self.site_id and (self.pk is None or "site" in changed):
-            # A router joining a site whose links are live would take the next disconnect's plan there.
+            # A router joining a site whose links are live could be its first registered (one moved from
+            # another site), which takes the next disconnect's plan there.
             sites.append(self.site_id)
             changed = changed or ["site"]
         if changed:

@@ -97,7 +97,8 @@ def test_the_admin_s_forms_refuse_the_same_edits(held):
 
 
 def test_a_router_cannot_join_a_site_whose_links_are_live(call, held):
-    """The planner takes a site's router by name: another router there would take the next disconnect."""
+    """The planner takes a site's first-registered router: one moved there from another site may be it, and
+    would take the next disconnect. A new router cannot be, but is refused all the same while links are live."""
     other = {"name": "a-rtr", "platform": "nishan_ips3000", "transport": "telnet", "host": "127.0.0.40",
              "port": 2399, "username": "admin", "secret_ref": "file:a-rtr"}
     refused = call("root", "POST", "/api/routers/", json={**other, "site": "remote-site"})
