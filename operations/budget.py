@@ -8,7 +8,7 @@ logout. A process that finds the budget taken asks the holders of idle sessions 
 asks while holding the router (locking.router_lock, across processes), so every other session to that
 router is idle then. A row whose process stopped beating for FLEXZONE_OPS_STALE_AFTER seconds (it
 died) is taken away; a process that only stalled finds its slot gone and logs out of that session
-before it uses it again (pool.py), then claims a slot like any other login.
+before it would use it again (pool.py), then claims a slot like any other login.
 """
 
 from __future__ import annotations

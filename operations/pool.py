@@ -312,12 +312,10 @@ class SessionPool:
                         continue
                 present, wanted = budget.beat(self.holder)
                 with self._guard:
+                    self._wanted = wanted & self._budgeted
                     lost = self._budgeted - present
-                    # An idle session whose slot was taken away as stale is no longer counted: it ends
-                    # now, as a wanted one does (one in use ends when it is next checked out).
-                    self._wanted = (wanted | lost) & self._budgeted
-                if lost:
-                    log.warning("routers %s: session slots taken away as stale while held", sorted(lost))
+                if lost:  # such a session is logged out before it is used again (_checkout)
+                    log.info("routers %s: session slots taken away as stale while held", sorted(lost))
                 self.give_up_wanted()
             except Exception:  # noqa: BLE001 - the beat must survive one bad round
                 log.exception("session pool beat failed")

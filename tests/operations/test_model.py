@@ -11,7 +11,9 @@ zone 5: a west-site hold of it needs west-rtr's FCIP interface to peer with a se
 connect between an iFCP and an FCIP site is refused at submit, like any other plan error.
 
 The moves: connect (with or without a lease; again, it renews), disconnect, a lease run out and expired
-by the lease chore, a registry edit of a site's router port, a router outage (logins refused) and its
+by the lease chore, an expiry that fails before any router step (waiting on a queued renewal past its
+time limit), a registry edit of a site's router port or data IP or of a zone's number, a rename of a
+router (remote-site has a spare router, first by name), a router outage (logins refused) and its
 recovery, another admin's zoning change on an FCIP switch, connects and disconnects naming hosts on the
 FCIP link east-site and west-site share, the MDS switched to enhanced zoning, and a connect while
 another admin holds a switch's zoning open (a FOS transaction, an MDS enhanced-mode lock) for a second.
@@ -43,6 +45,7 @@ import hypothesis
 import pytest
 from django.core.exceptions import ValidationError
 from django.db.models import Q
+from django.test import override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -69,6 +72,7 @@ LEASES = (None, None, 3600)
 # The FCIP sites' hosts (a second one each, made by the fixture), and the zone-4 devices their shared link serves.
 FCIP_HOSTS = {"east-site": ("east-backup", "east-archive"), "west-site": ("west-analysis", "west-batch")}
 FCIP_DEVICES = ("EAST-ARRAY1", "WEST-ARRAY1", "WEST-ARRAY2")
+SPARE = "aa-spare-rtr"
 EXAMPLES = int(os.environ.get("FLEXZONE_MODEL_EXAMPLES", "3"))
 STEPS = int(os.environ.get("FLEXZONE_MODEL_STEPS", "8"))
 
@@ -97,6 +101,10 @@ def model_lab(db, ops_settings, sim_factory, secrets_dir):
                             ("west-site", "west-batch", "10:00:00:10:9b:5e:b0:03"),
                             ("north-site", "north-ingest", "10:00:00:10:9b:5e:c5:01")):
         Initiator.objects.create(host=Host.objects.create(site=Site.objects.get(name=site), name=name), wwn=wwn)
+    # Registered after remote-rtr and first by name: never the site's router (that is the first registered),
+    # whatever the moves rename. No simulator answers at its address.
+    Router.objects.create(site=Site.objects.get(name="remote-site"), name=SPARE, platform="nishan_ips3000",
+                          transport="telnet", host="127.0.0.99", port=9, username="admin", secret_ref=f"file:{SPARE}")
     sims, admins = {}, {}
     for name, (platform, transport) in WIRING.items():
         sims[name] = sim_factory(platform, **{transport: ("127.0.0.1", 0)})
@@ -125,6 +133,9 @@ class EngineModel(RuleBasedStateMachine):
         self.foreign = {name: foreign_zoning(self.sims[name]) for name in FCIP}
         self.ports = dict(Site.objects.values_list("name", "router_port"))
         self.data_ips = dict(Site.objects.values_list("name", "data_ip"))
+        self.zones = dict(Zone.objects.values_list("pk", "zone_id"))
+        # The wired routers by their names at the start (the simulators' keys); the moves rename them.
+        self.pks = dict(Router.objects.filter(name__in=WIRING).values_list("name", "pk"))
 
     # --- moves --------------------------------------------------------------------------------
     @rule(site=st.sampled_from(SITES), device=st.sampled_from(DEVICES), lease=st.sampled_from(LEASES))
@@ -182,6 +193,53 @@ class EngineModel(RuleBasedStateMachine):
             return
         assert not held, f"{site}'s {field} changed while links made with it are live"
         row.save()
+
+    @rule(pick=st.integers(min_value=0, max_value=4))
+    def edit_zone_number(self, pick):
+        """A zone's number, which the routers carry: refused exactly while its devices are held."""
+        zone = Zone.objects.get(pk=sorted(self.zones)[pick])
+        devices = Device.objects.filter(zone=zone)
+        held = (Grant.objects.filter(device__in=devices).exists()
+                or Link.active().filter(device__in=devices).exists())
+        original = self.zones[zone.pk]
+        zone.zone_id = original + 10 if zone.zone_id == original else original
+        try:
+            zone.full_clean()
+        except ValidationError as exc:
+            assert held and {e.code for es in exc.error_dict.values() for e in es} == {"in_use"}, exc
+            return
+        assert not held, f"zone {original}'s number changed while its devices are held"
+        zone.save()
+
+    @rule(name=st.sampled_from(tuple(WIRING)))
+    def rename_router(self, name):
+        """Names are free: a rename never moves a site's links to another router (remote-site has a spare
+        one, first by name)."""
+        router = Router.objects.get(pk=self.pks[name])
+        router.name = f"{name}-renamed" if router.name == name else name
+        router.full_clean()
+        router.save()
+
+    @rule(pick=st.integers(min_value=0, max_value=10))
+    def expiry_fails_before_any_router_step(self, pick):
+        """A lease runs out while a renewal of it is queued and not yet run: the expiry waits for it until its
+        time limit and fails. The lease must stay due, never become permanent; then the renewal runs."""
+        locks = list(Grant.objects.select_related("site", "device").order_by("pk"))
+        if not locks:
+            return
+        lock = locks[pick % len(locks)]
+        try:
+            renewal = submit("add", {"site": lock.site.name, "device_description": lock.device.description,
+                                     "duration": 3600})
+        except PlanError:
+            return
+        Grant.objects.filter(pk=lock.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+        with override_settings(FLEXZONE_OPS_TOTAL_TIMEOUT=0.5):
+            for pk in expire_leases():
+                assert execute(pk).state == "failed"
+        assert Grant.objects.get(pk=lock.pk).expires_at is not None, "a failed expiry made the lease permanent"
+        assert execute(renewal.pk).state not in ("queued", "running")
+        self._settle()
 
     @rule(name=st.sampled_from(tuple(WIRING)))
     def outage(self, name):
@@ -248,7 +306,8 @@ class EngineModel(RuleBasedStateMachine):
 
     def _settle(self) -> None:
         """What the settle chore does every round, for the routers that answer."""
-        for pk in settle_stranded_links([name for name in WIRING if name not in self.down]):
+        names = dict(Router.objects.values_list("pk", "name"))
+        for pk in settle_stranded_links([names[self.pks[name]] for name in WIRING if name not in self.down]):
             execute(pk)
 
     # --- what must hold after every move ------------------------------------------------------
@@ -263,15 +322,17 @@ class EngineModel(RuleBasedStateMachine):
             for step in plan.steps:
                 planned.setdefault(step.router_id, set()).add((step.port, step.zone, step.remote_ip))
         assert {r: keys for r, keys in desired.items() if keys} == planned
-        for router in Router.objects.filter(name__in=WIRING):
-            actual = up_keys(self.sims[router.name])
+        assert {r for r, keys in desired.items() if keys} <= set(self.pks.values()), "a link on the spare router"
+        for name, pk in self.pks.items():
+            router = Router.objects.get(pk=pk)
+            actual = up_keys(self.sims[name])
             assert actual == desired.get(router.pk, set()), f"{router.name}: up {actual}, grants need {desired}"
             recorded = {(link.port, link.zone.zone_id, link.remote_ip)
                         for link in Link.objects.filter(router=router, state="up").select_related("zone")}
             assert recorded == actual, f"{router.name}: registry up {recorded}, router {actual}"
         # An FCIP link zones exactly the union of its grants' (initiator, target) pairs.
         for name in FCIP:
-            router = Router.objects.get(name=name)
+            router = Router.objects.get(pk=self.pks[name])
             zoned = {link.key: set(link.pairs) for link in self.sims[name].links() if link.state == "up"}
             needed = {key: want.pairs for key, want in desired_for([router.pk]).get(router.pk, {}).items()}
             assert zoned == needed, f"{name}: zones {zoned}, grants need {needed}"
@@ -285,13 +346,18 @@ class EngineModel(RuleBasedStateMachine):
     def locks_and_links_are_settled(self):
         assert not Operation.objects.filter(state__in=("queued", "running")).exists()
         # A record left mid-change on a router that does not answer waits for the settle chore.
-        assert not Link.objects.filter(state="configuring").exclude(router__name__in=self.down).exists()
+        down = [self.pks[name] for name in self.down]
+        assert not Link.objects.filter(state="configuring").exclude(router__pk__in=down).exists()
         for device in Device.objects.filter(shareable=False):
             assert Grant.objects.filter(device=device).count() <= 1, device.description
 
     def teardown(self):
         for site, port in self.ports.items():
             Site.objects.filter(name=site).update(router_port=port, data_ip=self.data_ips[site])
+        for name, pk in self.pks.items():
+            Router.objects.filter(pk=pk).update(name=name)
+        for pk, zone_id in sorted(self.zones.items(), key=lambda item: -item[1]):  # no two alike meanwhile
+            Zone.objects.filter(pk=pk).update(zone_id=zone_id)
 
 
 def clean_slate(sims: dict, admins: dict) -> None:
