@@ -238,6 +238,10 @@ def _serve(directory: Path, name: str, env: dict, gunicorn_args: tuple[str, ...]
     return process, log_path
 
 
+def _running(process: subprocess.Popen) -> bool:
+    return process.poll() is None
+
+
 def _seed(principal: Principal) -> list[QuerySet]:
     """Links and operations to list, SEEDED of each, when the database has none (a list of nothing
     would measure nothing); the querysets that delete them after the run."""
@@ -303,7 +307,7 @@ class ThrowAwayServers:
                 started.append(_serve(directory, "ceiling", env, ("--no-control-socket",
                                                                   "bench.api_ceiling:application")))
             self.processes = [process for process, _ in started]
-            urls = [wait_until_serving(log, lambda p=process: p.poll() is None, 30.0) for process, log in started]
+            urls = [wait_until_serving(log, functools.partial(_running, process), 30.0) for process, log in started]
         except BaseException:
             self.__exit__()
             raise
