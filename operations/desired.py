@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from operations.models import Grant, Link, Operation
+from registry import lookups
 from registry.models import Device, Router, Site
 from routers.drivers import DRIVERS
 
@@ -35,7 +36,7 @@ Key = tuple[int, int, str]  # (FC port, zone number, remote gateway address), as
 class SiteFacts:
     data_ip: str
     router_port: int
-    router: int | None  # the router links of this site are made on (the first registered), if any
+    router: int | None  # the router links of this site are made on (`site_routers`), if any
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,30 @@ def desired_links(grants: Iterable[GrantFacts], sites: dict[int, SiteFacts], dev
     return wanted
 
 
+def carrying_routers(site_ids: Iterable[int]) -> dict[int, int]:
+    """Site id -> the id of its router that carries live links (the lowest, if several do), for the sites
+    that have such a router."""
+    carrying: dict[int, int] = {}
+    rows = (Link.active().filter(router__site__in=list(site_ids)).order_by("-router_id")
+            .values_list("router__site_id", "router_id").distinct())
+    for site_id, router_id in rows:
+        carrying[site_id] = router_id
+    return carrying
+
+
+def site_routers(sites: list[Site]) -> dict[int, Router]:
+    """The router each site's links are made on: the one that already carries its live links, by id
+    (whatever it is named now, and whichever a release that took routers by name chose), else the
+    first registered (`registry.lookups.site_routers`, which raises for a site with none)."""
+    routers = lookups.site_routers(sites)
+    carrying = {site_id: router_id for site_id, router_id in carrying_routers(routers).items()
+                if routers[site_id].pk != router_id}
+    if carrying:
+        found = Router.objects.in_bulk(list(carrying.values()))
+        routers.update({site_id: found[router_id] for site_id, router_id in carrying.items()})
+    return routers
+
+
 def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = False, pairs: bool = True) -> tuple[
         list[GrantFacts], dict[int, SiteFacts], dict[int, DeviceFacts], dict[int, bool]]:
     """The inputs of `desired_links` as the database holds them now: every grant (of `site_ids` and
@@ -107,9 +132,11 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     live = (Operation.State.QUEUED, Operation.State.RUNNING)
     locks = [lock for lock in query if not settled or lock.operation is None or lock.operation.state not in live]
     site_pks = {lock.site_id for lock in locks} | {lock.device.owner_site_id for lock in locks}
+    known = Router.objects.filter(site__in=site_pks).in_bulk()
     routers: dict[int, Router] = {}
-    for router in Router.objects.filter(site__in=site_pks).order_by("-pk"):
-        routers[router.site_id] = router  # the first registered wins, as the planner picks it
+    for router in sorted(known.values(), key=lambda router: -router.pk):
+        routers[router.site_id] = router  # the first registered, unless another carries the links (as the planner)
+    routers.update({site_id: known[router_id] for site_id, router_id in carrying_routers(site_pks).items()})
     sites = {site.pk: SiteFacts(site.data_ip, site.router_port, routers[site.pk].pk if site.pk in routers else None)
              for site in Site.objects.filter(pk__in=site_pks)}
     devices = {lock.device_id: DeviceFacts(lock.device.zone.zone_id, lock.device.owner_site_id, lock.device.wwn)

@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import Q
 
 from operations.conf import ops_settings
-from operations.desired import desired_for, holds_text
+from operations.desired import desired_for, holds_text, site_routers
 from operations.models import Link, OperationKind
 from registry.lookups import (
     QueryError,
@@ -24,7 +24,6 @@ from registry.lookups import (
     find_zone,
     pick_site,
     site_initiators,
-    site_routers,
     site_text,
     sites_matching,
     zone_number,

@@ -165,7 +165,12 @@ class SessionPool:
             return None
         with self._guard:
             counted = router_id in self._budgeted
-        if counted and not budget.holds(router_id, self.holder):
+        try:
+            taken = counted and not budget.holds(router_id, self.holder)
+        except BaseException:
+            self._discard(router_id, entry.driver)  # out of the pool: logged out, its slot given back
+            raise
+        if taken:
             # Taken away as stale (this process stalled), and perhaps another process's now: this session
             # is no longer counted, so it ends before the router is used again; the login claims anew.
             log.warning("router %s: this process's session slot was taken away as stale; logging out",

@@ -61,7 +61,11 @@ def execute(operation_id: int) -> Operation:
         if op.kind == Kind.EXPIRE and op.state in (State.FAILED, State.ROLLED_BACK):
             # However it failed (a router step, a wait past its time limit, a bug), the lease the chore
             # cleared when it submitted this expiry is due again: no failure makes a lease permanent.
-            lease_due_again(op)
+            try:
+                lease_due_again(op)
+            except Exception:  # noqa: BLE001 - the end is journaled whatever happens here
+                log.exception("operation %s: could not make its lease due again", op.pk)
+                op.error += " (its lease could not be made due again: see the log)"
         heartbeats.discard(op.pk)
         if finish(run, started):  # counted once, by the worker whose end was written
             operation_ended(op)

@@ -4,6 +4,7 @@ never shown. Links, grants and operations are the engine's: console/admin.py sho
 
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpResponseRedirect
 
 from registry import in_use
@@ -13,7 +14,7 @@ from registry.models import Device, Host, Initiator, Router, Site, Zone
 class RefusalsAsMessages(admin.ModelAdmin):
     """A delete the registry refuses (rule `in_use`, registry/in_use.py: a host or initiator a live
     link zones), from the delete page, the delete action or an inline, is shown as a message on the page
-    it came from, not as a server error; the admin's own transaction has rolled it back."""
+    it came from, not as a server error; its transaction is rolled back, log entries included."""
 
     def _refusals_shown(self, request, view, *args, **kwargs):
         try:
@@ -28,8 +29,10 @@ class RefusalsAsMessages(admin.ModelAdmin):
     def delete_view(self, request, *args, **kwargs):
         return self._refusals_shown(request, super().delete_view, *args, **kwargs)
 
-    def changelist_view(self, request, *args, **kwargs):  # the "delete selected" action
-        return self._refusals_shown(request, super().changelist_view, *args, **kwargs)
+    def changelist_view(self, request, *args, **kwargs):
+        # The "delete selected" action writes its log entries before it deletes, outside any transaction:
+        # one here takes them back with the refused delete.
+        return self._refusals_shown(request, transaction.atomic()(super().changelist_view), *args, **kwargs)
 
     def changeform_view(self, request, *args, **kwargs):  # an inline's "delete" box
         return self._refusals_shown(request, super().changeform_view, *args, **kwargs)

@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.admin.models import DELETION, LogEntry
 from django.core.exceptions import ValidationError
 from django.forms import modelform_factory
 
+from operations.desired import desired_for
 from operations.models import Grant, Link
 from registry.models import Host, Initiator, Router, Site, Zone
 
@@ -173,6 +175,7 @@ def test_the_admin_refuses_those_deletes_with_a_message_not_an_error_page(api_se
         "csrfmiddlewaretoken": token, "action": "delete_selected", "_selected_action": [host.pk], "post": "yes"})
     assert answer.status_code == 200 and "remote-site holds XRAID1" in answer.text
     assert sorted(Host.objects.get(pk=host.pk).initiators.values_list("wwn", flat=True)) == wwns
+    assert not LogEntry.objects.filter(action_flag=DELETION).exists()  # no "Deleted ..." for what stayed
 
 
 def test_renaming_a_router_never_moves_the_next_disconnect_to_another(call, held):
@@ -198,3 +201,25 @@ def test_renaming_a_router_never_moves_the_next_disconnect_to_another(call, held
     renamed = call("root", "PATCH", f"/api/routers/{held['remote_rtr'].pk}/", json={"name": "zz-rtr"})
     assert renamed.status_code == 200, renamed.text
     assert disconnect_routers() == before
+
+
+def test_links_a_release_made_on_a_router_first_by_name_stay_that_router_s(call, held):
+    """Before routers were taken by id, a site's first router by name carried its links. After an upgrade
+    that router is still the one: the router carrying a site's live links is its router, so neither the
+    next disconnect nor the settle chore's view of what the grants need moves to the first registered."""
+    Grant.objects.all().delete()
+    Link.objects.update(state="down")
+    earlier = {"name": "a-rtr", "site": "remote-site", "platform": "nishan_ips3000", "transport": "telnet",
+               "host": "127.0.0.40", "port": 2399, "username": "admin", "secret_ref": "file:a-rtr"}
+    created = call("root", "POST", "/api/routers/", json=earlier)
+    assert created.status_code == 201, created.text
+    a_rtr = created.json()["id"]
+    Link.objects.filter(router=held["remote_rtr"]).update(router_id=a_rtr, state="up")
+    Link.objects.filter(router=held["primary_rtr"]).update(state="up")
+    Grant.objects.create(device=held["xraid1"], site=held["remote"], exclusive=True)
+    plan = call("root", "GET", "/api/plan/", params={"site": "remote-site", "device_description": "XRAID1",
+                                                      "action": "disconnect"})
+    assert plan.status_code == 200, plan.text
+    assert sorted(step["router_id"] for step in plan.json()["steps"]) == sorted([held["primary_rtr"].pk, a_rtr])
+    needed = {router for router, wants in desired_for().items() if wants}
+    assert needed == {held["primary_rtr"].pk, a_rtr}
