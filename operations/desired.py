@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from operations.models import Grant, Link, Operation
 from registry import lookups
@@ -89,28 +89,27 @@ def desired_links(grants: Iterable[GrantFacts], sites: dict[int, SiteFacts], dev
     return wanted
 
 
-def carrying_routers(site_ids: Iterable[int]) -> dict[int, int]:
-    """Site id -> the id of its router that carries live links (the lowest, if several do), for the sites
-    that have such a router."""
-    carrying: dict[int, int] = {}
-    rows = (Link.active().filter(router__site__in=list(site_ids)).order_by("-router_id")
-            .values_list("router__site_id", "router_id").distinct())
-    for site_id, router_id in rows:
-        carrying[site_id] = router_id
-    return carrying
+def _by_site(routers: Iterable[Router]) -> dict[int, Router]:
+    """Each site's router, from its routers annotated with `carrying` (`_carrying_first`): the one that
+    already carries the site's live links, by id (whatever it is named now, and whichever a release that
+    took routers by name chose), else the first registered."""
+    chosen: dict[int, Router] = {}
+    for router in sorted(routers, key=lambda router: (not getattr(router, "carrying"), router.pk)):  # noqa: B009
+        chosen.setdefault(router.site_id, router)
+    return chosen
+
+
+def _carrying_first(query):
+    return query.annotate(carrying=Exists(Link.active().filter(router=OuterRef("pk"))))
 
 
 def site_routers(sites: list[Site]) -> dict[int, Router]:
-    """The router each site's links are made on: the one that already carries its live links, by id
-    (whatever it is named now, and whichever a release that took routers by name chose), else the
-    first registered (`registry.lookups.site_routers`, which raises for a site with none)."""
-    routers = lookups.site_routers(sites)
-    carrying = {site_id: router_id for site_id, router_id in carrying_routers(routers).items()
-                if routers[site_id].pk != router_id}
-    if carrying:
-        found = Router.objects.in_bulk(list(carrying.values()))
-        routers.update({site_id: found[router_id] for site_id, router_id in carrying.items()})
-    return routers
+    """The router each site's links are made on (`_by_site`), in one query; a site with none is refused
+    as `registry.lookups.site_routers` refuses it."""
+    chosen = _by_site(_carrying_first(Router.objects.filter(site__in=[site.pk for site in sites])))
+    if len(chosen) < len({site.pk for site in sites}):
+        lookups.site_routers(sites)  # raises, naming the site
+    return chosen
 
 
 def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = False, pairs: bool = True) -> tuple[
@@ -132,11 +131,7 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     live = (Operation.State.QUEUED, Operation.State.RUNNING)
     locks = [lock for lock in query if not settled or lock.operation is None or lock.operation.state not in live]
     site_pks = {lock.site_id for lock in locks} | {lock.device.owner_site_id for lock in locks}
-    known = Router.objects.filter(site__in=site_pks).in_bulk()
-    routers: dict[int, Router] = {}
-    for router in sorted(known.values(), key=lambda router: -router.pk):
-        routers[router.site_id] = router  # the first registered, unless another carries the links (as the planner)
-    routers.update({site_id: known[router_id] for site_id, router_id in carrying_routers(site_pks).items()})
+    routers = _by_site(_carrying_first(Router.objects.filter(site__in=site_pks)))  # as the planner picks them
     sites = {site.pk: SiteFacts(site.data_ip, site.router_port, routers[site.pk].pk if site.pk in routers else None)
              for site in Site.objects.filter(pk__in=site_pks)}
     devices = {lock.device_id: DeviceFacts(lock.device.zone.zone_id, lock.device.owner_site_id, lock.device.wwn)

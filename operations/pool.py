@@ -91,6 +91,10 @@ class SessionPool:
         self._holder: tuple[int, str] | None = None
         self._budgeted: set[int] = set()  # routers whose sessions this pool counts in the session table
         self._wanted: set[int] = set()  # of those, the ones another process asked this pool to give up
+        # When each counted slot was last seen to be this pool's (claimed, or found by a beat), monotonic:
+        # a slot is taken as stale only FLEXZONE_OPS_STALE_AFTER after its last beat, so within half of
+        # that a reuse needs no look at the table.
+        self._confirmed: dict[int, float] = {}
         self._beater: threading.Thread | None = None
         self.serves_queue = False  # a `manage.py worker`: operations are routed to it (affinity.py)
 
@@ -126,6 +130,7 @@ class SessionPool:
                 wait_until = time.monotonic() + conf.router_wait
                 budget.claim(router_id, self.holder, session_budget, min(wait_until, deadline or wait_until))
                 with self._guard:
+                    self._confirmed[router_id] = time.monotonic()
                     self._budgeted.add(router_id)
                     self._wanted.discard(router_id)
             try:
@@ -163,13 +168,18 @@ class SessionPool:
         if entry.fingerprint != fingerprint(target):
             self._discard(router_id, entry.driver)
             return None
+        now = time.monotonic()
         with self._guard:
-            counted = router_id in self._budgeted
+            unsure = (router_id in self._budgeted
+                      and now - self._confirmed.get(router_id, float("-inf")) >= ops_settings().stale_after / 2)
         try:
-            taken = counted and not budget.holds(router_id, self.holder)
+            taken = unsure and not budget.holds(router_id, self.holder)
         except BaseException:
             self._discard(router_id, entry.driver)  # out of the pool: logged out, its slot given back
             raise
+        if unsure and not taken:
+            with self._guard:
+                self._confirmed[router_id] = now
         if taken:
             # Taken away as stale (this process stalled), and perhaps another process's now: this session
             # is no longer counted, so it ends before the router is used again; the login claims anew.
@@ -205,6 +215,7 @@ class SessionPool:
         with self._guard:
             counted = router_id in self._budgeted
             self._budgeted.discard(router_id)
+            self._confirmed.pop(router_id, None)
         if counted:
             try:
                 budget.release(router_id, self.holder)
@@ -315,10 +326,12 @@ class SessionPool:
                 with self._guard:
                     if not self._budgeted:
                         continue
+                looked = time.monotonic()
                 present, wanted = budget.beat(self.holder)
                 with self._guard:
                     self._wanted = wanted & self._budgeted
                     lost = self._budgeted - present
+                    self._confirmed.update((router_id, looked) for router_id in present & self._budgeted)
                 if lost:  # such a session is logged out before it is used again (_checkout)
                     log.info("routers %s: session slots taken away as stale while held", sorted(lost))
                 self.give_up_wanted()
