@@ -87,7 +87,7 @@ class Client:
             # connect limit as a read timeout.
             raise CliError(f"{self.config.server} did not answer within {time.monotonic() - started:.1f} s",
                            "the service may be starting or overloaded; try again, or raise timeout in the "
-                           "configuration for a slow answer (a TLS handshake is waited for 10 s at most)",
+                           f"configuration for a slow answer (a TLS handshake is waited for {connect:g} s at most)",
                            UNREACHABLE) from None
         except OSError as exc:  # e.g. the key does not match the certificate, raised while loading them
             raise CliError(f"cannot use the client certificate {self.config.cert}: {exc}",

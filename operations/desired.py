@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q
 
 from operations.models import Grant, Link, Operation
 from registry import lookups
@@ -89,26 +89,23 @@ def desired_links(grants: Iterable[GrantFacts], sites: dict[int, SiteFacts], dev
     return wanted
 
 
-def _by_site(routers: Iterable[Router]) -> dict[int, Router]:
-    """Each site's router, from its routers annotated with `carrying` (`_carrying_first`): the one that
-    already carries the site's live links, by id (whatever it is named now, and whichever a release that
-    took routers by name chose), else the first registered."""
+def _by_site(query) -> dict[int, Router]:
+    """Each site's router among the routers `query` finds: the one that already carries the site's live
+    links, by id (whatever it is named now, and whichever a release that took routers by name chose),
+    else the first registered. Never by name, so a rename moves nothing."""
+    carrying = Exists(Link.active().filter(router=OuterRef("pk")))
     chosen: dict[int, Router] = {}
-    for router in sorted(routers, key=lambda router: (not getattr(router, "carrying"), router.pk)):  # noqa: B009
+    for router in query.annotate(carrying=carrying).order_by(F("carrying").desc(), "pk"):
         chosen.setdefault(router.site_id, router)
     return chosen
 
 
-def _carrying_first(query):
-    return query.annotate(carrying=Exists(Link.active().filter(router=OuterRef("pk"))))
-
-
 def site_routers(sites: list[Site]) -> dict[int, Router]:
-    """The router each site's links are made on (`_by_site`), in one query; a site with none is refused
-    as `registry.lookups.site_routers` refuses it."""
-    chosen = _by_site(_carrying_first(Router.objects.filter(site__in=[site.pk for site in sites])))
-    if len(chosen) < len({site.pk for site in sites}):
-        lookups.site_routers(sites)  # raises, naming the site
+    """The router each site's links are made on (`_by_site`), in one query; QueryError for a site with none."""
+    chosen = _by_site(Router.objects.filter(site__in=[site.pk for site in sites]))
+    for site in sites:
+        if site.pk not in chosen:
+            raise lookups.QueryError("site", f"site {site.name} has no router registered.")
     return chosen
 
 
@@ -131,7 +128,7 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     live = (Operation.State.QUEUED, Operation.State.RUNNING)
     locks = [lock for lock in query if not settled or lock.operation is None or lock.operation.state not in live]
     site_pks = {lock.site_id for lock in locks} | {lock.device.owner_site_id for lock in locks}
-    routers = _by_site(_carrying_first(Router.objects.filter(site__in=site_pks)))  # as the planner picks them
+    routers = _by_site(Router.objects.filter(site__in=site_pks))  # as the planner picks them
     sites = {site.pk: SiteFacts(site.data_ip, site.router_port, routers[site.pk].pk if site.pk in routers else None)
              for site in Site.objects.filter(pk__in=site_pks)}
     devices = {lock.device_id: DeviceFacts(lock.device.zone.zone_id, lock.device.owner_site_id, lock.device.wwn)

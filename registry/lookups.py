@@ -128,18 +128,6 @@ def close_matches(text: str, candidates: list[str]) -> list[str]:
     return [lowered[match] for match in difflib.get_close_matches(text.lower(), list(lowered), n=3, cutoff=0.5)]
 
 
-def site_routers(sites: list[Site]) -> dict[int, Router]:
-    """Each site's router, in one query: when a site has several, the one registered first (by id, which
-    no edit changes: a rename never moves a site's links to another router)."""
-    routers: dict[int, Router] = {}
-    for router in Router.objects.filter(site_id__in=[site.pk for site in sites]).order_by("-pk"):
-        routers[router.site_id] = router
-    for site in sites:
-        if site.pk not in routers:
-            raise QueryError("site", f"site {site.name} has no router registered.")
-    return routers
-
-
 def site_initiators(site: Site, hosts: list[str] | None) -> list[str]:
     """The site's initiator WWNs, of the named hosts only when `hosts` is given (one query)."""
     rows = list(Host.objects.filter(site_id=site.pk).values_list("name", "initiators__wwn"))  # a LEFT JOIN

@@ -122,3 +122,10 @@ def test_plan_command_prints_the_plan(demo, capsys):
 def test_plan_command_fails_with_the_error_on_bad_input(demo):
     with pytest.raises(CommandError, match="wwn: A WWN is eight"):
         call_command("plan", "--wwn", "21:00", "--site", "primary-site")
+
+
+def test_a_site_without_a_router_is_refused_naming_it(demo):
+    demo["remote_rtr"].delete()
+    with pytest.raises(PlanError) as raised:
+        plan_connect(site="remote-site", device_description="XRAID1")
+    assert raised.value.field == "site" and "remote-site has no router registered" in str(raised.value)
