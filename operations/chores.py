@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -52,39 +52,74 @@ def reap_stalled_operations() -> list[int]:
 
 
 def expire_leases() -> list[int]:
-    """Submit a removal for every device lock whose lease has run out; returns the operation ids."""
+    """Submit an expiry for every grant past its lease that has none pending; returns the operation ids.
+
+    The grant is never edited here: past its expiry it is out of the desired state (operations/desired.py),
+    so no converge puts its access back, and the expiry operation takes its links off and ends it. While
+    an expiry of the grant, or a connect or disconnect of its site and device, is queued or running, the
+    sweep leaves it to that one; while the grant's expiries fail, the next is asked a round after the
+    last failure, then two, four... up to `SETTLE_BACKOFF_ROUNDS` rounds. A renewal that ran meanwhile
+    moved `expires_at` and the grant is no longer due.
+    """
     created = []
-    due = Grant.objects.filter(expires_at__lte=timezone.now()).values_list("pk", flat=True)
-    for lock_id in list(due):
+    due = Grant.objects.filter(expires_at__lte=timezone.now()).select_related("site", "device")
+    for grant in list(due):
+        if _expiry_pending_or_backing_off(grant):
+            continue
         with transaction.atomic():
-            lock = (
-                Grant.objects.select_for_update(skip_locked=True)
-                .select_related("site", "device")
-                .filter(pk=lock_id, expires_at__lte=timezone.now())
-                .first()
-            )
-            if lock is None or lock.expires_at is None:
+            # One expiry per lease, whichever process sweeps: the grant's row is the token.
+            if not Grant.objects.select_for_update(skip_locked=True).filter(
+                    pk=grant.pk, expires_at=grant.expires_at).exists() or _expiry_pending_or_backing_off(grant):
                 continue
-            expired_at = lock.expires_at
-            lock.expires_at = None  # cleared with the submit, so one lease yields one removal
-            lock.save(update_fields=["expires_at"])
-            request = {
-                "site": lock.site.name,
-                "device_description": lock.device.description,
-                "lease_expired_at": expired_at.isoformat(),
-            }
-            try:
-                op = submit(Operation.Kind.EXPIRE, request)
-            except PlanError as exc:
-                # Never dropped: the lease stays due (later sweeps try again, say after the registry
-                # is mended), and the failure is journaled once where operators look for it.
-                lock.expires_at = expired_at
-                lock.save(update_fields=["expires_at"])
-                _journal_unplannable(request, exc)
-                continue
+            op = submit_expiry(grant)
+        if op is not None:
             created.append(op.pk)
             lease_expiries_total.inc()
     return created
+
+
+def submit_expiry(grant: Grant) -> Operation | None:
+    """Submit the expiry of `grant`'s lease (None: it cannot be planned, and that is journaled once)."""
+    request = {
+        "site": grant.site.name,
+        "device_description": grant.device.description,
+        "lease_expired_at": grant.expires_at.isoformat() if grant.expires_at else None,
+        "grant": grant.pk,
+    }
+    try:
+        return submit(Operation.Kind.EXPIRE, request)
+    except PlanError as exc:
+        # Never dropped: the lease stays due (later sweeps try again, say after the registry is
+        # mended), and the failure is journaled once where operators look for it.
+        _journal_unplannable(request, exc)
+        return None
+
+
+def _expiry_pending_or_backing_off(grant: Grant) -> bool:
+    """An expiry of `grant`, or another request of its site and device, is queued or running; or its
+    expiries failed too recently to ask again (`_backing_off`)."""
+    live = (Operation.State.QUEUED, Operation.State.RUNNING)
+    others = (Operation.objects.filter(state__in=live, plan__ids__site=grant.site_id)
+              .exclude(kind__in=(Operation.Kind.LIST, Operation.Kind.RECONCILE)).values_list("plan", flat=True))
+    if any(grant.device.description in plan.get("devices", []) for plan in others):
+        return True
+    latest = (Operation.objects.filter(kind=Operation.Kind.EXPIRE, request__grant=grant.pk)
+              .order_by("-pk").values_list("state", "finished_at")[:SETTLE_FAILURES_COUNTED])
+    return _backing_off(list(latest), ops_settings().lease_every)
+
+
+def _backing_off(latest: list[tuple[str, datetime | None]], every: float) -> bool:
+    """Whether to leave a chore's next request for later, given its latest ones (state, finished_at),
+    newest first: one is queued or running, or the last k failed in a row and the last of them
+    ended less than 2**(k-1) rounds of `every` seconds ago (at most SETTLE_BACKOFF_ROUNDS)."""
+    if latest and latest[0][0] in (Operation.State.QUEUED, Operation.State.RUNNING):
+        return True
+    failures = next((index for index, (state, _at) in enumerate(latest) if state != Operation.State.FAILED),
+                    len(latest))
+    if not failures or latest[0][1] is None:
+        return False
+    wait = every * min(2 ** (failures - 1), SETTLE_BACKOFF_ROUNDS)
+    return latest[0][1] > timezone.now() - timedelta(seconds=wait)
 
 
 def settle_stranded_links(routers: list[str] | None = None) -> list[int]:
@@ -118,18 +153,10 @@ def settle_stranded_links(routers: list[str] | None = None) -> list[int]:
 
 
 def _settle_pending_or_backing_off(router: str) -> bool:
-    """A settle of `router` is queued or running, or its last ones failed too recently to ask again:
-    a round after one failure, 2**(k-1) rounds after k in a row (at most SETTLE_BACKOFF_ROUNDS)."""
+    """A settle of `router` is queued or running, or its last ones failed too recently (`_backing_off`)."""
     latest = list(Operation.objects.filter(kind=Operation.Kind.RECONCILE, request__router=router, request__settle=True)
                   .order_by("-pk").values_list("state", "finished_at")[:SETTLE_FAILURES_COUNTED])
-    if latest and latest[0][0] in (Operation.State.QUEUED, Operation.State.RUNNING):
-        return True
-    failures = next((index for index, (state, _at) in enumerate(latest) if state != Operation.State.FAILED),
-                    len(latest))
-    if not failures or latest[0][1] is None:
-        return False
-    wait = ops_settings().settle_every * min(2 ** (failures - 1), SETTLE_BACKOFF_ROUNDS)
-    return latest[0][1] > timezone.now() - timedelta(seconds=wait)
+    return _backing_off(latest, ops_settings().settle_every)
 
 
 def _ungranted(routers: list[str] | None) -> set[str]:
@@ -146,7 +173,7 @@ def _ungranted(routers: list[str] | None) -> set[str]:
     settled, wanted = desired_settled_and_pending({row.router_id for row in rows})  # `wanted`: pending ones too
     names = set()
     for row in rows:
-        key = (row.port, row.zone.zone_id, row.remote_ip)
+        key = row.key
         want = wanted.get(row.router_id, {}).get(key)
         if want is None or (want.targets and row.device.wwn not in want.targets):
             names.add(row.router.name)  # the settle itself decides, under the router, what comes off

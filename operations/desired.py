@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db.models import Exists, F, OuterRef, Q
+from django.utils import timezone
 
 from operations.models import Grant, Link, Operation
 from registry import lookups
@@ -53,6 +55,7 @@ class GrantFacts:
     initiators: tuple[str, ...] = ()  # FCIP: the requesting site's initiator WWNs this grant zones
     literal: bool = False  # taken by a V1 addifcp: it needs only the links V1 commands made
     settled: bool = True  # False: taken by an operation still queued or running
+    expires_at: datetime | None = None  # the lease's end; None: until ended
 
 
 @dataclass
@@ -68,12 +71,15 @@ class Want:
 
 
 def desired_links(grants: Iterable[GrantFacts], sites: dict[int, SiteFacts], devices: dict[int, DeviceFacts],
-                  zoning: dict[int, bool]) -> dict[int, dict[Key, Want]]:
-    """Per router id, the links it must carry for `grants`. `zoning[router]` says whether the router
-    zones initiators (FCIP); only those links carry targets and initiators. A grant of a site's own
-    device, or one whose sites have no router, needs nothing."""
+                  zoning: dict[int, bool], at: datetime | None = None) -> dict[int, dict[Key, Want]]:
+    """Per router id, the links it must carry for `grants` at the time `at`. `zoning[router]` says
+    whether the router zones initiators (FCIP); only those links carry targets and initiators. A grant
+    whose lease has ended by `at` needs nothing (None: every grant counts, whatever its lease), nor
+    does a grant of a site's own device, or one whose sites have no router."""
     wanted: dict[int, dict[Key, Want]] = {}
     for grant in grants:
+        if at is not None and grant.expires_at is not None and grant.expires_at <= at:
+            continue
         device = devices[grant.device]
         requester, owner = sites[grant.site], sites[device.owner]
         if grant.site == device.owner or requester.router is None or owner.router is None:
@@ -140,7 +146,7 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
                                  or plan_initiators(lock.operation.plan if lock.operation else {})
                                  or own.get(lock.site_id, set()))) if pairs else (),
                     literal=bool(lock.operation is not None and lock.operation.plan.get("raw")),
-                    settled=lock.operation is None or lock.operation.state not in live)
+                    settled=lock.operation is None or lock.operation.state not in live, expires_at=lock.expires_at)
               for lock in locks]
     return grants, sites, devices, zoning
 
@@ -166,19 +172,20 @@ def plan_initiators(plan: dict) -> list[str]:
 
 def desired_for(router_ids: Iterable[int] | None = None, *, settled: bool = False,
                 without: tuple[int, Iterable[int]] | None = None, pairs: bool = True) -> dict[int, dict[Key, Want]]:
-    """`desired_links` from the database as it is now, for the given routers (all when None);
-    `without` (site, devices): as if that site's grants of those devices had ended; without `pairs`,
-    which links only (FCIP links' wants carry no pairs)."""
+    """`desired_links` from the database as it is now, for the given routers (all when None), of the
+    grants in force now; `without` (site, devices): as if that site's grants of those devices had ended;
+    without `pairs`, which links only (FCIP links' wants carry no pairs)."""
     grants, sites, devices, zoning = _facts_for(router_ids, settled, without, pairs)
-    return desired_links(grants, sites, devices, zoning)
+    return desired_links(grants, sites, devices, zoning, timezone.now())
 
 
 def desired_settled_and_pending(router_ids: Iterable[int], *, without: tuple[int, Iterable[int]] | None = None
                                 ) -> tuple[dict[int, dict[Key, Want]], dict[int, dict[Key, Want]]]:
     """`desired_for(router_ids, settled=True)` and `desired_for(router_ids)`, from one read."""
     grants, sites, devices, zoning = _facts_for(router_ids, False, without)
-    return (desired_links([grant for grant in grants if grant.settled], sites, devices, zoning),
-            desired_links(grants, sites, devices, zoning))
+    now = timezone.now()
+    return (desired_links([grant for grant in grants if grant.settled], sites, devices, zoning, now),
+            desired_links(grants, sites, devices, zoning, now))
 
 
 def _facts_for(router_ids: Iterable[int] | None, settled: bool, without: tuple[int, Iterable[int]] | None,

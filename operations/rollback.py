@@ -3,10 +3,10 @@
 An add whose step fails for good removes what its earlier steps made (``roll_back_add``); a remove
 whose step fails for good puts back what its earlier steps took down (``put_back_removed``): the
 site still holds the device, so it keeps its path on every router, and the removal can be asked
-again once the router answers (a failed expiry leaves its lease due, so the lease chore asks again:
-``lease_due_again``). Each undo gets a time budget
-of its own (the operation's limit, at most 60 s): the operation may have spent all of its time, and
-a router that stays silent must not take the others' undo with it.
+again once the router answers (an expiry never edits its grant, so a failed one leaves the lease
+due and the lease chore asks again). Each undo gets a time budget of its own (the operation's limit,
+at most 60 s): the operation may have spent all of its time, and a router that stays silent must not
+take the others' undo with it.
 """
 
 from __future__ import annotations
@@ -149,14 +149,3 @@ def put_back_removed(run: Run, taken_down: list[tuple[PlanStep, Link]], previous
         run.notes.append(f"{link}: put back, the removal failed on another router ({cause})")
         restored.append(link.pk)
     return restored, lost
-
-
-def lease_due_again(op: Operation) -> None:
-    """An expiry that failed leaves its lease due again, so that a later sweep of the lease chore asks
-    again (the sweep cleared the lock's expiry when it submitted this one)."""
-    expired_at = op.request.get("lease_expired_at")
-    if not expired_at:
-        return
-    ids = plan_ids(op.plan)
-    Grant.objects.filter(site_id=ids["site"], device_id__in=[pk for pk, _zone in ids["devices"].values()],
-                              expires_at__isnull=True).update(expires_at=expired_at)

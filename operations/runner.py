@@ -22,7 +22,6 @@ from operations.journal import WORKER_ID, Run, claim, finish, heartbeats
 from operations.links import execute_add, execute_invoke, execute_list, execute_remove
 from operations.metrics import operation_ended
 from operations.models import Operation
-from operations.rollback import lease_due_again
 from operations.threads import in_own_connection
 
 log = logging.getLogger(__name__)
@@ -58,14 +57,6 @@ def execute(operation_id: int) -> Operation:
         log.exception("operation %s failed unexpectedly", op.pk)
         op.state, op.error = State.FAILED, f"internal error: {type(exc).__name__}: {exc}"
     finally:
-        if op.kind == Kind.EXPIRE and op.state in (State.FAILED, State.ROLLED_BACK):
-            # However it failed (a router step, a wait past its time limit, a bug), the lease the chore
-            # cleared when it submitted this expiry is due again: no failure makes a lease permanent.
-            try:
-                lease_due_again(op)
-            except Exception:  # noqa: BLE001 - the end is journaled whatever happens here
-                log.exception("operation %s: could not make its lease due again", op.pk)
-                op.error += " (its lease could not be made due again: see the log)"
         heartbeats.discard(op.pk)
         if finish(run, started):  # counted once, by the worker whose end was written
             operation_ended(op)

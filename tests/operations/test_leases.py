@@ -10,7 +10,8 @@ import pytest
 from django.utils import timezone
 
 from operations import execute, submit
-from operations.chores import expire_leases
+from operations.chores import expire_leases, settle_stranded_links
+from operations.desired import desired_for
 from operations.models import Grant, Link, Operation
 from registry.models import Device
 from tests.support.agreement import assert_agreement
@@ -74,17 +75,62 @@ def test_a_lease_whose_removal_cannot_be_planned_is_kept_and_the_failure_journal
 
 @pytest.mark.django_db
 def test_an_expiry_that_fails_before_any_router_step_leaves_the_lease_due_again(ops_lab, settings):
-    """Issue 45, defect 4: the lease chore clears a grant's expiry as it submits the expiry. An expiry
-    that ends failed while still waiting (here on an earlier request of the same site and device that
-    never runs, until its own time limit) made the lease permanent: no expiry left, both links up."""
+    """Issue 45, defect 4: the lease chore cleared a grant's expiry as it submitted the expiry. An expiry
+    that ended failed while still waiting (here on an earlier request of the same site and device that
+    never runs, until its own time limit) made the lease permanent: no expiry left, both links up. Now
+    the sweep never edits the grant, and asks nothing while a request of the grant is in flight."""
     add(90)
-    queued = submit("add", ADD_XRAID1)  # a renewal asked before the lease ran out, not yet run
-    Grant.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    lapsed = timezone.now() - timedelta(seconds=1)
+    Grant.objects.update(expires_at=lapsed)
+    renewal = submit("add", ADD_XRAID1)  # asked before the sweep, not yet run
+    assert expire_leases() == []  # while a request of the grant is queued, it is the grant's next word
+    Operation.objects.filter(pk=renewal.pk).update(state="failed")
+    # A repair queued on the link's router holds the link (as if running) beyond the expiry's time limit.
+    repair = submit("reconcile", {"repair": True, "router": ops_lab.primary_rtr.name})
+    Link.objects.update(operation=repair)
     settings.FLEXZONE_OPS_TOTAL_TIMEOUT = 1.0
     [expiry_id] = expire_leases()
+    assert Grant.objects.get().expires_at == lapsed  # the sweep did not touch the grant
     expiry = execute(expiry_id)
-    assert expiry.state == "failed" and f"operation {queued.pk}" in expiry.error, expiry.error
-    assert Grant.objects.get().expires_at is not None  # due again: the next sweep asks again
+    assert expiry.state == "failed" and f"operation {repair.pk}" in expiry.error, expiry.error
+    assert Grant.objects.get().expires_at == lapsed  # still due: a later sweep asks again
     assert Link.objects.filter(state="up").count() == 2  # nothing was taken down
-    assert Operation.objects.get(pk=queued.pk).state == "queued"
-    assert len(expire_leases()) == 1
+    assert expire_leases() == []  # a round after a failed expiry (lease_every) at the soonest
+    Operation.objects.filter(pk=expiry_id).update(
+        finished_at=timezone.now() - timedelta(seconds=settings.FLEXZONE_OPS_LEASE_EVERY + 1))
+    Operation.objects.filter(pk=repair.pk).update(state="succeeded")
+    [again] = expire_leases()
+    assert execute(again).state == "succeeded"
+    assert not Grant.objects.exists() and not Link.objects.filter(state="up").exists()
+
+
+@pytest.mark.django_db
+def test_failed_expiries_of_a_lease_are_asked_again_less_and_less_often(ops_lab, settings):
+    add(90)
+    Grant.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    every = settings.FLEXZONE_OPS_LEASE_EVERY
+    for failures in range(1, 5):
+        [expiry_id] = expire_leases()
+        ended = timezone.now() - timedelta(seconds=every * 2 ** (failures - 1) - 1)
+        Operation.objects.filter(pk=expiry_id).update(state="failed", finished_at=ended)
+        assert expire_leases() == [], f"asked again too soon after {failures} failure(s)"
+        Operation.objects.filter(pk=expiry_id).update(finished_at=ended - timedelta(seconds=2))
+
+
+@pytest.mark.django_db
+def test_a_grant_past_its_lease_is_out_of_the_desired_state_before_any_expiry_runs(ops_lab):
+    """Time is an input: no converge puts back access whose lease ran out, even when its expiry
+    cannot run (here: cannot be planned). The settle takes the links off and releases the grant no
+    link serves any more."""
+    add(90)
+    Grant.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert desired_for() == {}
+    owner = Device.objects.get(description="XRAID1").owner_site
+    Device.objects.filter(description="XRAID1").update(owner_site=Grant.objects.get().site)  # unplannable now
+    assert expire_leases() == []
+    Device.objects.filter(description="XRAID1").update(owner_site=owner)
+    settles = settle_stranded_links()
+    assert len(settles) == 2
+    assert all(execute(pk).state == "succeeded" for pk in settles)
+    assert not Link.objects.filter(state="up").exists() and not Grant.objects.exists()
+    assert_agreement(ops_lab)

@@ -166,6 +166,7 @@ class EngineModel(RuleBasedStateMachine):
         Grant.objects.filter(pk=lock.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
         for pk in expire_leases():
             assert execute(pk).state not in ("queued", "running")
+        self._settle()  # what an expiry that failed left of a lapsed lease, the settle takes off
 
     @rule(site=st.sampled_from(SITES))
     def edit_router_port(self, site):
@@ -221,9 +222,11 @@ class EngineModel(RuleBasedStateMachine):
         router.save()
 
     @rule(pick=st.integers(min_value=0, max_value=10))
-    def expiry_fails_before_any_router_step(self, pick):
-        """A lease runs out while a renewal of it is queued and not yet run: the expiry waits for it until its
-        time limit and fails. The lease must stay due, never become permanent; then the renewal runs."""
+    def expiry_during_a_queued_renewal(self, pick):
+        """A lease runs out while a renewal of it is queued and not yet run: the sweep asks no expiry of it
+        (before, one was asked, waited for the renewal until its time limit and failed, and the lease became
+        permanent). The sweep never edits the lease; then the renewal runs. Other leases' expiries, failed
+        in an outage, may be asked again meanwhile, with a time limit too short for them to wait."""
         locks = list(Grant.objects.select_related("site", "device").order_by("pk"))
         if not locks:
             return
@@ -237,10 +240,9 @@ class EngineModel(RuleBasedStateMachine):
         with override_settings(FLEXZONE_OPS_TOTAL_TIMEOUT=0.5):
             for pk in expire_leases():  # other leases may be due too (an expiry that failed in an outage)
                 op = execute(pk)
-                if op.request["site"] == lock.site.name and op.request["device_description"] == lock.device.description:
-                    assert op.state == "failed", (op.state, op.error)
+                assert op.request.get("grant") != lock.pk, "an expiry was asked while a renewal of it was queued"
                 assert op.state not in ("queued", "running")
-        assert Grant.objects.get(pk=lock.pk).expires_at is not None, "a failed expiry made the lease permanent"
+        assert Grant.objects.get(pk=lock.pk).expires_at is not None, "the sweep edited the lease"
         assert execute(renewal.pk).state not in ("queued", "running")
         self._settle()
 
@@ -320,7 +322,8 @@ class EngineModel(RuleBasedStateMachine):
         # grants (operations.desired) and the plan a connect of each grant would make.
         desired = {router: set(wants) for router, wants in desired_for().items()}
         planned: dict[int, set[tuple]] = {}
-        for lock in Grant.objects.select_related("site", "device"):
+        in_force = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())  # a lapsed lease needs nothing
+        for lock in Grant.objects.filter(in_force).select_related("site", "device"):
             plan = plan_connect(site=lock.site.name, device_description=lock.device.description)
             for step in plan.steps:
                 planned.setdefault(step.router_id, set()).add((step.port, step.zone, step.remote_ip))
