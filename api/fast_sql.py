@@ -15,7 +15,7 @@ from access.models import Principal
 from api.views import LinkViewSet, OperationViewSet, RegistryViewSet
 from operations import generation
 from operations.models import Link, Operation
-from registry.models import Device, Host, Initiator, Router, Site, Zone
+from registry.models import Device, Host, Initiator, Router, Site
 
 SENTINEL = 9876543210  # an id no reverse() output holds otherwise, replaced by each operation's
 
@@ -120,15 +120,14 @@ def lists() -> dict[str, FastList]:
 
     link = {"s": join("", Site, "s", f"l.{_column(Link, 'site')}"),
             "d": join("", Device, "d", f"l.{_column(Link, 'device')}"),
-            "r": join("", Router, "r", f"l.{_column(Link, 'router')}"),
-            "z": join("", Zone, "z", f"l.{_column(Link, 'zone')}")}
+            "r": join("", Router, "r", f"l.{_column(Link, 'router')}")}
     return {
         "/api/links/": FastList(
             LinkViewSet, _table(Link), "l", link,
             {"state": ("state", "l.state"), "site": ("site__name", "s.name"), "router": ("router__name", "r.name"),
              "device": ("device__description", "d.description")},
             {"id": "l.id", "site": "s.name", "device": "d.description", "router": "r.name", "port": "l.port",
-             "zone": "z.zone_id", "remote_ip": "l.remote_ip", "state": "l.state", "initiators": "l.initiators",
+             "zone": "l.zone_number", "remote_ip": "l.remote_ip", "state": "l.state", "initiators": "l.initiators",
              "pairs": "l.pairs", "lease_expires_at": "l.lease_expires_at", "created_at": "l.created_at",
              "updated_at": "l.updated_at", "up_at": "l.up_at", "down_at": "l.down_at"},
             frozenset({"lease_expires_at", "created_at", "updated_at", "up_at", "down_at"}), frozenset(),

@@ -175,7 +175,7 @@ class HostViewSet(RegistryViewSet):
 
 
 class LinkViewSet(ReadOnlyRegistryViewSet):
-    queryset = Link.objects.select_related("site", "device", "router", "zone")
+    queryset = Link.objects.select_related("site", "device", "router")
     serializer_class = s.LinkSerializer
     audit_noun = "link"
     filters = {"state": "state", "site": "site__name", "router": "router__name", "device": "device__description"}

@@ -260,8 +260,9 @@ def _seed(principal: Principal) -> list[QuerySet]:
                   result={"links": [index]}, registry_ms=1.5, invocation_ms=2.25, router_ms=40.0, total_ms=43.75,
                   started_at=now, finished_at=now) for index in range(SEEDED))
     links = Link.objects.bulk_create(
-        Link(site=site, device=device, router=router, port=100 + index, zone=device.zone, remote_ip=site.data_ip,
-             state="up", initiators=wwns, pairs=[[wwn, device.wwn] for wwn in wwns], up_at=now)
+        Link(site=site, device=device, router=router, port=100 + index, zone=device.zone,
+             zone_number=device.zone.zone_id, remote_ip=site.data_ip, state="up", initiators=wwns,
+             pairs=[[wwn, device.wwn] for wwn in wwns], up_at=now)
         for index in range(SEEDED))
     return [Link.objects.filter(pk__in=[link.pk for link in links]),
             Operation.objects.filter(pk__in=[operation.pk for operation in operations])]

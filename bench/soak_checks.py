@@ -35,7 +35,7 @@ def registry_matches_routers(cast: Cast) -> list[str]:
         for key in ("missing", "extra", "mismatched", "in_flight"):
             if report.get(key):
                 problems.append(f"(a) reconcile of {router.name}: {key} {report[key]}")
-        recorded = {(link.port, link.zone.zone_id, link.remote_ip): pairs_of(link.pairs)
+        recorded = {link.key: pairs_of(link.pairs)
                     for link in Link.objects.filter(router=router, state=Link.State.UP).select_related("zone")}
         actual = {link.key: pairs_of(link.pairs) for link in cast.sim_of(router).links()}
         if set(recorded) != set(actual):

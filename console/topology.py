@@ -78,7 +78,7 @@ def drifted_links(reports: dict[str, dict[str, Any]], links: list[Link]) -> set[
         report = reports.get(link.router.name)
         if not report or link.updated_at > report["finished_at"]:
             continue
-        key = (link.port, link.zone.zone_id, link.remote_ip)
+        key = link.key
         wrong = {(item["port"], item["zone"], item["remote_ip"])
                  for items in report["outstanding"].values() for item in items}
         if key in wrong:
@@ -93,7 +93,7 @@ def shown_links() -> list[Link]:
         Link.objects.filter(state__in=[*Link.ACTIVE_STATES, Link.State.FAILED])
         .annotate(replaced=Exists(newer))
         .exclude(state=Link.State.FAILED, replaced=True)
-        .select_related("site", "device", "device__owner_site", "router", "zone")
+        .select_related("site", "device", "device__owner_site", "router")
         .order_by("site__name", "device__description", "router__name")
     )
 

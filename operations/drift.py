@@ -25,6 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from operations.conf import ops_settings
@@ -36,14 +37,20 @@ from operations.journal import Run
 from operations.models import Grant, Link, Operation
 from operations.planner import find_router, router_vsan
 from operations.pool import Lease
-from operations.steps import with_router
+from operations.steps import change, with_router
 from registry.models import Device, Router, Site, Zone
 from routers.drivers import DRIVERS
-from routers.drivers.base import LinkAbsent, LinkExists, LinkSpec, RouterLink, pairs_spec
+from routers.drivers.base import LinkSpec, RouterLink, pairs_spec
 
 
 def _key(link: Link) -> tuple[int, int, str]:
-    return (link.port, link.zone.zone_id, link.remote_ip)
+    return link.key
+
+
+def _applied(router: Router, key: tuple[int, int, str]) -> dict[str, Any]:
+    """The applied values of a link on `router` with `key` as the router lists it (a record written from
+    what the router carries)."""
+    return {"zone_number": key[1], "local_ip": router.site.data_ip, "vsan": router_vsan(router)}
 
 
 def _in_flight(link: Link) -> bool:
@@ -58,14 +65,16 @@ def _in_flight(link: Link) -> bool:
 
 def _spec(router: Router, key: tuple[int, int, str], link: Link | None,
           pairs: set[tuple[str, str]] | None = None) -> LinkSpec:
-    """The link as the driver takes it: on FCIP zoning `pairs`, else what its record says was applied."""
+    """The link as the driver takes it: on FCIP zoning `pairs`, else what its record says was applied
+    (its own address and VSAN; the router's now where the record has none)."""
     port, zone, remote_ip = key
     pairs = pairs or (link_pairs(link) if link is not None else set())
+    local_ip = (link.local_ip if link is not None else None) or router.site.data_ip
+    vsan = (link.vsan if link is not None else None) or router_vsan(router) or 1
     if pairs and DRIVERS[router.platform].zones_initiators:
-        return pairs_spec(port, zone, remote_ip, local_ip=router.site.data_ip, pairs=pairs,
-                          vsan=router_vsan(router) or 1)
-    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=router.site.data_ip,
-                    wwn=link.device.wwn if link is not None else None, vsan=router_vsan(router) or 1)
+        return pairs_spec(port, zone, remote_ip, local_ip=local_ip, pairs=pairs, vsan=vsan)
+    return LinkSpec(port=port, zone=zone, remote_ip=remote_ip, local_ip=local_ip,
+                    wwn=link.device.wwn if link is not None else None, vsan=vsan)
 
 
 def _members(row: Link, found: RouterLink, zoning: bool) -> dict[str, Any]:
@@ -165,13 +174,10 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             report["unresolved"].append(_describe(key, reason="no grant's initiators to zone on it"))
             return False
         try:
-            driver.add_link(_spec(router, key, link, pairs))
-        except LinkExists:
-            pass
+            change(lease, _spec(router, key, link, pairs), "add")
         except ValueError as exc:  # a registry value the platform refuses (a VE port range, say)
             report["unresolved"].append(_describe(key, reason=f"cannot be configured from the registry: {exc}"))
             return False
-        lease.changed = True
         if pairs:
             record_pairs(link, pairs)
         report["repaired"].append(_describe(key, action=action))
@@ -187,11 +193,7 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             report["repaired"].append(_describe(key, action="registry: the pairs the router zones recorded"))
 
     def router_remove(key, link=None):
-        try:
-            driver.remove_link(_spec(router, key, link))
-        except LinkAbsent:
-            pass
-        lease.changed = True
+        change(lease, _spec(router, key, link), "remove")
 
     def settle_stuck(row):
         """A record an ended operation left mid-change goes where the grants say (`desired_links`): up
@@ -260,10 +262,10 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
                 report["repaired"].append(_describe(key, action="removed from router"))
             elif (found := actual[key]).state == "up" and not (zoning and _want_differs(wanted[key], found)):
                 report["repaired"].append(_describe(key, action=_record_granted(router, key, wanted[key], now)))
-            elif (spec := _want_spec(router, key, wanted[key], zoning, report)) and _put(driver, lease, spec):
+            elif (spec := _want_spec(router, key, wanted[key], zoning, report)) and _put(lease, spec):
                 report["repaired"].append(_describe(key, action=_record_granted(router, key, wanted[key], now)))
         for key in unrecorded:
-            if (spec := _want_spec(router, key, wanted[key], zoning, report)) and _put(driver, lease, spec):
+            if (spec := _want_spec(router, key, wanted[key], zoning, report)) and _put(lease, spec):
                 report["repaired"].append(_describe(key, action="added to router; "
                                                     + _record_granted(router, key, wanted[key], now)))
         for row in stuck:
@@ -324,12 +326,12 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
 
 
 def _held(row: Link, zoning: bool) -> bool:
-    """Whether any lock, of any operation, is a hold this up link serves (FCIP: its own site and
-    device; iFCP: a device of its zone between its two sites)."""
+    """Whether any grant in force, of any operation, is a hold this up link serves (FCIP: its own site
+    and device; iFCP: a device of its zone between its two sites). A grant past its lease holds nothing."""
+    in_force = Grant.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
     if zoning:
-        return Grant.objects.filter(site_id=row.site_id, device_id=row.device_id).exists()
-    return Grant.objects.filter(between(row.site_id, row.device.owner_site_id),
-                                     device__zone_id=row.zone_id).exists()
+        return in_force.filter(site_id=row.site_id, device_id=row.device_id).exists()
+    return in_force.filter(between(row.site_id, row.device.owner_site_id), device__zone_id=row.zone_id).exists()
 
 
 def _want_differs(want: Want, found: RouterLink) -> bool:
@@ -346,12 +348,8 @@ def _want_spec(router: Router, key: tuple[int, int, str], want: Want, zoning: bo
     return _spec(router, key, None, want.pairs if zoning else None)
 
 
-def _put(driver, lease: Lease, spec: LinkSpec) -> bool:
-    try:
-        driver.add_link(spec)
-    except LinkExists:
-        pass
-    lease.changed = True
+def _put(lease: Lease, spec: LinkSpec) -> bool:
+    change(lease, spec, "add")
     return True
 
 
@@ -360,7 +358,7 @@ def _record_granted(router: Router, key: tuple[int, int, str], want: Want, now) 
     site_id, device_id = min(want.grants)
     device = Device.objects.get(pk=device_id)
     link = Link.objects.create(site_id=site_id, device=device, router=router, port=key[0], zone_id=device.zone_id,
-                               remote_ip=key[2], state=Link.State.UP, up_at=now)
+                               remote_ip=key[2], state=Link.State.UP, up_at=now, **_applied(router, key))
     if DRIVERS[router.platform].zones_initiators:
         record_pairs(link, want.pairs)
     return f"recorded as link {link.pk}: {holds_text(want)}"
@@ -434,7 +432,8 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
         elif link is None:
             link = Link.objects.create(site=requester, device=device, router=router, port=port, zone=zone,
                                        remote_ip=remote_ip, state=Link.State.UP, up_at=timezone.now(),
-                                       initiators=initiators, pairs=[list(pair) for pair in found.pairs])
+                                       initiators=initiators, pairs=[list(pair) for pair in found.pairs],
+                                       **_applied(router, key))
         if not zoning:
             break  # an iFCP link serves its zone: one holder is its record
     return link, "; ".join(refusals)

@@ -11,6 +11,7 @@ site keeps whole what it holds.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -56,6 +57,20 @@ def _step_rows(run: Run, steps: list[PlanStep]) -> list[list[int]]:
     """[device pk, zone pk] per step. Zone row ids (not numbers) keep link lookups free of joins."""
     devices = plan_ids(run.op.plan)["devices"]
     return [devices[step.device] for step in steps]
+
+
+def _applied(step: PlanStep) -> dict[str, Any]:
+    """The values a link record keeps of what its step sends (the applied record, operations.models.Link)."""
+    return {"zone_number": step.zone, "local_ip": step.local_ip, "vsan": step.vsan}
+
+
+def _as_applied(step: PlanStep, link: Link | None) -> PlanStep:
+    """A removal's step as its link was applied: the zone number, own address and VSAN the record
+    keeps, whatever the registry says now (a step with no record, as planned)."""
+    if link is None:
+        return step
+    return dataclasses.replace(step, zone=link.zone_number, local_ip=link.local_ip or step.local_ip,
+                               vsan=link.vsan if link.vsan is not None else step.vsan)
 
 
 def _endpoints(steps: list[PlanStep], rows: list[list[int]]) -> Q:
@@ -266,7 +281,8 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
     def new_link(step: PlanStep, device_id: int, zone_id: int) -> Link:
         return Link(site_id=site_id, device_id=device_id, router=routers[step.router_id], port=step.port,
                     zone_id=zone_id, remote_ip=step.remote_ip, state=Link.State.CONFIGURING, operation=op,
-                    initiators=step.initiators, pairs=[list(pair) for pair in step.spec.all_pairs()])
+                    initiators=step.initiators, pairs=[list(pair) for pair in step.spec.all_pairs()],
+                    **_applied(step))
 
     if not run.recovering:
         # Usually no endpoint has an active link yet: then inserting is all there is to do, and the
@@ -316,8 +332,9 @@ def execute_remove(run: Run) -> None:
         run.notes.append(f"the lease was {renewal} after this expiry was queued; nothing is removed")
         op.result = {"links": [], "renewed": renewal, **run.waited()}
         return
-    steps = _steps(plan)
-    links, previous, kept = _after_operations_in_flight(run, lambda: _links_for_remove(run, steps))
+    planned = _steps(plan)
+    links, previous, kept = _after_operations_in_flight(run, lambda: _links_for_remove(run, planned))
+    steps = [_as_applied(step, link) for step, link in zip(planned, links, strict=True)]
     removed: list[int] = []
     taken_down: list[tuple[PlanStep, Link]] = []  # what this remove took off its routers, to put back on failure
     leaving = (plan_ids(plan)["site"], [pk for pk, _zone_id in plan_ids(plan)["devices"].values()])
@@ -443,7 +460,8 @@ def _links_for_remove(
                 step, (device_id, zone_id) = steps[index], rows[index]
                 marker = Link(site_id=ids["site"], device_id=device_id, router_id=step.router_id,
                               port=step.port, zone_id=zone_id, remote_ip=step.remote_ip,
-                              state=Link.State.REMOVING, operation=op, initiators=step.initiators)
+                              state=Link.State.REMOVING, operation=op, initiators=step.initiators,
+                              **_applied(step))
                 markers.append(marker)
                 records.append(marker)
                 continue

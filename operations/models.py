@@ -157,7 +157,15 @@ class LinkState(models.TextChoices):
 
 class Link(models.Model):
     """One SAN extension configured on one router: an iFCP session (or FCIP tunnel) for a zone
-    towards a remote gateway, requested by a site to reach a device."""
+    towards a remote gateway, requested by a site to reach a device.
+
+    The record is what was applied: router (by id), port (the FC port, or the FCIP interface or VE
+    port), `zone_number`, `remote_ip`, `local_ip`, `vsan` and (FCIP) `pairs` are the values sent to the
+    router, copied when the link was written, and nothing follows a later registry edit; a removal
+    takes off exactly these (`applied_spec`). `zone` and `device` say whose link it is. The zone names
+    an FCIP link's zones carry on the switch follow from these values by the driver's naming
+    (`fz_z<zone>_fcip<port>_<initiator>_<target>`), so they are not copied again.
+    """
 
     State = LinkState
     ACTIVE_STATES = (State.REQUESTED, State.CONFIGURING, State.UP, State.REMOVING)
@@ -167,7 +175,16 @@ class Link(models.Model):
     router = models.ForeignKey(Router, on_delete=models.PROTECT, related_name="links")
     port = models.PositiveSmallIntegerField(validators=[MaxValueValidator(PORT_MAX)])
     zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="links")
+    zone_number = models.PositiveSmallIntegerField(
+        validators=[MaxValueValidator(4094)],
+        help_text="the zone number configured on the router (copied when applied; a later edit of the zone's "
+        "number does not change it)")
     remote_ip = models.GenericIPAddressField(help_text="data-path IP of the gateway at the other end")
+    local_ip = models.GenericIPAddressField(
+        null=True, blank=True, help_text="this router's own data-path IP as configured (FCIP: the tunnel's or "
+        "profile's address); null on records older than the applied record")
+    vsan = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Cisco MDS: the VSAN its zones were written in; null elsewhere")
     state = models.CharField(max_length=16, choices=State.choices, default=State.REQUESTED)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     initiators = models.JSONField(
@@ -212,7 +229,19 @@ class Link(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.router.name} port {self.port} zone {self.zone.zone_id} -> {self.remote_ip} ({self.state})"
+        return f"{self.router.name} port {self.port} zone {self.zone_number} -> {self.remote_ip} ({self.state})"
+
+    def save(self, *args, **kwargs) -> None:
+        # A record written without the applied values (a shell, a fixture) takes the registry's now,
+        # which are what a link written now would be configured with.
+        if self.zone_number is None and self.zone_id is not None:
+            self.zone_number = Zone.objects.values_list("zone_id", flat=True).get(pk=self.zone_id)
+        super().save(*args, **kwargs)
+
+    @property
+    def key(self) -> tuple[int, int, str]:
+        """(port, zone number, remote gateway) as applied: how routers list the link."""
+        return (self.port, self.zone_number, self.remote_ip)
 
     @classmethod
     def active(cls) -> models.QuerySet:

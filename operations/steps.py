@@ -167,17 +167,26 @@ def _apply(run: Run, lease: Lease, spec: LinkSpec, action: str, read_first: bool
     else:
         needed = True
     if needed:
-        try:
-            if action == "add":
-                driver.add_link(spec)
-            else:
-                driver.remove_link(spec)
-        except (LinkExists, LinkAbsent):
-            pass  # already as wanted: a lost reply whose change took effect, or a repeated request
-        lease.changed = True
+        change(lease, spec, action)
     run.phase(Phase.VERIFYING)
     if not (_holds(driver, spec) if action == "add" else not _lists(driver, spec)):
         raise VerifyFailed(f"the router accepted the {action} of {spec.key} but its listing disagrees")
+
+
+def change(lease: Lease, spec: LinkSpec, action: str) -> None:
+    """On a router held under `lease`: make it hold (`action` "add") or not hold ("remove") the link
+    `spec`; a link already as wanted counts as done (a lost reply whose change took effect, a repeated
+    request). The one place in the engine that sends a link's change to a router (a test of the
+    engine's layout holds it so): a step's `_apply` and reconcile's repair both come here. A driver
+    refusal (ValueError: a value the platform cannot take) is raised before anything is sent."""
+    try:
+        if action == "add":
+            lease.driver.add_link(spec)
+        else:
+            lease.driver.remove_link(spec)
+    except (LinkExists, LinkAbsent):
+        pass
+    lease.changed = True
 
 
 def _lists(driver: RouterDriver, spec: LinkSpec) -> bool:

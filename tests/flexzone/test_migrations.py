@@ -16,12 +16,14 @@ from django.db.migrations.loader import MigrationLoader
 from access.models import AuditEvent, Principal
 from operations import generation
 from operations.models import Link, Operation
-from registry.models import Site
+from registry.models import Device, Router, Site, Zone
 
 PROJECT_APPS = ("registry", "access", "operations")
 PREVIOUS_RELEASE = [("registry", "0011_router_session_budget"), ("operations", "0010_zoning_locks")]
 THIS_RELEASE = [("access", "0001_initial"), ("operations", "0002_operation_principal"),
-                ("operations", "0003_lists_generation"), ("operations", "0004_lists_generation_per_list")]
+                ("operations", "0003_lists_generation"), ("operations", "0004_lists_generation_per_list"),
+                ("operations", "0005_link_applied_values")]
+APPLIED = ("zone_number", "local_ip", "vsan")  # operations 0005's columns
 
 
 def app_edges(graph) -> set[tuple[str, str]]:
@@ -77,6 +79,7 @@ def _as_previous_release_left_it() -> None:
             cursor.execute(f"DROP TRIGGER flexzone_lists_changed ON {model._meta.db_table}")
         cursor.execute("DROP FUNCTION flexzone_lists_changed()")
         cursor.execute(f"DROP TABLE {generation.GENERATIONS}, {generation.CHANGES}")
+        cursor.execute(f"ALTER TABLE {Link._meta.db_table} " + ", ".join(f"DROP COLUMN {name}" for name in APPLIED))
         for app, name in THIS_RELEASE:
             cursor.execute("DELETE FROM django_migrations WHERE app = %s AND name = %s", [app, name])
         for app, name in PREVIOUS_RELEASE:
@@ -209,7 +212,7 @@ def test_a_generation_per_list_comes_and_goes_and_no_generation_reads_lower():
         _statement_on(Operation)
         assert _generations()[one][1] == back[1] + 1
     finally:
-        _migrate_operations_to("0004_lists_generation_per_list")
+        _migrate()
 
 
 def _fold() -> None:
@@ -290,4 +293,35 @@ def test_the_migration_waits_for_writers_in_no_cycle_and_counts_a_write_caught_i
         for session in (first, second):
             if session is not None:
                 session.close()
+        _migrate()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_links_made_before_the_applied_record_take_their_values_from_the_registry():
+    """Operations 0005: a link a release before it made gets the zone number, own address and (MDS) VSAN
+    it was configured with, which the registry still holds (they could not change under a live link)."""
+    site = Site.objects.create(name="a-site", display_name="A", msan_id=921, management_ip="10.0.9.21",
+                               data_ip="127.0.9.21", router_port=5)
+    other = Site.objects.create(name="b-site", display_name="B", msan_id=922, management_ip="10.0.9.22",
+                                data_ip="127.0.9.22", router_port=6)
+    zone = Zone.objects.create(zone_id=17)
+    device = Device.objects.create(device_id="d1", description="D1", wwn="20:00:00:00:00:00:09:21", zone=zone,
+                                   owner_site=other)
+    routers = [Router.objects.create(site=site, name="a-rtr", platform="cisco_mds", transport="ssh", host="127.0.9.21",
+                                     port=22, username="admin", secret_ref="file:a", vsan=7),
+               Router.objects.create(site=other, name="b-rtr", platform="brocade_fos", transport="ssh",
+                                     host="127.0.9.22", port=22, username="admin", secret_ref="file:b")]
+    try:
         _migrate_operations_to("0004_lists_generation_per_list")
+        old = MigrationExecutor(connection).loader.project_state(("operations", "0004_lists_generation_per_list")).apps
+        remotes = ["127.0.9.22", "127.0.9.21"]
+        made = [old.get_model("operations", "Link").objects.create(
+            site_id=site.pk, device_id=device.pk, router_id=router.pk, port=router.site.router_port, zone_id=zone.pk,
+            remote_ip=remote, state="up").pk for router, remote in zip(routers, remotes, strict=True)]
+        _migrate()
+        assert [(link.zone_number, link.local_ip, link.vsan) for link in Link.objects.filter(pk__in=made)
+                .order_by("pk")] == [(17, "127.0.9.21", 7), (17, "127.0.9.22", None)]
+        Zone.objects.filter(pk=zone.pk).update(zone_id=18)
+        assert Link.objects.get(pk=made[0]).key == (5, 17, "127.0.9.22")  # applied: it does not follow
+    finally:
+        _migrate()

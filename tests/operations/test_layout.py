@@ -72,3 +72,31 @@ def test_the_engine_names_no_platform_drivers_declare_what_they_need():
     assert found == {}
     probe = ast.parse('if router.platform == Router.Platform.CISCO_MDS or p == "brocade_fos": pass')
     assert _platform_branches(probe, platforms) == ["Platform.CISCO_MDS", "'brocade_fos'"]
+
+
+# A driver's methods that change a router: a link's change, and the save of its running configuration.
+LINK_CHANGES = {"add_link", "remove_link"}
+
+
+def _calls(tree: ast.Module, methods: set[str]) -> list[str]:
+    """`function: method` for every call of one of `methods` on any object, by the enclosing function."""
+    found = []
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            found += [f"{function.name}: {node.func.attr}" for node in ast.walk(function)
+                      if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and node.func.attr in methods]
+    return found
+
+
+def test_one_function_of_the_engine_sends_a_link_s_change_to_a_router():
+    """Issue 45, item 9: connect, disconnect, expiry, rollback, V1, the settle and reconcile's repair all
+    change a router through `steps.change` (nested functions count for their enclosing ones too)."""
+    calls = {name: sorted(set(_calls(tree, LINK_CHANGES))) for name, tree in _modules().items()}
+    assert {name: found for name, found in calls.items() if found} == {
+        "operations.steps": ["change: add_link", "change: remove_link"]}
+
+
+def test_only_the_session_pool_saves_a_router_s_configuration():
+    calls = {name: sorted(set(_calls(tree, {"save_config"}))) for name, tree in _modules().items()}
+    assert [name for name, found in calls.items() if found] == ["operations.pool"]

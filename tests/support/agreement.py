@@ -17,7 +17,7 @@ def router_keys(sim) -> set[tuple[int, int, str]]:
 
 
 def registry_keys(router) -> set[tuple[int, int, str]]:
-    return {(link.port, link.zone.zone_id, link.remote_ip) for link in Link.objects.filter(router=router, state="up")}
+    return {link.key for link in Link.objects.filter(router=router, state="up")}
 
 
 def assert_agreement(lab) -> None:
