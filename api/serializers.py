@@ -287,8 +287,7 @@ class LinkSerializer(redaction.InitiatorsScoped, RegistrySerializer):
     site: SlugRelatedField[Site] = SlugRelatedField(slug_field="name", read_only=True)
     device: SlugRelatedField[Device] = SlugRelatedField(slug_field="description", read_only=True)
     router: SlugRelatedField[Router] = SlugRelatedField(slug_field="name", read_only=True)
-    zone = serializers.IntegerField(source="zone_number", read_only=True,
-                                    help_text=Link._meta.get_field("zone_number").help_text)
+    zone = serializers.IntegerField(source="zone_number", read_only=True, help_text="the zone number configured")
     initiators = serializers.ListField(child=serializers.CharField(), read_only=True,
                                        help_text=Link._meta.get_field("initiators").help_text)
     pairs = serializers.ListField(child=serializers.ListField(child=serializers.CharField(), min_length=2,

@@ -14,7 +14,7 @@ registry records now and the grants that hold them.
   removal is still sent, in case the router holds one); `kept` (another grant still needs it: nothing is
   sent); `shrink` (an FCIP link another grant keeps: only this grant's pair zones come off); `waits`.
 
-The run decides again, holding each router, from what it lists then (operations/links.py, converge.py);
+The run decides again, holding each router, from what it lists then (operations/adding.py, removing.py, converge.py);
 the journal's notes say what it did. V1 plans are literal: they get no delta.
 """
 

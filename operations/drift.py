@@ -20,7 +20,8 @@ Policy "router" makes the registry match the router.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -443,23 +444,26 @@ def execute_reconcile(run: Run) -> None:
     """The reconcile operation: each router (or the named one) read, compared and, with repair, converged."""
     repair, policy = run.op.request.get("repair", False), run.op.request.get("policy", "registry")
     settle_only = run.op.request.get("settle", False)
-    report, failed = {}, []
     name = run.op.request.get("router")
-    for router in [find_router(name)] if name else Router.objects.order_by("name"):
-        try:
-            report[router.name] = with_router(run, router, _reconciling(run, router, repair, policy, settle_only))
-        except StepFailed as exc:
-            report[router.name] = {"error": str(exc)}
-            failed.append(router.name)
+    routers = [find_router(name)] if name else list(Router.objects.order_by("name"))
+    # Every router at once, each on a thread of its own holding it (operations.threads.at_once).
+    reports = run.at_once([functools.partial(_reconcile_one, run, router, repair, policy, settle_only)
+                           for router in routers])
+    report = {router.name: found for router, found in zip(routers, reports, strict=True)}
+    failed = [router.name for router, found in zip(routers, reports, strict=True) if "error" in found]
     run.op.result = {"repair": repair, "policy": policy, "routers": report}
     if failed:
         raise OperationFailed(f"could not read {', '.join(failed)}")
 
 
-def _reconciling(run: Run, router: Router, repair: bool, policy: str,
-                 settle_only: bool) -> Callable[[Lease, bool], dict[str, Any]]:
-    """with_router's work for one router: reconcile it (a reconcile reads the router first in any case)."""
-    return lambda lease, _read_first: reconcile_router(run, router, lease, repair, policy, settle_only)
+def _reconcile_one(run: Run, router: Router, repair: bool, policy: str, settle_only: bool) -> dict[str, Any]:
+    """One router reconciled holding it (a reconcile reads the router first in any case); its report, or
+    {"error": why} when it could not be read."""
+    try:
+        return with_router(run, router, lambda lease, _read_first: reconcile_router(run, router, lease, repair,
+                                                                                    policy, settle_only))
+    except StepFailed as exc:
+        return {"error": str(exc)}
 
 
 DRIFT_KINDS = ("missing", "extra", "mismatched", "unresolved")

@@ -8,6 +8,7 @@ still holds, so a stalled worker that was taken over writes nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -15,6 +16,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,16 +30,19 @@ from django.utils import timezone
 from operations.conf import ops_settings
 from operations.holders import mark_down
 from operations.models import Grant, Link, Operation, ZoningImage
+from operations.threads import at_once
 from registry.models import Device, Router
 from routers.drivers.base import RouterDriver
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=models.Model)
+R = TypeVar("R")
 
 # Plain SQL names its tables from the models: each app owns its tables.
 OPERATION, LINK, LOCK, DEVICE = (model._meta.db_table for model in (Operation, Link, Grant, Device))
 
 State, Phase = Operation.State, Operation.Phase
+PIPELINE = list(Phase.values)  # in the order an operation goes through them
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -70,6 +75,11 @@ class Run:
     # earlier conflicting one (after: this one ran once it was done).
     joined: list[int] = field(default_factory=list)
     after: list[int] = field(default_factory=list)
+    # Seconds spent on each router (by name), and the guard of the router time: an operation's routers
+    # are worked at once, on threads of their own (operations.threads.at_once).
+    router_each: dict[str, float] = field(default_factory=dict)
+    _router_guard: threading.Lock = field(default_factory=threading.Lock)
+    _phases: dict[int, str] = field(default_factory=dict)  # each thread's step's phase (`phase`)
 
     def row(self, model: type[T], **lookup: Any) -> T:
         """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
@@ -94,8 +104,11 @@ class Run:
         return self.deadline - time.monotonic()
 
     def absorb(self, driver: RouterDriver) -> None:
-        self.router_s += driver.take_router_seconds()
+        seconds = driver.take_router_seconds()
         name = driver.target.name or driver.target.host
+        with self._router_guard:
+            self.router_s += seconds
+            self.router_each[name] = self.router_each.get(name, 0.0) + seconds
         text = driver.take_transcript()
         if text:
             self.transcripts.append(f"--- {name} ---\n{text.rstrip()}")
@@ -109,10 +122,38 @@ class Run:
             except DatabaseError:  # never in place of what the router did or said
                 log.exception("operation %s: could not journal the zoning images of %s", self.op.pk, name)
 
+    def at_once(self, works: list[Callable[[], R]]) -> list[R]:
+        """Run `works` (one per router) at the same time (operations.threads.at_once). The router time
+        they add is the longest one's (the operation waited on them together, not one after another),
+        or with more routers than threads, at least their total shared among the threads."""
+        with self._router_guard:
+            total, before = self.router_s, dict(self.router_each)
+        results, width = at_once([functools.partial(self._stepping, work) for work in works])
+        if width > 1:
+            with self._router_guard:
+                spent = [seconds - before.get(name, 0.0) for name, seconds in self.router_each.items()]
+                self.router_s = total + max(max(spent, default=0.0), sum(spent) / width)
+        return results
+
+    def _stepping(self, work: Callable[[], R]) -> R:
+        try:
+            return work()
+        finally:
+            self._step_ended()
+
     def phase(self, phase: str) -> None:
-        if self.op.phase != phase:
-            self.op.phase = phase
-            heartbeats.progress(self.op.pk, phase=phase)
+        """This thread's step is at `phase`; the operation is at the least advanced phase of the steps
+        worked at once (one router still logging in: `connecting`, whatever the other is doing)."""
+        with self._router_guard:
+            self._phases[threading.get_ident()] = phase
+            shown = min(self._phases.values(), key=PIPELINE.index)
+        if self.op.phase != shown:
+            self.op.phase = shown
+            heartbeats.progress(self.op.pk, phase=shown)
+
+    def _step_ended(self) -> None:
+        with self._router_guard:
+            self._phases.pop(threading.get_ident(), None)
 
     def attempt(self) -> None:
         self.op.attempts += 1
@@ -195,6 +236,9 @@ def finish(run: Run, started: float) -> bool:
     op.finished_at = timezone.now()
     if run.warnings:
         op.result = {**(op.result or {}), "warnings": run.warnings}
+    if len(run.router_each) > 1:  # beside router_ms: each router's own time, worked at once
+        op.result = {**(op.result or {}), "router_ms_each": {name: round(seconds * 1000, 1)
+                                                            for name, seconds in sorted(run.router_each.items())}}
     notes = [*run.notes, *(f"warning: {warning}" for warning in run.warnings)]
     text = "\n".join([*(f"# {note}" for note in notes), *run.transcripts])
     op.transcript = "\n".join(part for part in (op.transcript, text) if part)

@@ -1,9 +1,11 @@
 """Execute: run one journaled operation to its end, and the synchronous conveniences built on it.
 
-`execute` claims the operation (once, however many workers try), dispatches it by kind, and writes
-its end through the journal. A crashed worker's operation is claimed again once its heartbeat is
-stale and re-run in recovery mode (state read before every change), so it finishes or rolls back
-from whatever the routers actually hold.
+`execute` claims the operation (once, however many workers try), dispatches it by kind (an add to
+operations/adding.py, a remove or expiry to operations/removing.py, a reconcile to
+operations/drift.py; a list and a V1 command here), and writes its end through the journal. A
+crashed worker's operation is claimed again once its heartbeat is stale and re-run in recovery mode
+(state read before every change), so it finishes or rolls back from whatever the routers actually
+hold.
 """
 
 from __future__ import annotations
@@ -14,15 +16,20 @@ from collections.abc import Callable
 from typing import Any
 
 from access.models import Principal
+from operations.adding import execute_add
 from operations.conf import ops_settings
 from operations.drift import execute_reconcile
-from operations.errors import OperationFailed
+from operations.errors import OperationFailed, StepFailed
 from operations.intake import submit
 from operations.journal import WORKER_ID, Run, claim, finish, heartbeats
-from operations.links import execute_add, execute_invoke, execute_list, execute_remove
 from operations.metrics import operation_ended
 from operations.models import Operation
+from operations.planner import find_router
+from operations.removing import execute_remove
+from operations.steps import read_router
 from operations.threads import in_own_connection
+from registry.models import Router
+from routers.drivers.base import RouterLink
 
 log = logging.getLogger(__name__)
 Kind, State = Operation.Kind, Operation.State
@@ -98,3 +105,39 @@ def invoke(
     request = {"router": router, "command": command, "port": port, "zone": zone, "remote_ip": remote_ip}
     op = submit(Kind.INVOKE, request, principal, enqueue=not wait)
     return execute(op.pk) if wait else op
+
+
+def _link_dict(link: RouterLink) -> dict[str, Any]:
+    """A link as the router reports it; `oper` is its carrier's status where the router says (FOS)."""
+    return {"port": link.port, "zone": link.zone, "remote_ip": link.remote_ip, "state": link.state,
+            "oper": link.oper}
+
+
+def execute_list(run: Run) -> None:
+    name = run.op.request.get("router")
+    routers = [find_router(name)] if name else list(Router.objects.order_by("name"))
+    listing, errors = {}, {}
+    for router in routers:
+        try:
+            listing[router.name] = [_link_dict(link) for link in read_router(run, router)]
+        except StepFailed as exc:
+            errors[router.name] = str(exc)
+    run.op.result = {"routers": listing, "errors": errors}
+    if errors:
+        raise OperationFailed("; ".join(errors.values()))
+
+
+def execute_invoke(run: Run) -> None:
+    request = run.op.request
+    if request["command"] == "lsifcp":
+        try:
+            links = read_router(run, find_router(request["router"]))
+        except StepFailed as exc:  # a read changes nothing: failed, with the router's reason, not an engine error
+            raise OperationFailed(str(exc)) from exc
+        wanted = {k: request[k] for k in ("port", "zone", "remote_ip") if request.get(k) not in (None, "")}
+        chosen = [link for link in links if all(str(getattr(link, k)) == str(v) for k, v in wanted.items())]
+        run.op.result = {"links": [_link_dict(link) for link in chosen]}
+    elif request["command"] == "addifcp":
+        execute_add(run)
+    else:
+        execute_remove(run)

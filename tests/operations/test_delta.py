@@ -1,5 +1,5 @@
 """A dry run's delta for records left mid-change: the run waits only for an operation still queued or
-running; a record an ended operation left is taken over, as operations/links.py does. The shared,
+running; a record an ended operation left is taken over, as operations/adding.py does. The shared,
 extended, kept and shrunk cases run against the simulators in test_cross_site_sharing.py and test_fcip.py.
 """
 

@@ -555,14 +555,14 @@ def test_an_add_that_gave_up_after_its_convergence_took_effect_carries_on_with_e
         fcip_lab, monkeypatch):
     # Failed before: the look after the failure compared the switch with this step's own pairs, found
     # the converged link (XRAID1's grant's pairs too) "partial", and the rollback took it all off.
-    from operations import links
+    from operations import adding
     from operations.errors import StepFailed
 
     xraid4()
     initiator = fcip_lab_initiator()
     assert execute(submit("add", CONNECT).pk).state == "succeeded"
     Link.objects.all().delete()  # the records are gone; the grant and the switches' zones stay
-    real, failed = links.converge_link, []
+    real, failed = adding.converge_link, []
 
     def gives_up_after_it_took_effect(run, router, key, **options):
         pairs = real(run, router, key, **options)
@@ -571,7 +571,7 @@ def test_an_add_that_gave_up_after_its_convergence_took_effect_carries_on_with_e
             raise StepFailed(router.name, "gave up after 5 attempts: the reply was lost", permanent=False)
         return pairs
 
-    monkeypatch.setattr(links, "converge_link", gives_up_after_it_took_effect)
+    monkeypatch.setattr(adding, "converge_link", gives_up_after_it_took_effect)
     done = execute(submit("add", {"site": "remote-site", "device_description": "XRAID4"}).pk)
     assert failed and done.state == "succeeded", done.error
     assert "holds it after all" in done.transcript

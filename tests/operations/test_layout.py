@@ -42,7 +42,7 @@ def test_no_module_imports_another_modules_private_names():
     assert private == []
 
 
-def test_there_is_one_operations_thread_pool():
+def test_the_engine_s_thread_pools_live_in_one_module():
     pools = [name for name, tree in _modules().items() for node in ast.walk(tree)
              if isinstance(node, ast.Name) and node.id == "ThreadPoolExecutor" and isinstance(node.ctx, ast.Load)
              and not isinstance(getattr(node, "parent", None), ast.ImportFrom)]

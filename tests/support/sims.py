@@ -5,9 +5,11 @@ presents, as `manage.py routers trust` does."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from registry.models import Router
 from routers import hostkeys
 from routers.drivers.base import RouterTarget
 from routers.platforms import Platform, Transport
@@ -69,3 +71,17 @@ def play_the_demo(demo: dict, sim_factory: Callable, secrets_dir: Path, *, comma
     wire(demo["primary_rtr"], primary, secrets_dir, command_timeout=command_timeout)
     wire(demo["remote_rtr"], remote, secrets_dir, command_timeout=command_timeout)
     return primary, remote
+
+
+@dataclass
+class Lab:
+    """The demo's two routers wired to simulators (`play_the_demo`), as the operations tests use them."""
+
+    primary_sim: Any
+    remote_sim: Any
+    primary_rtr: Router
+    remote_rtr: Router
+    demo: dict
+
+    def sim_of(self, router: Router):
+        return self.primary_sim if router.pk == self.primary_rtr.pk else self.remote_sim
