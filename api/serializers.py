@@ -489,17 +489,17 @@ class PlanQuerySerializer(TargetSerializer):
 
 
 class ConnectSerializer(TargetSerializer):
-    duration = StrictIntegerField(
-        required=False, min_value=1, max_value=LEASE_MAX, help_text="lease in seconds: remove the link after this long"
-    )
+    duration = StrictIntegerField(required=False, min_value=1, max_value=LEASE_MAX,
+                                  help_text="lease in seconds: remove the link after this long")
     hosts = hosts_field()
 
 
 class ReconcileSerializer(KnownFieldsOnly, serializers.Serializer):
     repair = StrictBooleanField(default=False, help_text="converge registry and routers (admin only)")
-    policy = serializers.ChoiceField(
-        choices=["registry", "router"], default="registry", help_text="which side is the truth when repairing"
-    )
+    policy = serializers.ChoiceField(choices=["registry", "router"], default="registry",
+                                     help_text="which side is the truth when repairing")
+    router = StrictCharField(max_length=63, required=False, validators=[validate_short_name],
+                             help_text="this router only (one of the principal's sites'); every router when absent")
 
 
 class InvokeSerializer(KnownFieldsOnly, serializers.Serializer):

@@ -403,6 +403,8 @@ class ReconcileView(OperationView):
         # A report only reads the routers; a repair changes any of them, so it is for admins.
         if data.get("repair") and principal.role != Role.ADMIN:
             raise exceptions.PermissionDenied(f"Principal {principal.name} is not an admin; repair needs admin.")
+        if data.get("router"):
+            require_scope(principal, sites=[planner.find_router(data["router"]).site])
         return OperationKind.RECONCILE, dict(data)
 
     def audit_action(self, request) -> str:

@@ -1,8 +1,8 @@
 """`python -m bench NAME [options]`: run one benchmark (or the soak) and print its figures.
 
 planner, ops, api and soak run on a temporary PostgreSQL database of their own (bench/database.py);
-scale deploys the service as the lab does, on a temporary database of its own too; routers needs no
-database. Without PostgreSQL they stop at once, saying what to set.
+scale and converge deploy the service as the lab does, on a temporary database of their own too;
+routers needs no database. Without PostgreSQL they stop at once, saying what to set.
 """
 
 from __future__ import annotations
@@ -45,6 +45,12 @@ def _scale(argv: list[str]) -> int:
     return scale.main(argv)
 
 
+def _converge(argv: list[str]) -> int:
+    from bench import converge
+
+    return converge.main(argv)
+
+
 def _soak(argv: list[str]) -> int:
     from bench import soak
 
@@ -58,6 +64,7 @@ BENCHMARKS: dict[str, tuple[Callable[[list[str]], int], bool]] = {  # name: (run
     "api": (_api, True),
     "soak": (_soak, True),
     "scale": (_scale, False),  # its deployment makes a database of its own (lab/deployment.py)
+    "converge": (_converge, False),  # so does its (bench scale's)
 }
 USAGE = f"usage: python -m bench {{{','.join(BENCHMARKS)}}} [options]   (NAME --help: its options)"
 

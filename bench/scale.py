@@ -47,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,14 +101,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-    args = parse(argv)
+    return with_fleet_scratch(parse(argv), "scale", _run)
+
+
+def with_fleet_scratch(args: argparse.Namespace, name: str, run: Callable[..., int]) -> int:
+    """`run(args, server, scratch, lab, farms)` with a scratch directory, the namespaces (`lab_for`) and a
+    list for the farms it starts, all removed or killed afterwards whatever happens."""
     server = server_url()
-    scratch = Path(tempfile.mkdtemp(prefix="fz-scale-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"fz-{name}-"))
     lab = None
     farms: list[subprocess.Popen] = []
     try:
-        lab = _lab(args, scratch)
-        return _run(args, server, scratch, lab, farms)
+        lab = lab_for(args, scratch)
+        return run(args, server, scratch, lab, farms)
     finally:
         for farm in farms:
             if farm.poll() is None:
@@ -127,31 +133,39 @@ def _run(args: argparse.Namespace, server: str, scratch: Path, lab, farms: list[
         "FLEXZONE_OPS_TOTAL_TIMEOUT": str(max(180, 3 * args.routers)),
         **({"FLEXZONE_OPS_AFFINITY_WAIT": str(args.affinity_wait)} if args.affinity_wait is not None else {})})
     try:
-        bind = lab.site("primary").mgmt_addr if lab else "127.0.0.1"
-        spec = [{"name": f"sc{i:03d}-rtr", "platform": MIX[(i // 2) % len(MIX)], "host": bind,
-                 "password": secrets.token_urlsafe(12)} for i in range(args.routers)]
-        addresses = _start_farms(spec, args, scratch, lab, farms)
-        deployment.start()
-        print(f"bench scale: {args.routers} routers, {args.workers} workers x {args.concurrency} threads, "
-              f"{'network namespaces' if lab else 'plain processes'}; service at {deployment.url}", flush=True)
-        _django(deployment)
-        pairs, budgets = _registry(spec, addresses, deployment.secrets)
-        database = deployment.database.socket_url() if lab else None
-        for number in range(args.workers):
-            site = lab.site(list(lab.sites)[number + 1]).netns if lab else None
-            deployment.spawn(f"fz-scale-worker{number + 1}", ["worker", "--concurrency", str(args.concurrency)],
-                             netns=site, database_url=database)
-        _wait_for_workers(args.workers, deployment)
+        pairs, budgets = serve_fleet(args, scratch, lab, farms, deployment, "scale")
         run = Run(pairs)
         window = _stream(run, deployment, args)
-        drift, unreadable = _reconcile(deployment)
-        stats = _stop_farms(farms)
+        drift, unreadable = reconcile_drift(deployment)
+        stats = stop_farms(farms)
     finally:
         deployment.stop()
     return _report(args, run, window, stats, budgets, drift, unreadable)
 
 
-def _lab(args: argparse.Namespace, scratch: Path):
+def serve_fleet(args: argparse.Namespace, scratch: Path, lab, farms: list[subprocess.Popen], deployment: Deployment,
+                name: str) -> tuple[list[Pair], dict[str, int]]:
+    """The routers (`args.routers`, in farms), the service and `args.workers` workers of `args.concurrency`
+    threads, and the registry of the fleet (`fleet_registry`); returns its pairs and session budgets."""
+    bind = lab.site("primary").mgmt_addr if lab else "127.0.0.1"
+    spec = [{"name": f"sc{i:03d}-rtr", "platform": MIX[(i // 2) % len(MIX)], "host": bind,
+             "password": secrets.token_urlsafe(12)} for i in range(args.routers)]
+    addresses = start_farms(spec, args, scratch, lab, farms)
+    deployment.start()
+    print(f"bench {name}: {args.routers} routers, {args.workers} workers x {args.concurrency} threads, "
+          f"{'network namespaces' if lab else 'plain processes'}; service at {deployment.url}", flush=True)
+    use_database_of(deployment)
+    fleet = fleet_registry(spec, addresses, deployment.secrets)
+    database = deployment.database.socket_url() if lab else None
+    for number in range(args.workers):
+        site = lab.site(list(lab.sites)[number + 1]).netns if lab else None
+        deployment.spawn(f"fz-{name}-worker{number + 1}", ["worker", "--concurrency", str(args.concurrency)],
+                         netns=site, database_url=database)
+    wait_for_workers(args.workers, deployment)
+    return fleet
+
+
+def lab_for(args: argparse.Namespace, scratch: Path):
     """The namespaces (one for the routers, one per worker), or None for plain processes."""
     if args.namespaces == "off" or (args.namespaces == "auto" and os.geteuid() != 0):
         return None
@@ -166,7 +180,7 @@ def _lab(args: argparse.Namespace, scratch: Path):
         return None
 
 
-def _start_farms(spec: list[dict], args, scratch: Path, lab, farms: list[subprocess.Popen]) -> dict[str, dict]:
+def start_farms(spec: list[dict], args, scratch: Path, lab, farms: list[subprocess.Popen]) -> dict[str, dict]:
     addresses: dict[str, dict] = {}
     count = math.ceil(len(spec) / ROUTERS_PER_FARM)
     for number in range(count):
@@ -186,7 +200,7 @@ def _start_farms(spec: list[dict], args, scratch: Path, lab, farms: list[subproc
     return addresses
 
 
-def _stop_farms(farms: list[subprocess.Popen]) -> dict[str, dict]:
+def stop_farms(farms: list[subprocess.Popen]) -> dict[str, dict]:
     stats: dict[str, dict] = {}
     for farm in farms:
         farm.send_signal(signal.SIGTERM)
@@ -202,7 +216,7 @@ def _stop_farms(farms: list[subprocess.Popen]) -> dict[str, dict]:
     return stats
 
 
-def _django(deployment: Deployment) -> None:
+def use_database_of(deployment: Deployment) -> None:
     os.environ["DATABASE_URL"] = deployment.database.url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
     import django
@@ -210,7 +224,8 @@ def _django(deployment: Deployment) -> None:
     django.setup()
 
 
-def _registry(spec: list[dict], addresses: dict[str, dict], secrets_dir: Path) -> tuple[list[Pair], dict[str, int]]:
+def fleet_registry(spec: list[dict], addresses: dict[str, dict], secrets_dir: Path
+                   ) -> tuple[list[Pair], dict[str, int]]:
     """The bench's sites, routers, zones, devices and FCIP hosts (the demo's routers go: their addresses
     are not ours to reach); returns the pairs and each router's session budget."""
     from operations.budget import budget_of
@@ -245,7 +260,7 @@ def _registry(spec: list[dict], addresses: dict[str, dict], secrets_dir: Path) -
     return pairs, budgets
 
 
-def _wait_for_workers(count: int, deployment: Deployment, timeout: float = 120.0) -> None:
+def wait_for_workers(count: int, deployment: Deployment, timeout: float = 120.0) -> None:
     from django.db import connection
 
     deadline = time.monotonic() + timeout
@@ -319,7 +334,7 @@ def _drain(run: Run, operation_model, timeout: float = 300.0) -> None:
         time.sleep(0.2)
 
 
-def _reconcile(deployment: Deployment) -> tuple[int, int]:
+def reconcile_drift(deployment: Deployment) -> tuple[int, int]:
     """Reconcile through the API (a worker runs it): (differences found, routers it could not read)."""
     started = time.monotonic()
     client = deployment.client("root", timeout=900.0)

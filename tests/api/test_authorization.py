@@ -109,6 +109,17 @@ def test_reconcile_report_is_for_operators_and_repair_for_admins(call, cast):
     assert call("bob", "POST", "/api/reconcile/", json={}).status_code == 403
 
 
+def test_a_reconcile_of_one_router_needs_the_scope_of_its_site(call, cast):
+    one = call("carol", "POST", "/api/reconcile/", json={"router": "primary-rtr"})
+    assert one.status_code == 202, one.text
+    assert Operation.objects.get(pk=one.json()["id"]).request == {"repair": False, "policy": "registry",
+                                                                  "router": "primary-rtr"}
+    other = call("carol", "POST", "/api/reconcile/", json={"router": "remote-rtr"})
+    assert other.status_code == 403 and other.json()["detail"] == "Principal carol is not scoped to site remote-site."
+    unknown = call("root", "POST", "/api/reconcile/", json={"router": "no-such-rtr"})
+    assert unknown.status_code == 400 and unknown.json()["errors"][0]["field"] == "router", unknown.text
+
+
 def test_only_admins_change_the_registry_and_every_change_is_recorded(call, cast):
     site = {"name": "third-site", "display_name": "THIRD", "msan_id": 3, "management_ip": "127.0.0.13",
             "data_ip": "127.0.0.23", "router_port": 2}
