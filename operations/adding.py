@@ -26,7 +26,16 @@ from operations.holders import (
     take_locks,
 )
 from operations.journal import Run
-from operations.links import Outcome, applied_values, endpoints, step_rows, steps_of
+from operations.links import (
+    Outcome,
+    applied_values,
+    endpoints,
+    internal_failure,
+    logins_possible,
+    note_other_failures,
+    step_rows,
+    steps_of,
+)
 from operations.models import Grant, Link, Operation
 from operations.planner import PlanStep
 from operations.rollback import roll_back_add
@@ -43,6 +52,7 @@ def execute_add(run: Run) -> None:
     steps = steps_of(plan)
     try:
         after_earlier_requests(run)
+        logins_possible(run, steps)
         duration = op.request.get("duration")  # the lease runs from when the add can start
         expires_at = timezone.now() + timedelta(seconds=duration) if duration else None
         with run.registry():
@@ -85,6 +95,8 @@ def _add_step(run: Run, step: PlanStep, link: Link, ours: bool, extend: bool) ->
             return Outcome(pairs=converge_link(run, link.router, step.spec.key, joining=step.spec.all_pairs()))
         except StepFailed as exc:
             return Outcome(failed=exc)
+        except Exception as exc:  # noqa: BLE001 - the other routers' outcomes must not be lost with it
+            return internal_failure(link.router.name, exc)
     if not ours:
         return Outcome()  # another grant's up link serves this one as it is: nothing is sent
     decided = [step.spec]  # what this step sets out to put on the router
@@ -97,6 +109,8 @@ def _add_step(run: Run, step: PlanStep, link: Link, ours: bool, extend: bool) ->
     except StepFailed as exc:
         found = None if exc.untouched or exc.timed_out else look(run, link.router, decided[0])
         return Outcome(pairs=set(decided[0].all_pairs()) if zoning else None, failed=exc, found=found)
+    except Exception as exc:  # noqa: BLE001 - the other routers' outcomes must not be lost with it
+        return internal_failure(link.router.name, exc)
     return Outcome(pairs=set(decided[0].all_pairs()) if zoning else None)
 
 
@@ -117,18 +131,18 @@ def _add_on_routers(run: Run, steps: list[PlanStep], links: list[tuple[Link, boo
     done: list[tuple[PlanStep, Link, bool]] = []
     extended: list[tuple[PlanStep, Link]] = []  # shared FCIP links this add extended, to shrink on failure
     failed: list[int] = []  # links no router holds anything of
-    cause: StepFailed | None = None
+    failures: list[StepFailed] = []
     for step, (link, ours), extending, outcome in zip(steps, links, extend, outcomes, strict=True):
         if extending:
             extended.append((step, link))
             if outcome.failed is not None:
-                cause = cause or outcome.failed
+                failures.append(outcome.failed)
                 continue
             record_pairs(link, outcome.pairs or set())
             run.notes.append(f"{link}: shared, its zoning extended in place for {step.device}")
         elif ours and outcome.failed is not None:
             if outcome.found != "holds":
-                cause = cause or outcome.failed
+                failures.append(outcome.failed)
                 # A login refused, or a link the router does not list, left nothing; a command refused
                 # part-way may follow others that took effect: that step is undone too.
                 if outcome.failed.untouched or outcome.found == "absent":
@@ -141,7 +155,9 @@ def _add_on_routers(run: Run, steps: list[PlanStep], links: list[tuple[Link, boo
         elif ours and outcome.pairs is not None:
             record_pairs(link, outcome.pairs)
         done.append((step, link, ours))
-    if cause is not None:
+    if failures:
+        cause = failures[0]
+        note_other_failures(run, failures)
         Link.objects.filter(pk__in=failed).update(state=Link.State.FAILED, down_at=timezone.now())
         roll_back_add(run, done, cause, extended)
     return done
@@ -201,7 +217,9 @@ def _links_for_add(run: Run, steps: list[PlanStep]) -> list[tuple[Link, bool]]:
                 if refusal := claims_more(link, routers[step.router_id], step):
                     raise OperationFailed(refusal)
                 link.state, link.operation = Link.State.CONFIGURING, op
-                link.save(update_fields=["state", "operation", "updated_at"])
+                for name, value in applied_values(step).items():  # what this step sends there now
+                    setattr(link, name, value)
+                link.save(update_fields=["state", "operation", "updated_at", *applied_values(step)])
             elif link is None:
                 link = new_link(step, device_id, zone_id)
                 new.append(link)

@@ -124,7 +124,8 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     An FCIP grant zones the initiators it records (those its connect took, and those a renewal added);
     a grant recorded without them (taken from a router by reconcile) the snapshot on its links, else
     its plan's, and only without any of those the requesting site's. Without `pairs`, grants carry no
-    initiators (which links are needed, not what they zone: two queries fewer).
+    initiators (which links are needed, not what they zone: two queries fewer). A grant that a connect
+    still queued or running renews is pending, whatever its lease says: its lease is that connect's.
     """
     query = Grant.objects.select_related("device__zone", "operation").defer(
         "operation__transcript", "operation__result", "operation__request", "operation__error")
@@ -141,14 +142,26 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
                for lock in locks}
     zoning = {router.pk: DRIVERS[router.platform].zones_initiators for router in routers.values()}
     snapshots, own = _initiator_sources(site_pks) if pairs else ({}, {})
+    renewing = _renewing() if any(lock.expires_at is not None for lock in locks) else set()
     grants = [GrantFacts(lock.site_id, lock.device_id,
                     tuple(sorted(lock.initiators or snapshots.get((lock.site_id, lock.device_id))
                                  or plan_initiators(lock.operation.plan if lock.operation else {})
                                  or own.get(lock.site_id, set()))) if pairs else (),
                     literal=bool(lock.operation is not None and lock.operation.plan.get("raw")),
-                    settled=lock.operation is None or lock.operation.state not in live, expires_at=lock.expires_at)
+                    settled=(lock.operation is None or lock.operation.state not in live)
+                    and (lock.site_id, lock.device_id) not in renewing,
+                    expires_at=None if (lock.site_id, lock.device_id) in renewing else lock.expires_at)
               for lock in locks]
     return grants, sites, devices, zoning
+
+
+def _renewing() -> set[tuple[int, int]]:
+    """(site, device) of every connect queued or running: a grant it renews is that connect's to settle,
+    pending rather than lapsed (a settle must not take its links off under it)."""
+    live = (Operation.State.QUEUED, Operation.State.RUNNING)
+    plans = Operation.objects.filter(kind=Operation.Kind.ADD, state__in=live).values_list("plan", flat=True)
+    return {(plan["ids"]["site"], device) for plan in plans if (plan or {}).get("ids")
+            for device, _zone in plan["ids"].get("devices", {}).values()}
 
 
 def _initiator_sources(site_pks: set[int]) -> tuple[dict[tuple[int, int], set[str]], dict[int, set[str]]]:

@@ -448,7 +448,7 @@ def execute_reconcile(run: Run) -> None:
     routers = [find_router(name)] if name else list(Router.objects.order_by("name"))
     # Every router at once, each on a thread of its own holding it (operations.threads.at_once).
     reports = run.at_once([functools.partial(_reconcile_one, run, router, repair, policy, settle_only)
-                           for router in routers])
+                           for router in routers], threads=ops_settings().worker_concurrency)
     report = {router.name: found for router, found in zip(routers, reports, strict=True)}
     failed = [router.name for router, found in zip(routers, reports, strict=True) if "error" in found]
     run.op.result = {"repair": repair, "policy": policy, "routers": report}

@@ -80,6 +80,7 @@ class Run:
     router_each: dict[str, float] = field(default_factory=dict)
     _router_guard: threading.Lock = field(default_factory=threading.Lock)
     _phases: dict[int, str] = field(default_factory=dict)  # each thread's step's phase (`phase`)
+    _extended: dict[int, float] = field(default_factory=dict)  # a thread's own later deadline (`extended`)
 
     def row(self, model: type[T], **lookup: Any) -> T:
         """A registry row fetched once per run (routers, sites, devices and zones do not change under us)."""
@@ -101,7 +102,22 @@ class Run:
         return {name: ids for name, ids in (("joined", self.joined), ("after", self.after)) if ids}
 
     def remaining(self) -> float:
-        return self.deadline - time.monotonic()
+        return self.until() - time.monotonic()
+
+    def until(self) -> float:
+        """This thread's deadline: the operation's, or later while this thread's step takes one more look
+        (`extended`), which must not lend the other routers' steps its time."""
+        return self._extended.get(threading.get_ident(), self.deadline)
+
+    @contextmanager
+    def extended(self, seconds: float):
+        """This thread's deadline moved to at least `seconds` from now while the block runs."""
+        ident = threading.get_ident()
+        self._extended[ident] = max(self.deadline, time.monotonic() + seconds)
+        try:
+            yield
+        finally:
+            self._extended.pop(ident, None)
 
     def absorb(self, driver: RouterDriver) -> None:
         seconds = driver.take_router_seconds()
@@ -122,13 +138,13 @@ class Run:
             except DatabaseError:  # never in place of what the router did or said
                 log.exception("operation %s: could not journal the zoning images of %s", self.op.pk, name)
 
-    def at_once(self, works: list[Callable[[], R]]) -> list[R]:
+    def at_once(self, works: list[Callable[[], R]], *, threads: int = 0) -> list[R]:
         """Run `works` (one per router) at the same time (operations.threads.at_once). The router time
         they add is the longest one's (the operation waited on them together, not one after another),
         or with more routers than threads, at least their total shared among the threads."""
         with self._router_guard:
             total, before = self.router_s, dict(self.router_each)
-        results, width = at_once([functools.partial(self._stepping, work) for work in works])
+        results, width = at_once([functools.partial(self._stepping, work) for work in works], threads=threads)
         if width > 1:
             with self._router_guard:
                 spent = [seconds - before.get(name, 0.0) for name, seconds in self.router_each.items()]

@@ -6,19 +6,20 @@ removal's step is the record's (`as_applied`), whatever the registry says since.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 from django.db.models import Q
 
-from operations.errors import StepFailed
-from operations.holders import (
-    plan_ids,
-)
+from operations.errors import OperationFailed, StepFailed
+from operations.holders import plan_ids
 from operations.journal import Run
-from operations.models import Link, Operation
+from operations.models import Link
 from operations.planner import PlanStep
+from operations.steps import router_target
+from registry.models import Router
 
-Kind, State = Operation.Kind, Operation.State
+log = logging.getLogger(__name__)
 
 
 def steps_of(plan: dict[str, Any]) -> list[PlanStep]:
@@ -63,3 +64,25 @@ class Outcome:
     found: str | None = None
 
 
+def internal_failure(router: str, exc: Exception) -> Outcome:
+    """A step's unexpected error (a bug, a lost database connection) as its outcome: a failure for good
+    that may have changed the router, so that the others' work is rolled back like any failure's,
+    instead of their outcomes being lost with the exception."""
+    log.exception("router %s: its step failed unexpectedly", router)
+    return Outcome(failed=StepFailed(router, f"internal error: {type(exc).__name__}: {exc}", permanent=True))
+
+
+def note_other_failures(run: Run, failures: list[StepFailed]) -> None:
+    """Every failure after the first (which the operation's error gives) goes in its notes."""
+    run.notes.extend(f"also failed: {failure}" for failure in failures[1:])
+
+
+def logins_possible(run: Run, steps: list[PlanStep]) -> None:
+    """OperationFailed, before any router is touched, when a step's router password cannot be read:
+    its routers are worked at once, and the others must not change theirs for a step that cannot
+    even log in (a refused login or a busy router shows only once tried, and is rolled back)."""
+    for router_id in dict.fromkeys(step.router_id for step in steps):
+        try:
+            router_target(run.row(Router, pk=router_id))
+        except StepFailed as exc:
+            raise OperationFailed(f"{exc}; nothing was sent to any router") from None

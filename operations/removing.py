@@ -29,7 +29,17 @@ from operations.holders import (
     renewed_since,
 )
 from operations.journal import Run
-from operations.links import Outcome, applied_values, as_applied, endpoints, step_rows, steps_of
+from operations.links import (
+    Outcome,
+    applied_values,
+    as_applied,
+    endpoints,
+    internal_failure,
+    logins_possible,
+    note_other_failures,
+    step_rows,
+    steps_of,
+)
 from operations.models import Link, Operation
 from operations.planner import PlanStep
 from operations.rollback import grow_back, put_back_removed
@@ -50,6 +60,7 @@ def execute_remove(run: Run) -> None:
         op.result = {"links": [], "renewed": renewal, **run.waited()}
         return
     planned = steps_of(plan)
+    logins_possible(run, planned)
     links, previous, kept = after_operations_in_flight(run, lambda: _links_for_remove(run, planned))
     steps = [as_applied(step, link) for step, link in zip(planned, links, strict=True)]
     leaving = (plan_ids(plan)["site"], [pk for pk, _zone_id in plan_ids(plan)["devices"].values()])
@@ -70,7 +81,7 @@ def execute_remove(run: Run) -> None:
     taken_down: list[tuple[PlanStep, Link]] = []  # what this remove took off its routers, to put back on failure
     shrunk: list[tuple[PlanStep, Link]] = []  # shared FCIP links shrunk, to grow back on failure
     untouched: list[Link] = []  # as they were: refused before any change, or still held in full
-    cause: StepFailed | None = None
+    failures: list[StepFailed] = []
     clean = True  # every failure left its router as it was
     for index, outcome in zip(worked, outcomes, strict=True):
         step, link = steps[index], links[index]
@@ -90,12 +101,14 @@ def execute_remove(run: Run) -> None:
         # A link the router still holds in full is as it was. A step refused part-way may have taken
         # some of the link down (its zones out of force, say), or the router could not be read: the
         # record stays `removing`, and the settle chore puts the link back for the hold that keeps it.
-        cause = cause or outcome.failed
+        failures.append(outcome.failed)
         if (outcome.failed.untouched or outcome.found == "holds") and not shrink[index]:
             untouched.append(link)
         else:
             clean = False
-    if cause is not None:
+    if failures:
+        cause = failures[0]
+        note_other_failures(run, failures)
         for lk in untouched:
             if previous[lk.pk] is None:  # a record this remove wrote: there was none, and is none
                 Link.objects.filter(pk=lk.pk).delete()
@@ -136,6 +149,8 @@ def _remove_step(run: Run, step: PlanStep, leaving: tuple[int, list[int]], shrin
     except StepFailed as exc:
         found = None if exc.untouched or exc.timed_out or shrink else look(run, router, step.spec)
         return Outcome(failed=exc, found=found)
+    except Exception as exc:  # noqa: BLE001 - the other routers' outcomes must not be lost with it
+        return internal_failure(router.name, exc)
     return Outcome()
 
 

@@ -101,7 +101,7 @@ def with_router(run: Run, router: Router, work: Callable[[Lease, bool], T]) -> T
         try:
             with router_lock(router.pk, max(0.0, min(conf.router_wait, run.remaining()))):
                 run.phase(Phase.CONNECTING)
-                with pool.session(router.pk, target, run.absorb, deadline=run.deadline,
+                with pool.session(router.pk, target, run.absorb, deadline=run.until(),
                                   session_budget=budget_of(router)) as lease:
                     reused, in_session = lease.reused, True
                     zoning_locks.bind(lease.driver, router)
@@ -253,8 +253,6 @@ def look(run: Run, router: Router, spec: LinkSpec) -> str | None:
     A step that gave up may still have done its work (the reply was lost, then the retries ran into
     other faults): the registry must say what the router holds, not what the last attempt saw.
     """
-    run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
-
     def state(lease: Lease, _read_first: bool) -> str | None:
         if _holds(lease.driver, spec):
             return "holds"
@@ -266,7 +264,8 @@ def look(run: Run, router: Router, spec: LinkSpec) -> str | None:
         return None if lease.driver.zones_initiators else "absent"
 
     try:
-        return with_router(run, router, state)
+        with run.extended(min(60.0, ops_settings().total_timeout)):
+            return with_router(run, router, state)
     except StepFailed:
         return None
 

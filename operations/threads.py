@@ -3,9 +3,10 @@ at once, and running work on a connection of its own."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
@@ -14,6 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from operations.conf import ops_settings
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 _pool: ThreadPoolExecutor | None = None
 _routers: ThreadPoolExecutor | None = None
 _guard = threading.Lock()
@@ -48,29 +50,43 @@ def router_threads() -> ThreadPoolExecutor:
         return _routers
 
 
-def at_once(works: list[Callable[[], T]]) -> tuple[list[T], int]:
+def at_once(works: list[Callable[[], T]], *, threads: int = 0) -> tuple[list[T], int]:
     """Run each of `works` at the same time, the first on this thread and each other on a router
-    thread, and return their results in order, and how many ran at a time (1: one after the other;
-    more works than router threads queue). Each router thread keeps its database connection between
-    works (up to CONN_MAX_AGE, as a request would). Inside a transaction (the caller's atomic block,
-    whose rows no other connection can see) and for a single work, they run here, one after the
-    other. An exception a work raises is raised once every work has ended."""
+    thread, and return their results in order, and how many ran at a time (1: one after the other).
+    Each router thread keeps its database connection between works (reused while younger than
+    CONN_MAX_AGE, as a request's would be). With `threads`, the works (a fleet's routers) run on that
+    many threads of their own instead, which end with the call: queued behind them on the shared
+    router threads, an operation's second router would wait for all of them. Inside a transaction
+    (the caller's atomic block, whose rows no other connection can see) and for a single work, they
+    run here, one after the other. An exception a work raises is raised once every work has ended
+    (the others are logged)."""
     if len(works) < 2 or connection.in_atomic_block:
         return [work() for work in works], 1
+    if threads:
+        with ThreadPoolExecutor(threads, thread_name_prefix="flexzone-fleet") as own:
+            futures = [own.submit(in_own_connection, work) for work in works[1:]]
+            return _gather(works[0], futures), min(len(works), 1 + threads)
     futures = [router_threads().submit(_on_router_thread, work) for work in works[1:]]
+    return _gather(works[0], futures), min(len(works), 1 + _router_thread_count())
+
+
+def _gather(first: Callable[[], T], futures: list[Future[T]]) -> list[T]:
+    """`first()` here, then each future's result, in order; the first exception raised once all ended."""
     results, failure = [], None
     try:
-        results.append(works[0]())  # the first here, on this thread's own connection
+        results.append(first())  # here, on this thread's own connection
     except BaseException as exc:  # noqa: BLE001 - raised below, once all have ended
         failure = exc
     for future in futures:
         try:
             results.append(future.result())
         except BaseException as exc:  # noqa: BLE001 - raised below, once all have ended
+            if failure is not None:
+                log.error("a router's work failed beside another's failure", exc_info=exc)
             failure = failure or exc
     if failure is not None:
         raise failure
-    return results, min(len(works), 1 + _router_thread_count())
+    return results
 
 
 def _router_thread_count() -> int:

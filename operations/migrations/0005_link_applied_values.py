@@ -1,7 +1,8 @@
 """The applied record: a link keeps the zone number, its router's own data-path address and (Cisco MDS)
 the VSAN it was configured with, so that a removal takes off what was applied whatever the registry
 says later. Existing links are filled from the registry as it is: while a link is live, the values it
-was made with could not be edited (the registry's `in_use` rule), so they are still those."""
+was made with could not be edited (the registry's `in_use` rule), so they are still those. And a grant
+whose expiry the release before queued gets its lease back (that release cleared it meanwhile)."""
 
 from django.core.validators import MaxValueValidator
 from django.db import migrations, models
@@ -19,6 +20,16 @@ def fill(apps, schema_editor) -> None:
     )
     Link.objects.filter(router__platform=MDS).update(
         vsan=Subquery(Router.objects.filter(pk=OuterRef("router_id")).values("vsan")[:1]))
+    # The release before cleared a grant's expiry when it queued the grant's expiry, and put it back if
+    # that expiry failed; this one never edits the grant and has nothing to put back: an expiry still
+    # queued or running gives its grant the lease it was queued for, which a failure then leaves due.
+    Operation, Grant = apps.get_model("operations", "Operation"), apps.get_model("operations", "Grant")
+    for request, plan in Operation.objects.filter(kind="expire", state__in=["queued", "running"]).values_list(
+            "request", "plan"):
+        ids = (plan or {}).get("ids") or {}
+        if (request or {}).get("lease_expired_at") and ids.get("site"):
+            Grant.objects.filter(site_id=ids["site"], device_id__in=[pk for pk, _zone in ids["devices"].values()],
+                                 expires_at__isnull=True).update(expires_at=request["lease_expired_at"])
     if schema_editor.connection.vendor == "postgresql":
         # The updates queued the deferred foreign-key checks; run them now, or the ALTER below is refused
         # ("pending trigger events").

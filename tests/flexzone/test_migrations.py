@@ -15,7 +15,7 @@ from django.db.migrations.loader import MigrationLoader
 
 from access.models import AuditEvent, Principal
 from operations import generation
-from operations.models import Link, Operation
+from operations.models import Grant, Link, Operation
 from registry.models import Device, Router, Site, Zone
 
 PROJECT_APPS = ("registry", "access", "operations")
@@ -299,7 +299,8 @@ def test_the_migration_waits_for_writers_in_no_cycle_and_counts_a_write_caught_i
 @pytest.mark.django_db(transaction=True)
 def test_links_made_before_the_applied_record_take_their_values_from_the_registry():
     """Operations 0005: a link a release before it made gets the zone number, own address and (MDS) VSAN
-    it was configured with, which the registry still holds (they could not change under a live link)."""
+    it was configured with, which the registry still holds (they could not change under a live link);
+    a grant whose expiry that release queued (clearing the grant's expiry) gets its lease back."""
     site = Site.objects.create(name="a-site", display_name="A", msan_id=921, management_ip="10.0.9.21",
                                data_ip="127.0.9.21", router_port=5)
     other = Site.objects.create(name="b-site", display_name="B", msan_id=922, management_ip="10.0.9.22",
@@ -318,7 +319,13 @@ def test_links_made_before_the_applied_record_take_their_values_from_the_registr
         made = [old.get_model("operations", "Link").objects.create(
             site_id=site.pk, device_id=device.pk, router_id=router.pk, port=router.site.router_port, zone_id=zone.pk,
             remote_ip=remote, state="up").pk for router, remote in zip(routers, remotes, strict=True)]
+        # The release before cleared the grant's expiry as it queued the expiry, which is still queued.
+        grant = old.get_model("operations", "Grant").objects.create(site_id=site.pk, device_id=device.pk)
+        old.get_model("operations", "Operation").objects.create(
+            kind="expire", state="queued", request={"lease_expired_at": "2026-01-02T03:04:05+00:00"},
+            plan={"ids": {"site": site.pk, "devices": {"D1": [device.pk, zone.pk]}}})
         _migrate()
+        assert Grant.objects.get(pk=grant.pk).expires_at.isoformat() == "2026-01-02T03:04:05+00:00"
         assert [(link.zone_number, link.local_ip, link.vsan) for link in Link.objects.filter(pk__in=made)
                 .order_by("pk")] == [(17, "127.0.9.21", 7), (17, "127.0.9.22", None)]
         Zone.objects.filter(pk=zone.pk).update(zone_id=18)

@@ -116,9 +116,10 @@ def test_a_removal_whose_router_password_cannot_be_read_changes_nothing_and_keep
     assert execute(submit("add", {**ADD_XRAID1, "duration": 600}).pk).state == "succeeded"
     (secrets_dir / ops_lab.remote_rtr.secret_ref.removeprefix("file:")).unlink()  # its first step's router
     op = execute(submit(kind, ADD_XRAID1).pk)
-    # Nothing was sent to remote-rtr; primary-rtr, worked at the same time, had its link taken off and
-    # put back (the lease runs on): the links are up on both, and the registry says so.
-    assert op.state == "rolled_back" and "remote-rtr" in op.error and "cannot read" in op.error, op.error
+    # Checked before any router is worked (they are worked at once): nothing was sent to any router,
+    # the links are up on both, and the registry says so.
+    assert op.state == "failed" and "remote-rtr" in op.error and "cannot read" in op.error, op.error
+    assert "nothing was sent to any router" in op.error
     assert set(Link.objects.values_list("state", flat=True)) == {"up"}
     assert_agreement(ops_lab)
     assert Grant.objects.filter(device__description="XRAID1").exists()

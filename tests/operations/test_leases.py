@@ -134,3 +134,19 @@ def test_a_grant_past_its_lease_is_out_of_the_desired_state_before_any_expiry_ru
     assert all(execute(pk).state == "succeeded" for pk in settles)
     assert not Link.objects.filter(state="up").exists() and not Grant.objects.exists()
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_settle_leaves_a_lapsed_grant_s_links_to_the_renewal_queued_for_it(ops_lab):
+    """A lapsed grant is out of the desired state, but one a connect queued or running renews is that
+    connect's: a settle that took its links off would let the renewal find them up, send nothing and
+    succeed with nothing on the routers (the review of this change found it)."""
+    add(90)
+    Grant.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    renewal = submit("add", {**ADD_XRAID1, "duration": 3600})
+    for pk in settle_stranded_links():
+        assert execute(pk).state == "succeeded"
+    assert Link.objects.filter(state="up").count() == 2 and Grant.objects.exists()
+    assert execute(renewal.pk).state == "succeeded"
+    assert near(Grant.objects.get().expires_at, 3600)
+    assert_agreement(ops_lab)
