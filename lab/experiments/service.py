@@ -15,10 +15,11 @@ run's scratch directory), which the simulators read with --password-file.
 `LabService.run()` returns the engine's own journal figures per operation, as the API's operation JSON
 carries them: registry_ms (planning, locks, journal), router_ms (waiting on the routers, WAN included:
 they are worked at once, so it is the slowest router's time), invocation_ms (the rest: session handling,
-retries' back-off, verification bookkeeping) and total_ms; listed_router_ms is the listed (WAN) router's
-own time (the result's router_ms_each); wall_ms is what the client waited (REST, queue and the operation). The operations are what a user asks for:
-`add` and `remove` are /api/connect/ and /api/disconnect/ (`flexzone --add/--remove`), `list` is the V1
-lsifcp through /api/invoke/ on the remote router (`flexzone-rtr --lsifcp`), the router across the WAN.
+retries' back-off, verification bookkeeping) and total_ms; listed_router_ms is the listed (WAN)
+router's own time (the result's router_ms_each); wall_ms is what the client waited (REST, queue and the
+operation). The operations are what a user asks for: `add` and `remove` are /api/connect/ and
+/api/disconnect/ (`flexzone --add/--remove`), `list` is the V1 lsifcp through /api/invoke/ on the
+remote router (`flexzone-rtr --lsifcp`), the router across the WAN.
 """
 
 from __future__ import annotations
