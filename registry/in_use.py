@@ -1,26 +1,37 @@
 """Values a router carries cannot change under the links made with them.
 
 A link is configured from the registry as it stood at connect time: the site's data-path IP and
-router port, the router's address, platform and VSAN, the device's WWN and zone, the initiators of
-the requesting site's hosts. A disconnect plans from the registry as it stands then, so an edit of
-one of those values while a site holds a device through it would leave the old link on the router,
-out of flexzone's sight. Such an edit is refused (rule `in_use`, a 409 from the API) naming who
-holds what, and so is a delete of such a value (a host or initiator an FCIP link zones), by whatever
-path; once they are disconnected it goes through. Descriptions and other values no router
-sees stay free. Who holds what is the engine's to say (links and locks are its records): it answers
-through `answer_with` when its app is ready.
+router port, the router's site, platform and VSAN, the device's WWN and zone, the initiators of the
+requesting site's hosts. The grants that need it are read with today's values, so an edit of one of
+those values while a site holds a device through it would make the desired state name another link
+than the one on the router. Such an edit is refused (rule `in_use`, a 409 from the API) naming who
+holds what, and so is a delete of such a value (a host or initiator an FCIP link zones, a device a
+site holds), by whatever path; once they are disconnected it goes through. Descriptions, names and
+how flexzone reaches a router (its address, transport, credentials, timeouts) stay free: a link names
+its router by id and keeps the values it was made with, and nothing on a router follows them. Who
+holds what is the engine's to say (links and locks are its records): it answers through `answer_with`
+when its app is ready.
+
+The models ask before they write (`clean()`, a delete's pre_delete), for a refusal that names the field.
+The database holds the same rule for every path that skips them (a queryset `update()`, a `save()`
+without `full_clean()`, raw SQL): the engine's migration 0006 puts a trigger on each of these tables
+that fails the statement with SQLSTATE FZ409, which a model's save turns into the same
+ValidationError (`database_refusals`).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
+import psycopg
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import DatabaseError, models
 
 RULE = "in_use"
 SHOWN = 3
+SQLSTATE = "FZ409"  # the database's refusal (operations/migrations/0006_in_use_rule.py)
 
 
 class Subject(enum.Enum):
@@ -80,6 +91,29 @@ def refuse_delete(what: str, subject: Subject, **keys: Sequence[int | None]) -> 
     message = _in_use(what, subject, "delete it", keys)
     if message:
         raise ValidationError(message, code=RULE)
+
+
+def from_database(exc: DatabaseError) -> ValidationError | None:
+    """The database's refusal of a statement as this rule's ValidationError (on the column's field), or
+    None if `exc` is another error."""
+    cause = exc.__cause__
+    if not isinstance(cause, psycopg.Error) or cause.sqlstate != SQLSTATE:
+        return None
+    message, field = cause.diag.message_primary or str(cause), cause.diag.column_name
+    error = ValidationError(message, code=RULE)
+    return ValidationError({field: error}) if field else error
+
+
+@contextmanager
+def database_refusals() -> Iterator[None]:
+    """Writes within raise the database's refusal as this rule's ValidationError."""
+    try:
+        yield
+    except DatabaseError as exc:
+        refusal = from_database(exc)
+        if refusal is None:
+            raise
+        raise refusal from exc
 
 
 def refused(exc: ValidationError) -> bool:

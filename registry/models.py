@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.db.models.functions import Lower
 from django.db.models.signals import pre_delete
@@ -42,7 +42,24 @@ def validate_vsan(value: int) -> None:
         raise ValidationError(VSAN_MESSAGE, code="vsan_range")
 
 
-class Site(models.Model):
+class CarriedByRouters(models.Model):
+    """A registry row whose values routers carry: its writes get the database's `in_use` refusal as the
+    models' own ValidationError (registry/in_use.py), whichever path calls save() or delete(), and a
+    refused write leaves the caller's transaction usable (its own savepoint is rolled back)."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs) -> None:
+        with in_use.database_refusals(), transaction.atomic(using=kwargs.get("using")):
+            super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        with in_use.database_refusals(), transaction.atomic(using=kwargs.get("using")):
+            return super().delete(*args, **kwargs)
+
+
+class Site(CarriedByRouters):
     """A Site is one storage network (MSAN) joined to the others through its storage router.
 
     Remote gateways reach it at its data-path IP; flexzone manages its router at the management IP.
@@ -102,7 +119,7 @@ class Site(models.Model):
                       in_use.Subject.SITE, sites=[self.pk])
 
 
-class Host(models.Model):
+class Host(CarriedByRouters):
     """A server at a site whose HBA ports (initiators) reach shared storage through the site's SAN.
 
     An FCIP link zones the requesting site's initiators with the device's target port, so the hosts
@@ -134,7 +151,7 @@ class Host(models.Model):
                       hosts=[self.pk])
 
 
-class Initiator(models.Model):
+class Initiator(CarriedByRouters):
     """One initiator port of a host: the port WWN of an HBA that an FCIP link zones with a device's target.
 
     Its WWN is stored lower-case and is unique across the registry; a WWN is never both a device's
@@ -186,7 +203,7 @@ class Initiator(models.Model):
             in_use.refuse(["wwn"], f"Host {self.host.name}'s initiators", in_use.Subject.HOST, hosts=[self.host_id])
 
 
-class Zone(models.Model):
+class Zone(CarriedByRouters):
     """A Zone groups the devices that may be reached together; an iFCP session is opened per zone."""
 
     zone_id = models.PositiveSmallIntegerField(validators=[MinValueValidator(ZONE_MIN), MaxValueValidator(ZONE_MAX)])
@@ -219,7 +236,7 @@ class Zone(models.Model):
                           devices=list(self.devices.values_list("pk", flat=True)))
 
 
-class Router(models.Model):
+class Router(CarriedByRouters):
     """A storage router (iFCP or FCIP gateway) that joins one site's SAN to the WAN.
 
     The login secret is referenced (`secret_ref`), never stored here, so no listing can leak it.
@@ -318,8 +335,10 @@ class Router(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.get_platform_display()} at {self.host}:{self.port})"
 
-    # What a link on this router was configured through; timeouts, names and keys are free.
-    LINK_FIELDS = ["site", "platform", "transport", "host", "port", "vsan"]
+    # What a link on this router was configured with: its site and platform (which driver takes it off)
+    # and, on Cisco MDS, the VSAN. How flexzone reaches the router (transport, host, port, credentials,
+    # timeouts) and its name are free: a link names its router by id, and nothing on the router changes.
+    LINK_FIELDS = ["site", "platform", "vsan"]
 
     def clean(self) -> None:
         super().clean()
@@ -334,7 +353,7 @@ class Router(models.Model):
             in_use.refuse(changed, f"Router {self.name}'s value", in_use.Subject.ROUTER, sites=sites, routers=[self.pk])
 
 
-class Device(models.Model):
+class Device(CarriedByRouters):
     """A shared storage device (an FC target such as an Xserve RAID) owned by one site, in one zone.
 
     Its WWN is stored lower-case, so `21:00:00:E0:8B:0E:95:17` and its lower-case form are the same
@@ -403,8 +422,10 @@ class Device(models.Model):
 
 
 # Deletes get the rule edits get: a host or initiator that a live FCIP link zones stays until that link is
-# disconnected. pre_delete is sent for every object a delete removes, whatever asks for it (the API, the
-# admin, a queryset in the shell, a cascade), and it keeps Django from deleting these rows in bulk SQL.
+# disconnected, and a device until no site holds it (its grants would go with it, and the links they
+# keep would be left out of the desired state by a delete, not by a disconnect). pre_delete is sent for
+# every object a delete removes, whatever asks for it (the API, the admin, a queryset in the shell, a
+# cascade), and it keeps Django from deleting these rows in bulk SQL. Raw SQL meets the database's rule.
 @receiver(pre_delete, sender=Host)
 def _host_in_use(sender, instance: Host, **kwargs) -> None:
     if instance.initiators.exists():
@@ -414,3 +435,8 @@ def _host_in_use(sender, instance: Host, **kwargs) -> None:
 @receiver(pre_delete, sender=Initiator)
 def _initiator_in_use(sender, instance: Initiator, **kwargs) -> None:
     in_use.refuse_delete(f"Initiator {instance.wwn}", in_use.Subject.HOST, hosts=[instance.host_id])
+
+
+@receiver(pre_delete, sender=Device)
+def _device_in_use(sender, instance: Device, **kwargs) -> None:
+    in_use.refuse_delete(f"Device {instance.description}", in_use.Subject.DEVICE, devices=[instance.pk])

@@ -1,10 +1,11 @@
 """Registry values a router carries cannot change while links or holds use them (issue 21, item 3).
 
-A PATCH of a site's `router_port`/`data_ip`, a router's `vsan`, `host`, `port`, `platform` or
-`transport`, a device's `wwn` or `zone`, or a host's initiators, while a site holds a device through
-them, would make the next disconnect plan from the new values and leave the old link on the router.
-Such an edit is a 409 naming what uses the value; nothing changes. Once those are disconnected, the
-edit goes through. Over the real mTLS server.
+A PATCH of a site's `router_port`/`data_ip`, a router's `site`, `platform` or `vsan`, a device's `wwn`
+or `zone`, or a host's initiators, while a site holds a device through them, would make the desired
+state name another link than the one on the router. Such an edit is a 409 naming what uses the value;
+nothing changes. Once those are disconnected, the edit goes through. How flexzone reaches a router
+(its address and port) stays free. Over the real mTLS server. The same rule holds in the database for
+the paths that skip the models (issue 45, item 4): a queryset update, a save without full_clean, raw SQL.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import re
 import pytest
 from django.contrib.admin.models import DELETION, LogEntry
 from django.core.exceptions import ValidationError
+from django.db import DatabaseError, connection, transaction
 from django.forms import modelform_factory
 
 from operations.desired import desired_for
 from operations.models import Grant, Link
-from registry.models import Host, Initiator, Router, Site, Zone
+from registry import in_use
+from registry.models import Device, Host, Initiator, Router, Site, Zone
 
 
 @pytest.fixture
@@ -36,7 +39,6 @@ EDITS = [
     ("site", "primary", {"router_port": 9}, "router_port"),
     ("site", "remote", {"data_ip": "127.0.0.29"}, "data_ip"),
     ("router", "primary_rtr", {"vsan": 10}, "vsan"),
-    ("router", "remote_rtr", {"port": 2399}, "port"),
     ("device", "xraid1", {"wwn": "20:00:00:04:53:00:09:99"}, "wwn"),
 ]
 
@@ -73,8 +75,11 @@ def test_a_host_s_initiators_cannot_change_while_its_site_s_fcip_links_zone_them
 
 
 def test_values_no_link_uses_and_values_once_disconnected_can_change(call, held):
-    # A description changes nothing on a router; a site nobody's link uses is free.
+    # A description changes nothing on a router; a site nobody's link uses is free; so is how flexzone
+    # reaches a router (a link names its router by id).
     assert call("root", "PATCH", path_of(held, "site", "primary"), json={"description": "HQ"}).status_code == 200
+    moved = call("root", "PATCH", path_of(held, "router", "remote_rtr"), json={"host": "127.0.0.41", "port": 2399})
+    assert moved.status_code == 200, moved.text
     assert call("root", "PATCH", path_of(held, "device", "xraid2"), json={"wwn": "20:00:00:04:53:00:09:98"}
                 ).status_code == 200
     Link.objects.update(state="down")
@@ -223,3 +228,116 @@ def test_links_a_release_made_on_a_router_first_by_name_stay_that_router_s(call,
     assert sorted(step["router_id"] for step in plan.json()["steps"]) == sorted([held["primary_rtr"].pk, a_rtr])
     needed = {router for router, wants in desired_for().items() if wants}
     assert needed == {held["primary_rtr"].pk, a_rtr}
+
+
+# (model, key in the cast, field, column, value): each value the routers carry, as a write would change it.
+BEHIND_THE_MODELS = [
+    (Site, "primary", "router_port", "router_port", 9),
+    (Site, "remote", "data_ip", "data_ip", "127.0.0.29"),
+    (Router, "primary_rtr", "vsan", "vsan", 10),
+    (Router, "remote_rtr", "platform", "platform", "mcdata_eclipse"),
+    (Device, "xraid1", "wwn", "wwn", "20:00:00:04:53:00:09:99"),
+    (Zone, None, "zone_id", "zone_id", 99),
+]
+
+
+def _row(held, model, key):
+    return model.objects.get(pk=held["zones"][1].pk if key is None else held[key].pk)
+
+
+@pytest.mark.parametrize("model, key, field, column, value", BEHIND_THE_MODELS,
+                         ids=[f"{m.__name__}-{f}" for m, _, f, _, _ in BEHIND_THE_MODELS])
+def test_every_path_that_skips_the_models_rule_is_refused_by_the_database(held, model, key, field, column, value):
+    """Issue 45, item 4: the rule lived in clean() and the delete hooks; a queryset update, a save()
+    without full_clean() (the shell) and raw SQL changed the value under the live links. The database's
+    trigger refuses each, with the models' sentence, naming the field; nothing changes."""
+    row = _row(held, model, key)
+    before = getattr(row, column)
+    table = model._meta.db_table
+    writes = {
+        "queryset update": lambda: model.objects.filter(pk=row.pk).update(**{column: value}),
+        "raw SQL": lambda: connection.cursor().execute(f"UPDATE {table} SET {column} = %s WHERE id = %s",
+                                                       [value, row.pk]),
+    }
+    for path, write in writes.items():
+        with pytest.raises(DatabaseError) as raised, transaction.atomic():
+            write()
+        refusal = in_use.from_database(raised.value)
+        assert refusal is not None, (path, raised.value)
+        assert in_use.refused(refusal) and list(refusal.error_dict) == [field], (path, refusal)
+        assert "remote-site holds XRAID1" in str(refusal) and "Disconnect those first" in str(refusal)
+    setattr(row, column, value)
+    with pytest.raises(ValidationError) as saved:
+        row.save()  # the shell's save: no full_clean(); the refusal is the models' own error
+    assert in_use.refused(saved.value) and list(saved.value.error_dict) == [field]
+    assert getattr(_row(held, model, key), column) == before
+    # Released, every path writes.
+    Link.objects.update(state="down")
+    Grant.objects.all().delete()
+    row.save()
+    assert getattr(_row(held, model, key), column) == value
+
+
+def test_the_database_refuses_deleting_or_moving_what_a_live_fcip_link_zones(held):
+    host, wwns = _zoned(held)
+    initiator = Initiator.objects.get(wwn=wwns[0])
+    other = Host.objects.exclude(pk=host.pk).first()
+    statements = [
+        (f"DELETE FROM {Initiator._meta.db_table} WHERE id = %s", [initiator.pk], ""),
+        (f"UPDATE {Initiator._meta.db_table} SET wwn = %s WHERE id = %s", ["10:00:00:10:9b:5e:c0:79", initiator.pk],
+         "wwn"),
+        (f"UPDATE {Initiator._meta.db_table} SET host_id = %s WHERE id = %s", [other.pk, initiator.pk], "host"),
+        (f"UPDATE {Host._meta.db_table} SET site_id = %s WHERE id = %s", [held["primary"].pk, host.pk], "site"),
+    ]
+    for sql, values, field in statements:
+        with pytest.raises(DatabaseError) as raised, transaction.atomic():
+            connection.cursor().execute(sql, values)
+        refusal = in_use.from_database(raised.value)
+        assert refusal is not None and "remote-site holds XRAID1" in str(refusal), sql
+        assert list(getattr(refusal, "error_dict", {"": None})) == [field], (sql, refusal)
+    assert sorted(Host.objects.get(pk=host.pk).initiators.values_list("wwn", flat=True)) == wwns
+    assert Host.objects.get(pk=host.pk).site_id == held["remote"].pk
+
+
+def test_a_device_a_site_holds_cannot_be_deleted_on_any_path(call, held):
+    """Its grants cascade: the delete ended access without a disconnect. Refused like an edit."""
+    Link.objects.all().delete()  # link records, kept when down, protect it on their own
+    device = held["xraid1"]
+    refused = call("root", "DELETE", f"/api/devices/{device.pk}/")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["code"] == "in_use" and "remote-site holds XRAID1" in refused.json()["detail"]
+    for delete in (lambda: Device.objects.filter(pk=device.pk).delete(),
+                   lambda: Device.objects.get(pk=device.pk).delete()):
+        with pytest.raises(ValidationError):
+            delete()
+    assert Grant.objects.filter(device=device).exists()
+
+
+def test_the_database_and_the_models_refuse_the_same_edits(held):
+    """Two codings of one rule (the models' for a field-named refusal before writing, the trigger for
+    every path): for each edit, held and then released, both refuse or both let it through."""
+    cases = [(model, key, column, value) for model, key, _f, column, value in BEHIND_THE_MODELS]
+    for state in ("held", "links only", "grant only", "released"):
+        if state == "links only":
+            Grant.objects.all().delete()
+        elif state == "grant only":
+            Link.objects.update(state="down")
+            Grant.objects.create(device=held["xraid1"], site=held["remote"], exclusive=True)
+        elif state == "released":
+            Grant.objects.all().delete()
+        for model, key, column, value in cases:
+            row = _row(held, model, key)
+            setattr(row, column, value)
+            try:
+                row.full_clean(validate_unique=False, validate_constraints=False)
+                models_refuse = False
+            except ValidationError as exc:
+                models_refuse = in_use.refused(exc)
+            try:
+                with transaction.atomic():
+                    model.objects.filter(pk=row.pk).update(**{column: value})
+                    transaction.set_rollback(True)
+                database_refuses = False
+            except DatabaseError as exc:
+                database_refuses = in_use.from_database(exc) is not None
+            assert models_refuse == database_refuses == (state != "released"), (state, model.__name__, column)

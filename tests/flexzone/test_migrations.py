@@ -16,14 +16,15 @@ from django.db.migrations.loader import MigrationLoader
 from access.models import AuditEvent, Principal
 from operations import generation
 from operations.models import Grant, Link, Operation
-from registry.models import Device, Router, Site, Zone
+from registry.models import Device, Host, Initiator, Router, Site, Zone
 
 PROJECT_APPS = ("registry", "access", "operations")
 PREVIOUS_RELEASE = [("registry", "0011_router_session_budget"), ("operations", "0010_zoning_locks")]
 THIS_RELEASE = [("access", "0001_initial"), ("operations", "0002_operation_principal"),
                 ("operations", "0003_lists_generation"), ("operations", "0004_lists_generation_per_list"),
-                ("operations", "0005_link_applied_values")]
+                ("operations", "0005_link_applied_values"), ("operations", "0006_in_use_rule")]
 APPLIED = ("zone_number", "local_ip", "vsan")  # operations 0005's columns
+IN_USE_GUARDED = (Site, Router, Device, Zone, Host, Initiator)  # operations 0006's triggers
 
 
 def app_edges(graph) -> set[tuple[str, str]]:
@@ -73,8 +74,12 @@ def test_the_cycle_check_finds_a_planted_cycle():
 def _as_previous_release_left_it() -> None:
     """What the release before this one left in a database: the same tables, its migrations recorded
     instead of this release's, the audit trail's foreign key to the journal, the content types under
-    the registry, and no lists' generation (operations 0003)."""
+    the registry, no lists' generation (operations 0003) and no `in_use` triggers (0006)."""
     with connection.cursor() as cursor:
+        for model in IN_USE_GUARDED:
+            cursor.execute(f"DROP TRIGGER flexzone_in_use ON {model._meta.db_table}")
+        cursor.execute("DROP FUNCTION flexzone_in_use_guard(), flexzone_refuse_in_use(text, text, text, text[]), "
+                       "flexzone_holding(text, bigint[], bigint[], bigint[], bigint[])")
         for model in (Link, Operation):
             cursor.execute(f"DROP TRIGGER flexzone_lists_changed ON {model._meta.db_table}")
         cursor.execute("DROP FUNCTION flexzone_lists_changed()")
@@ -328,6 +333,8 @@ def test_links_made_before_the_applied_record_take_their_values_from_the_registr
         assert Grant.objects.get(pk=grant.pk).expires_at.isoformat() == "2026-01-02T03:04:05+00:00"
         assert [(link.zone_number, link.local_ip, link.vsan) for link in Link.objects.filter(pk__in=made)
                 .order_by("pk")] == [(17, "127.0.9.21", 7), (17, "127.0.9.22", None)]
+        Grant.objects.filter(pk=grant.pk).delete()
+        Link.objects.filter(pk__in=made).update(state="down")  # else 0006's rule refuses the renumbering
         Zone.objects.filter(pk=zone.pk).update(zone_id=18)
         assert Link.objects.get(pk=made[0]).key == (5, 17, "127.0.9.22")  # applied: it does not follow
     finally:

@@ -44,6 +44,7 @@ from datetime import timedelta
 import hypothesis
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.test import override_settings
 from django.utils import timezone
@@ -57,6 +58,7 @@ from operations.desired import desired_for
 from operations.models import Grant, Link, Operation
 from operations.planner import PlanError, plan_connect
 from operations.pool import pool
+from registry import in_use
 from registry.demo import load_demo
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 from simulators.admin import FabricAdmin, foreign_zoning
@@ -119,23 +121,31 @@ def model_lab(db, ops_settings, sim_factory, secrets_dir):
 
 
 class EngineModel(RuleBasedStateMachine):
-    """One example: moves on the shared lab, which __init__ finds with no lock and teardown leaves so."""
+    """One example: moves on the shared lab, which __init__ brings back to no lock and the values as the
+    first example found them."""
 
     sims: dict = {}
     admins: dict = {}
     zones_made = 0  # the admins' own zones, over every example (names must stay new)
+    originals: tuple = ()  # the edited values as the first example found them, which every example starts from
 
     def __init__(self) -> None:
         super().__init__()
         self.down: set[str] = set()
         self.enhanced = False
+        if self.originals:  # names are free: the routers are found by them below
+            for name, pk in self.originals[3].items():
+                Router.objects.filter(pk=pk).update(name=name)
         clean_slate(self.sims, self.admins)
         self.foreign = {name: foreign_zoning(self.sims[name]) for name in FCIP}
-        self.ports = dict(Site.objects.values_list("name", "router_port"))
-        self.data_ips = dict(Site.objects.values_list("name", "data_ip"))
-        self.zones = dict(Zone.objects.values_list("pk", "zone_id"))
-        # The wired routers by their names at the start (the simulators' keys); the moves rename them.
-        self.pks = dict(Router.objects.filter(name__in=WIRING).values_list("name", "pk"))
+        if not self.originals:
+            EngineModel.originals = (dict(Site.objects.values_list("name", "router_port")),
+                                     dict(Site.objects.values_list("name", "data_ip")),
+                                     dict(Zone.objects.values_list("pk", "zone_id")),
+                                     # The wired routers by their names at the start (the simulators' keys).
+                                     dict(Router.objects.filter(name__in=WIRING).values_list("name", "pk")))
+        self.ports, self.data_ips, self.zones, self.pks = self.originals
+        restore(*self.originals[:3])  # nothing is held now: the database lets every value back
 
     # --- moves --------------------------------------------------------------------------------
     @rule(site=st.sampled_from(SITES), device=st.sampled_from(DEVICES), lease=st.sampled_from(LEASES))
@@ -186,6 +196,7 @@ class EngineModel(RuleBasedStateMachine):
         held = (Grant.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
                 or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
         setattr(row, field, new_value(getattr(row, field)))
+        assert database_refuses(Site, row.pk, **{field: getattr(row, field)}) == held, (site, field, held)
         try:
             row.full_clean()
         except ValidationError as exc:
@@ -204,6 +215,7 @@ class EngineModel(RuleBasedStateMachine):
                 or Link.active().filter(device__in=devices).exists())
         original = self.zones[zone.pk]
         zone.zone_id = original + 10 if zone.zone_id == original else original
+        assert database_refuses(Zone, zone.pk, zone_id=zone.zone_id) == held, (original, held)
         try:
             zone.full_clean()
         except ValidationError as exc:
@@ -357,13 +369,25 @@ class EngineModel(RuleBasedStateMachine):
         for device in Device.objects.filter(shareable=False):
             assert Grant.objects.filter(device=device).count() <= 1, device.description
 
-    def teardown(self):
-        for site, port in self.ports.items():
-            Site.objects.filter(name=site).update(router_port=port, data_ip=self.data_ips[site])
-        for name, pk in self.pks.items():
-            Router.objects.filter(pk=pk).update(name=name)
-        for pk, zone_id in sorted(self.zones.items(), key=lambda item: -item[1]):  # no two alike meanwhile
-            Zone.objects.filter(pk=pk).update(zone_id=zone_id)
+def database_refuses(model, pk: int, **values) -> bool:
+    """Whether the database's own `in_use` rule refuses this write, which skips every model rule (a
+    queryset update, as from the shell); the write is rolled back either way."""
+    try:
+        with transaction.atomic():
+            model.objects.filter(pk=pk).update(**values)
+            transaction.set_rollback(True)
+    except DatabaseError as exc:
+        assert in_use.from_database(exc) is not None, exc
+        return True
+    return False
+
+
+def restore(ports: dict, data_ips: dict, zones: dict) -> None:
+    """The values the moves edit, as they were."""
+    for site, port in ports.items():
+        Site.objects.filter(name=site).update(router_port=port, data_ip=data_ips[site])
+    for pk, zone_id in sorted(zones.items(), key=lambda item: -item[1]):  # no two alike meanwhile
+        Zone.objects.filter(pk=pk).update(zone_id=zone_id)
 
 
 def clean_slate(sims: dict, admins: dict) -> None:
@@ -386,6 +410,7 @@ def clean_slate(sims: dict, admins: dict) -> None:
 @pytest.mark.django_db
 def test_random_moves_never_break_what_the_locks_promise(model_lab, capsys):
     EngineModel.sims, EngineModel.admins = model_lab
+    EngineModel.originals = ()
     seed = int(os.environ.get("FLEXZONE_MODEL_SEED", random.randrange(2**32)))
     with capsys.disabled():
         print(f"\nmodel seed {seed} (FLEXZONE_MODEL_SEED={seed} replays it)")
