@@ -26,7 +26,8 @@ After every move, with every operation ended:
   what is in force), beyond the admin's own changes;
 * a device that is not shareable is held by one site at most; no link is left `configuring` on a router
   that answers (the settle chore, run after each move, finishes them);
-* an edit of a value live links were made with is refused (409 `in_use`), and goes through otherwise.
+* an edit of a value live links were made with is refused (409 `in_use`), by the models and by the
+  database (a queryset update, which skips the models) alike, and goes through otherwise.
 
 `make test` runs a few short examples. More: FLEXZONE_MODEL_EXAMPLES=40 FLEXZONE_MODEL_STEPS=20. Each
 run prints its seed; FLEXZONE_MODEL_SEED=N replays it (hypothesis also prints the shortest failing
