@@ -32,11 +32,13 @@ class LockableDevice(NamedTuple):
     shareable: bool
 
 
-def lockable_devices(plan: dict[str, Any], expires_at=None) -> list[LockableDevice]:
+def lockable_devices(plan: dict[str, Any]) -> list[LockableDevice]:
     """Row-lock the plan's devices and return those the requesting site must still lock.
 
     Raises DeviceBusy if another site holds one exclusively (or any lock on a device that is not
-    shareable). A lock the site already holds is kept, its expiry moved to `expires_at` if given.
+    shareable). A lock the site already holds is kept as it is: a renewal's new expiry is written in
+    the commit that ends the add, and only if the add succeeded (journal.finish), never before a router
+    step, so that a renewal that fails leaves the lease as it was.
     """
     ids = plan_ids(plan)  # a V1 addifcp too: its link serves the inferred site, which holds the device
     site_id = ids["site"]
@@ -66,8 +68,6 @@ def lockable_devices(plan: dict[str, Any], expires_at=None) -> list[LockableDevi
         mine = [lock_id for lock_id, _device, holder, _exclusive, _name in locks if holder == site_id]
         others = [(name, exclusive) for _id, _device, holder, exclusive, name in locks if holder != site_id]
         if mine:
-            if expires_at is not None:
-                Grant.objects.filter(pk=mine[0]).update(expires_at=expires_at)
             continue
         if others and (not device.shareable or any(exclusive for _name, exclusive in others)):
             raise DeviceBusy("device", f"{device.description} is locked by {others[0][0]}; disconnect it there first.")
@@ -113,7 +113,7 @@ def lock_devices(op: Operation, plan: dict[str, Any], devices: list[LockableDevi
 def take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
     """Lock each planned device for the requesting site; refuse if another site holds it exclusively."""
     with transaction.atomic():
-        lock_devices(op, plan, lockable_devices(plan, expires_at), expires_at)
+        lock_devices(op, plan, lockable_devices(plan), expires_at)
 
 
 def between(one: int, other: int) -> Q:

@@ -514,3 +514,24 @@ def test_an_expiry_that_fails_on_a_router_that_is_down_is_finished_by_the_settle
     assert [execute(pk).state for pk in settles] == ["succeeded"]
     assert not up_keys(sims["west-rtr"]) and not up_keys(sims["east-rtr"])
     assert not Grant.objects.exists() and not Link.active().exists()
+
+
+@pytest.mark.django_db
+def test_a_renewal_that_fails_leaves_the_lease_as_it_was(model_lab):
+    # Seed 1095833162 of the model found it: the run of a connect moved the expiry of a grant the site
+    # already held before any router step, so a renewal that then failed (its router down) lengthened the
+    # lease all the same, and made a lapsed grant one in force whose path the failure had taken down.
+    sims, _admins = model_lab
+    first = {"site": "west-site", "device_description": "EAST-ARRAY1", "duration": 60, "hosts": ["west-analysis"]}
+    assert execute(submit("add", first).pk).state == "succeeded"
+    lease = Grant.objects.get().expires_at
+    sims["east-rtr"].faults = [Fault("refuse_login")]
+    pool.close_all()
+    # Naming another host, the renewal must extend the link's zoning on both switches: east-rtr refuses.
+    renewal = execute(submit("add", {**first, "duration": 3600, "hosts": list(FCIP_HOSTS["west-site"])}).pk)
+    assert renewal.state in ("failed", "rolled_back"), renewal.state
+    assert Grant.objects.get().expires_at == lease, "a renewal that failed moved the lease"
+    sims["east-rtr"].faults = []
+    renewed = execute(submit("add", {**first, "duration": 3600, "hosts": list(FCIP_HOSTS["west-site"])}).pk)
+    assert renewed.state == "succeeded", renewed.error
+    assert Grant.objects.get().expires_at > lease + timedelta(minutes=50)
