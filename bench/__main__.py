@@ -83,6 +83,13 @@ def main(argv: list[str]) -> int:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexzone.settings")
         django.setup()
         return run(rest)
+
+    if name == "soak" and "--db-restarts" in rest:
+        return _on_own_cluster(lambda: _with_database(name, run, rest))
+    return _with_database(name, run, rest)
+
+
+def _with_database(name: str, run: Callable[[list[str]], int], rest: list[str]) -> int:
     from bench.database import temporary_database
 
     with temporary_database(f"bench {name}") as database:
@@ -91,6 +98,26 @@ def main(argv: list[str]) -> int:
             print(f"bench soak: the database {database.keep()} is kept for inspection (DATABASE_URL's server; "
                   "drop it when done)", file=sys.stderr)
         return status
+
+
+def _on_own_cluster(run: Callable[[], int]) -> int:
+    """Run on a PostgreSQL cluster of this run's own (lab/cluster.py), which the soak restarts; it is
+    stopped and removed at the end. A migrated template of DATABASE_URL's server is not there to copy."""
+    from bench import soak_restarts
+    from lab.cluster import NoCluster, PrivateCluster
+    from lab.database import TEMPLATE_ENV
+
+    try:
+        cluster = PrivateCluster("flexzone-soak")
+    except NoCluster as exc:
+        print(f"bench soak --db-restarts: {exc}", file=sys.stderr)
+        return 2
+    with cluster:
+        os.environ["DATABASE_URL"] = cluster.url
+        os.environ.pop(TEMPLATE_ENV, None)
+        soak_restarts.CLUSTER = cluster
+        print(f"bench soak: on a cluster of its own at {cluster.url}", flush=True)
+        return run()
 
 
 if __name__ == "__main__":

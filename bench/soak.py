@@ -38,7 +38,8 @@ failed or rolled back; what must hold after every step, and at the end, is check
 The walk's choices depend only on the seed, never on outcomes, so a seed replays the same requests,
 faults and kills (which operation wins a race may still differ). A violation raises AssertionError
 with the seed, the step and the step log. Quick variant: tests/bench/test_soak.py (`make test`);
-long one: `python -m bench soak --minutes N [--seed S]`, on a temporary database of its own. The cast
+long one: `python -m bench soak --minutes N [--seed S]`, on a temporary database of its own
+(`--db-restarts`: on a cluster of its own, restarted at random moments; bench/soak_restarts.py). The cast
 is named `soak-<tag>-*` and removed at the end with its journal rows, so the soak may also run on a
 database that holds other data (the tests' own).
 """
@@ -63,18 +64,22 @@ from django.db.models import Q
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from bench import soak_restarts
 from bench.soak_cast import PLATFORMS, Cast, build_cast, remove_cast, stop_simulators, unused_prefix
 from bench.soak_checks import (
     LIVE,
     holders_linked,
     images_change_only_ours,
+    journal_lines,
     ledger_whole,
     locks_exclusive,
     others_zoning_untouched,
+    raise_on,
     registry_matches_routers,
     routers_carry_the_grants,
     up_links_held,
 )
+from bench.soak_restarts import SHARE, Restarts
 from bench.soak_workers import SOAK_SETTINGS, execute_all
 from operations import ledger
 from operations.chores import expire_leases, settle_stranded_links
@@ -122,7 +127,7 @@ class Step:
 
 
 class Soak:
-    def __init__(self, seed: int, cast: Cast, out: Callable[[str], None]) -> None:
+    def __init__(self, seed: int, cast: Cast, out: Callable[[str], None], restart_share: float = SHARE) -> None:
         self.seed, self.cast, self.out = seed, cast, out
         self.rng = random.Random(seed)
         self.log: list[str] = []
@@ -136,6 +141,7 @@ class Soak:
         self.checks = self.last_image = 0
         self.admin_zones = 0  # the other admins' own zones so far (each name new)
         self.foreign = {index: foreign_zoning(cast.sims[index]) for index in cast.admins}
+        self.restarts = Restarts(seed, soak_restarts.CLUSTER, restart_share)
 
     # Choosing: only the seed decides (never an outcome), so a seed replays the same walk.
 
@@ -302,7 +308,8 @@ class Soak:
             lines.append(f"  kill the worker of operation {killed[0]} ({killed[1]})")
         release = self._admin_holds_zoning(step.hold, lines) if step.hold else None
         try:
-            self._execute_all([pk for _what, pk in submitted], killed, lines)
+            with self.restarts.around([pk for _what, pk in submitted], lines, self.problems, allowed=not step.kill):
+                self._execute_all([pk for _what, pk in submitted], killed, lines)
         finally:
             if release is not None:
                 release.join()
@@ -314,7 +321,7 @@ class Soak:
             submitted.append((f"settle {Operation.objects.get(pk=pk).request['router']}", pk))
             self._execute_all([pk], None, lines)
         for what, pk in submitted:
-            lines += _journal_lines(Operation.objects.get(pk=pk), what)
+            lines += journal_lines(Operation.objects.get(pk=pk), what)
         return lines
 
     def _let_short_leases_lapse(self, lines: list[str]) -> None:
@@ -418,23 +425,14 @@ class Soak:
             "seed": self.seed, "steps": steps, "seconds": round(time.monotonic() - started, 1),
             "operations": dict(sorted(ops.items())), "refused": dict(self.refused),
             "faults_armed": dict(self.faults_armed), "faults_fired": dict(self.faults_fired),
-            "kills": dict(self.kills), "skipped": dict(self.skipped),
+            "kills": dict(self.kills), "skipped": dict(self.skipped), "database_restarts": self.restarts.done,
             "zoning_images": ZoningImage.objects.filter(router__in=self.cast.routers).count(),
             "ledger_entries": LedgerEntry.objects.count(),
         }
 
 
-def _journal_lines(op: Operation, what: str) -> list[str]:
-    """The operation's end and the engine's own notes on the way (retries, waits, recovery, kept links)."""
-    lines = [f"  op {op.pk} ({what}): {op.state}{' - ' + op.error[:300] if op.error else ''}"]
-    if op.kind != what.split()[0]:
-        lines[0] += f" [{op.kind} {op.request.get('site', '')} {op.request.get('device_description', '')}]"
-    notes = [line for line in op.transcript.splitlines() if line.startswith("# ")]
-    return lines + [f"      {note}" for note in notes[:8]]
-
-
 def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], None] = print, *,
-             keep_on_failure: bool = False) -> dict[str, Any]:
+             keep_on_failure: bool = False, restart_share: float = SHARE) -> dict[str, Any]:
     """Walk until `steps` steps are done or `seconds` have passed (checked between steps); returns a
     summary (operations by kind and state, faults armed and fired, kills, steps). Raises AssertionError
     naming the seed, the step and the step log when an invariant breaks (the cast's rows and journal
@@ -450,7 +448,7 @@ def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], 
         done, failed = 0, False
         try:
             build_cast(cast, seed)
-            soak = Soak(seed, cast, out)
+            soak = Soak(seed, cast, out, restart_share)
             out(f"soak seed {seed}: {', '.join(s.name for s in cast.sites)}; "
                 f"{', '.join(d.description for d in cast.devices)}")
             while (steps is None or done < steps) and time.monotonic() - started < seconds:
@@ -458,8 +456,8 @@ def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], 
                 lines = soak.run_step(soak.choose(done))
                 soak.log += lines
                 out("\n".join(lines))
-                _raise_on(soak.check_invariants(), seed, done, soak.log)
-            _raise_on(soak.check_invariants(at_end=True), seed, done, soak.log, at_end=True)
+                raise_on(soak.check_invariants(), seed, done, soak.log)
+            raise_on(soak.check_invariants(at_end=True), seed, done, soak.log, at_end=True)
             return soak.summary(done, started)
         except AssertionError:
             failed = True
@@ -473,18 +471,6 @@ def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], 
                 remove_cast(cast, first_operation)
 
 
-def _raise_on(problems: list[str], seed: int, step: int, log: list[str], *, at_end: bool = False) -> None:
-    if not problems:
-        return
-    where = "at the end" if at_end else f"after step {step}"
-    raise AssertionError(
-        f"soak invariant broken {where} (seed {seed}; replay: FLEXZONE_SOAK_SEED={seed} pytest "
-        f"tests/bench/test_soak.py, or python -m bench soak --seed {seed} --steps {step}):\n"
-        + "\n".join(f"  {problem}" for problem in problems)
-        + "\nstep log:\n" + "\n".join(log[-400:])
-    )
-
-
 def main(argv: list[str]) -> int:
     """`python -m bench soak --minutes N [--seed S] [--steps K] [--quiet] [--keep-on-failure]`: prints each
     step and a summary; exit status 1 when an invariant breaks (the message names the seed to replay)."""
@@ -496,6 +482,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=None, help="replay this seed (default: a random one)")
     parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
     parser.add_argument("--quiet", action="store_true", help="print the summary only, not every step")
+    parser.add_argument("--db-restarts", action="store_true",
+                        help="run on a PostgreSQL cluster of the soak's own and restart it at random moments "
+                             "(bench/soak_restarts.py; python -m bench makes the cluster)")
+    parser.add_argument("--restart-share", type=float, default=SHARE, help=f"of the steps (default {SHARE})")
     parser.add_argument("--keep-on-failure", action="store_true",
                         help="when an invariant breaks, keep the cast's rows and journal (and the temporary database) "
                              "for inspection")
@@ -505,11 +495,14 @@ def main(argv: list[str]) -> int:
                      "cannot be exercised")
     if args.minutes <= 0:
         parser.error("--minutes: must be more than 0")
+    if args.db_restarts and soak_restarts.CLUSTER is None:
+        parser.error("--db-restarts: run as python -m bench soak --db-restarts, which makes the soak's own cluster")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**9)
     print(f"soak seed {seed} ({args.minutes:g} min{', replayed' if args.seed else ''})", flush=True)
     out = (lambda _text: None) if args.quiet else (lambda text: print(text, flush=True))
     try:
-        summary = run_soak(seed, args.steps, args.minutes * 60, out=out, keep_on_failure=args.keep_on_failure)
+        summary = run_soak(seed, args.steps, args.minutes * 60, out=out, keep_on_failure=args.keep_on_failure,
+                           restart_share=args.restart_share)
     except AssertionError as exc:
         print(str(exc), file=sys.stderr)
         print(f"soak: invariant broken (seed {seed})", file=sys.stderr)

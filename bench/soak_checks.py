@@ -1,5 +1,5 @@
 """The soak's invariants (a) to (e), (g) and (h), checked after every step (bench/soak.py says what each
-means)."""
+means), and how a step's operations and a broken invariant are reported."""
 
 from __future__ import annotations
 
@@ -149,3 +149,24 @@ def ledger_whole() -> list[str]:
     ledger.seal()
     verdict = ledger.verify()
     return [f"(j) {problem}" for problem in verdict.problems]
+
+
+def raise_on(problems: list[str], seed: int, step: int, log: list[str], *, at_end: bool = False) -> None:
+    if not problems:
+        return
+    where = "at the end" if at_end else f"after step {step}"
+    raise AssertionError(
+        f"soak invariant broken {where} (seed {seed}; replay: FLEXZONE_SOAK_SEED={seed} pytest "
+        f"tests/bench/test_soak.py, or python -m bench soak --seed {seed} --steps {step}):\n"
+        + "\n".join(f"  {problem}" for problem in problems)
+        + "\nstep log:\n" + "\n".join(log[-400:])
+    )
+
+
+def journal_lines(op: Operation, what: str) -> list[str]:
+    """The operation's end and the engine's own notes on the way (retries, waits, recovery, kept links)."""
+    lines = [f"  op {op.pk} ({what}): {op.state}{' - ' + op.error[:300] if op.error else ''}"]
+    if op.kind != what.split()[0]:
+        lines[0] += f" [{op.kind} {op.request.get('site', '')} {op.request.get('device_description', '')}]"
+    notes = [line for line in op.transcript.splitlines() if line.startswith("# ")]
+    return lines + [f"      {note}" for note in notes[:8]]

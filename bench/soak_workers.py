@@ -16,9 +16,10 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 
+from bench import soak_restarts
 from bench.soak_checks import LIVE
 from operations.chores import reap_stalled_operations
 from operations.conf import ops_settings
@@ -116,11 +117,17 @@ def kill_and_recover(killed: tuple[int, str, float], child: subprocess.Popen, li
 
 
 def _worker(work: queue.Queue) -> None:
-    """One worker: takes operations in queue order and runs each to its end, on its own connection."""
+    """One worker: takes operations in queue order and runs each to its end, on its own connection. With
+    database restarts (bench/soak_restarts.py), one the database left half-run is finished after the step."""
     close_old_connections()
     try:
         while (operation_id := work.get()) is not None:
-            execute(operation_id)
+            try:
+                execute(operation_id)
+            except DatabaseError:
+                if soak_restarts.CLUSTER is None:
+                    raise
+                connection.close()  # the server went away under it: a new connection for the next one
     finally:
         connection.close()
 

@@ -141,7 +141,10 @@ TEMPLATES = [
 _database_url = os.environ.get("DATABASE_URL", "")
 if _database_url:
     try:
-        _db = dj_database_url.parse(_database_url, conn_max_age=env_int("FLEXZONE_DB_CONN_MAX_AGE", 60))
+        # A kept connection is checked before its first use in each request or unit of work (Django's
+        # CONN_HEALTH_CHECKS): one the server dropped (a restart, a failover) is replaced, not failed on.
+        _db = dj_database_url.parse(_database_url, conn_max_age=env_int("FLEXZONE_DB_CONN_MAX_AGE", 60),
+                                    conn_health_checks=True)
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL: not a database URL this project supports ({exc})") from None
     if _db["ENGINE"] not in ("django.db.backends.postgresql", "django.db.backends.sqlite3"):

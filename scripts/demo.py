@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import secrets
 import shlex
 import shutil
@@ -101,31 +100,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def postgres_bindir() -> Path | None:
-    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: float(p.parts[-3]))
-    return candidates[-1].parent if candidates else None
-
-
 def start_private_postgres(supervisor: Supervisor) -> str | None:
     """A PostgreSQL of the demo's own in .demo/pg (trust auth, loopback only); its URL, or None."""
+    sys.path.insert(0, str(ROOT))
+    from lab.cluster import NoCluster, initdb_as_owner, owner
+    from lab.cluster import bindir as postgres_bindir
+
     bindir = postgres_bindir()
     if bindir is None:
         return None
-    run_as: dict = {}
-    if os.geteuid() == 0:  # initdb refuses to run as root: run the demo's cluster as the postgres account
-        try:
-            account = pwd.getpwnam("postgres")
-        except KeyError:
-            return None
-        run_as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+    try:
+        run_as = owner()  # initdb refuses to run as root: the demo's cluster runs as the postgres account
+    except NoCluster:
+        return None
     data, sockets = DEMO / "pg" / "data", DEMO / "pg" / "run"
     for directory in (DEMO / "pg", sockets):
         directory.mkdir(parents=True, exist_ok=True)
         if run_as:
             os.chown(directory, run_as["user"], run_as["group"])
     if not (data / "PG_VERSION").exists():
-        initdb = [str(bindir / "initdb"), "-D", str(data), "-U", "flexzone", "--auth=trust", "-E", "UTF8"]
-        subprocess.run([*initdb, "--no-locale"], check=True, stdout=subprocess.DEVNULL, **run_as)
+        initdb_as_owner(bindir, data, run_as)
     server = [str(bindir / "postgres"), "-D", str(data), "-k", str(sockets), "-p", str(PG_PORT)]
     supervisor.start("postgres", [*server, "-c", "listen_addresses=127.0.0.1"], dict(os.environ), **run_as)
     client = ["-h", "127.0.0.1", "-p", str(PG_PORT)]
