@@ -15,7 +15,7 @@ import logging
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError
+from django.db import DatabaseError, IntegrityError
 from django.db.models import ProtectedError
 from django.http import JsonResponse
 from django.views import defaults
@@ -98,6 +98,8 @@ def _handled(exc, context):
     if isinstance(exc, RequestDataTooBig):
         request = context.get("request")
         return too_large(getattr(request, "_request", request))
+    if isinstance(exc, DatabaseError) and (refusal := in_use.from_database(exc)) is not None:
+        exc = refusal  # the database's own `in_use` rule (a write that skipped the models', a race): a 409 too
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(as_serializer_error(exc))  # codes kept: an `in_use` refusal is a 409
     if isinstance(exc, DeviceBusy):

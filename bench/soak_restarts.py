@@ -70,13 +70,16 @@ def finish_interrupted(ids: list[int], lines: list[str], problems: list[str]) ->
     from operations.models import Operation
     from operations.runner import execute
 
-    deadline = time.monotonic() + ops_settings().stale_after * 4 + ops_settings().total_timeout
+    # In submission order, the stalled first: a later request waits for an earlier one of its site and
+    # devices, which a worker's reaper would have re-run meanwhile.
+    deadline = time.monotonic() + ops_settings().stale_after * 4 + ops_settings().total_timeout * len(ids)
     while live := dict(Operation.objects.filter(pk__in=ids, state__in=LIVE).values_list("pk", "state")):
-        for pk in [pk for pk, state in live.items() if state == Operation.State.QUEUED]:
-            lines.append(f"  operation {pk}, still queued after the restart, runs: {execute(pk).state}")
-        for pk in reap_stalled_operations():
-            lines.append(f"  operation {pk}, stalled by the restart, re-run: {execute(pk).state}")
         if time.monotonic() > deadline:
             problems.append(f"operations {sorted(live)} never ended after the database restart: lost")
             return
+        for pk in sorted(reap_stalled_operations()):
+            lines.append(f"  operation {pk}, stalled by the restart, re-run: {execute(pk).state}")
+        if Operation.State.RUNNING not in live.values():  # (one left running goes stale first, and is re-run)
+            for pk in sorted(pk for pk, state in live.items() if state == Operation.State.QUEUED):
+                lines.append(f"  operation {pk}, still queued after the restart, runs: {execute(pk).state}")
         time.sleep(0.1)

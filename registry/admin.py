@@ -4,7 +4,7 @@ never shown. Links, grants and operations are the engine's: console/admin.py sho
 
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.http import HttpResponseRedirect
 
 from registry import in_use
@@ -13,14 +13,16 @@ from registry.models import Device, Host, Initiator, Router, Site, Zone
 
 class RefusalsAsMessages(admin.ModelAdmin):
     """A delete the registry refuses (rule `in_use`, registry/in_use.py: a host or initiator a live
-    link zones), from the delete page, the delete action or an inline, is shown as a message on the page
+    link zones; the models' refusal or the database's), from the delete page, the delete action or an
+    inline, is shown as a message on the page
     it came from, not as a server error; its transaction is rolled back, log entries included."""
 
     def _refusals_shown(self, request, view, *args, **kwargs):
         try:
             return view(request, *args, **kwargs)
-        except ValidationError as exc:
-            if not in_use.refused(exc):
+        except (ValidationError, DatabaseError) as error:
+            exc = in_use.from_database(error) if isinstance(error, DatabaseError) else error
+            if exc is None or not in_use.refused(exc):
                 raise
             for message in exc.messages:
                 self.message_user(request, message, messages.ERROR)

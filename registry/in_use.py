@@ -15,8 +15,8 @@ when its app is ready.
 The models ask before they write (`clean()`, a delete's pre_delete), for a refusal that names the field.
 The database holds the same rule for every path that skips them (a queryset `update()`, a `save()`
 without `full_clean()`, raw SQL): the engine's migration 0006 puts a trigger on each of these tables
-that fails the statement with SQLSTATE FZ409, which a model's save turns into the same
-ValidationError (`database_refusals`).
+that fails the statement with SQLSTATE 23F09 (an IntegrityError), which a model's save, the API and the
+admin turn into the same refusal (`from_database`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from django.db import DatabaseError, models
 
 RULE = "in_use"
 SHOWN = 3
-SQLSTATE = "FZ409"  # the database's refusal (operations/migrations/0006_in_use_rule.py)
+SQLSTATE = "23F09"  # the database's refusal (operations/migrations/0006_in_use_rule.py)
 
 
 class Subject(enum.Enum):

@@ -195,10 +195,10 @@ class Initiator(CarriedByRouters):
                 message = f"{self.wwn} is the WWN of device {device.description}; {PORT_ROLE_MESSAGE}"
                 raise ValidationError({"wwn": ValidationError(message, code="target_wwn")})
         changed = in_use.changed_fields(self, ["host", "wwn"])
-        if changed:
+        if changed:  # from a host whose links zone it, or to one (as adding it there would)
             stored = Host.objects.get(initiators=self.pk)
             in_use.refuse(changed, f"Initiator {self.wwn} of host {stored.name}", in_use.Subject.HOST,
-                          hosts=[stored.pk])
+                          hosts=[stored.pk, self.host_id])
         elif self.pk is None and self.host_id:
             in_use.refuse(["wwn"], f"Host {self.host.name}'s initiators", in_use.Subject.HOST, hosts=[self.host_id])
 
@@ -232,7 +232,8 @@ class Zone(CarriedByRouters):
         # The routers carry the number (an iFCP session's zone, an FCIP zone's name).
         changed = in_use.changed_fields(self, ["zone_id"])
         if changed:
-            in_use.refuse(changed, f"Zone {self.zone_id}'s number", in_use.Subject.DEVICE,
+            number = Zone.objects.filter(pk=self.pk).values_list("zone_id", flat=True).first()
+            in_use.refuse(changed, f"Zone {number}'s number", in_use.Subject.DEVICE,
                           devices=list(self.devices.values_list("pk", flat=True)))
 
 
@@ -422,10 +423,11 @@ class Device(CarriedByRouters):
 
 
 # Deletes get the rule edits get: a host or initiator that a live FCIP link zones stays until that link is
-# disconnected, and a device until no site holds it (its grants would go with it, and the links they
-# keep would be left out of the desired state by a delete, not by a disconnect). pre_delete is sent for
-# every object a delete removes, whatever asks for it (the API, the admin, a queryset in the shell, a
-# cascade), and it keeps Django from deleting these rows in bulk SQL. Raw SQL meets the database's rule.
+# disconnected, a router while its site's links are live, and a device until no site holds it (its grants
+# would go with it, and the links they keep would be left out of the desired state by a delete, not by a
+# disconnect). pre_delete is sent for every object a delete removes, whatever asks for it (the API, the
+# admin, a queryset in the shell, a cascade), and it keeps Django from deleting these rows in bulk SQL.
+# Raw SQL meets the database's rule.
 @receiver(pre_delete, sender=Host)
 def _host_in_use(sender, instance: Host, **kwargs) -> None:
     if instance.initiators.exists():
@@ -440,3 +442,9 @@ def _initiator_in_use(sender, instance: Initiator, **kwargs) -> None:
 @receiver(pre_delete, sender=Device)
 def _device_in_use(sender, instance: Device, **kwargs) -> None:
     in_use.refuse_delete(f"Device {instance.description}", in_use.Subject.DEVICE, devices=[instance.pk])
+
+
+@receiver(pre_delete, sender=Router)
+def _router_in_use(sender, instance: Router, **kwargs) -> None:
+    in_use.refuse_delete(f"Router {instance.name}", in_use.Subject.ROUTER, sites=[instance.site_id],
+                         routers=[instance.pk])

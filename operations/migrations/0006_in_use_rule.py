@@ -5,7 +5,7 @@ registry's tables, a queryset `update()`, a `save()` without `full_clean()` and 
 Row triggers on the registry's tables ask `flexzone_holding` who holds a device through the row being
 changed: grants, and links in an active state, of the sites, routers, devices and hosts concerned, as
 `operations.holders.holding_through` answers the models' `clean()`. While any does, the statement fails
-with SQLSTATE FZ409 (registry.in_use.SQLSTATE), its column the field refused, and the sentence the
+with SQLSTATE 23F09 (registry.in_use.SQLSTATE), its column the field refused, and the sentence the
 models' rule gives. The functions run with their owner's rights and a fixed search path. SQLite (the
 demo's database without PostgreSQL) has no such triggers: there the models' rule is the only one.
 """
@@ -14,12 +14,12 @@ from django.db import migrations
 
 from operations.postgres_migration import on_postgres
 
-SQLSTATE = "FZ409"
+SQLSTATE = "23F09"  # class 23, integrity constraint violation (psycopg: an IntegrityError)
 ACTIVE = ("requested", "configuring", "up", "removing")  # Link.ACTIVE_STATES when this migration was made
 # The values each table's links and grants were made with (the models' LINK_FIELDS / ROUTER_FIELDS),
-# as "column=field" (the field the refusal names, when it is not the column's own name). A new router
-# is refused too while its site's links are live (it could be the site's first registered), and a host
-# or initiator deleted as an edit of them is.
+# as "column=field" (the field the refusal names, when it is not the column's own name). A router added
+# to or deleted from a site whose links are live, an initiator added to a host whose are, and a host,
+# initiator or device deleted while held are refused too.
 GUARDED = {
     "Site": ("site", ("data_ip", "router_port")),
     "Router": ("router", ("site_id=site", "platform", "vsan")),
@@ -111,13 +111,15 @@ def _statements(apps, schema: str) -> list[str]:
                 what := format('Site %s''s value', row_was ->> 'name');
                 held := {schema}.flexzone_holding('site', ARRAY[row_id], '{{}}', '{{}}', '{{}}');
               ELSIF subject = 'router' THEN
-                what := format('Router %s''s value', row_was ->> 'name');
-                field := coalesce(field, 'site');
+                what := format(CASE TG_OP WHEN 'DELETE' THEN 'Router %s' ELSE 'Router %s''s value' END,
+                               row_was ->> 'name');
+                field := CASE TG_OP WHEN 'DELETE' THEN NULL ELSE coalesce(field, 'site') END;
                 held := {schema}.flexzone_holding(
                   'router', ARRAY[(row_was ->> 'site_id')::bigint, (row_now ->> 'site_id')::bigint], '{{}}',
                   CASE TG_OP WHEN 'INSERT' THEN '{{}}'::bigint[] ELSE ARRAY[row_id] END, '{{}}');
               ELSIF subject = 'device' THEN
-                what := format('Device %s''s value', row_was ->> 'description');
+                what := format(CASE TG_OP WHEN 'DELETE' THEN 'Device %s' ELSE 'Device %s''s value' END,
+                               row_was ->> 'description');
                 held := {schema}.flexzone_holding('device', '{{}}', '{{}}', '{{}}', ARRAY[row_id]);
               ELSIF subject = 'zone' THEN
                 what := format('Zone %s''s number', row_was ->> 'zone_id');
@@ -130,17 +132,26 @@ def _statements(apps, schema: str) -> list[str]:
                 what := format(CASE TG_OP WHEN 'DELETE' THEN 'Host %s' ELSE 'Host %s''s site' END, row_was ->> 'name');
                 held := {schema}.flexzone_holding('host', '{{}}', ARRAY[row_id], '{{}}', '{{}}');
               ELSE
-                what := format('Initiator %s', row_was ->> 'wwn');
-                held := {schema}.flexzone_holding('host', '{{}}', ARRAY[(row_was ->> 'host_id')::bigint], '{{}}',
-                                                  '{{}}');
+                what := format(CASE TG_OP WHEN 'INSERT' THEN 'Host %2$s''s initiators' ELSE 'Initiator %1$s' END,
+                               row_was ->> 'wwn', (SELECT h.name FROM {t['Host']} h
+                                                   WHERE h.id = (row_now ->> 'host_id')::bigint));
+                field := CASE TG_OP WHEN 'INSERT' THEN 'wwn' ELSE field END;
+                held := {schema}.flexzone_holding('host', '{{}}', ARRAY[(row_was ->> 'host_id')::bigint,
+                                                                       (row_now ->> 'host_id')::bigint],
+                                                  '{{}}', '{{}}');
               END IF;
               PERFORM {schema}.flexzone_refuse_in_use(what, coalesce(field, ''), verb, held);
               RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
             END $$""",
     ]
+    statements += [  # the trigger's own (it runs as their owner); no one else reads holds through them
+        f"REVOKE EXECUTE ON FUNCTION {schema}.flexzone_holding(text, bigint[], bigint[], bigint[], bigint[]) "
+        "FROM PUBLIC",
+        f"REVOKE EXECUTE ON FUNCTION {schema}.flexzone_refuse_in_use(text, text, text, text[]) FROM PUBLIC",
+    ]
     for model, (subject, columns) in GUARDED.items():
-        events = "UPDATE" + (" OR INSERT" if model == "Router" else "") + (
-            " OR DELETE" if model in ("Host", "Initiator") else "")
+        events = "UPDATE" + (" OR INSERT" if model in ("Router", "Initiator") else "") + (
+            " OR DELETE" if model != "Site" and model != "Zone" else "")
         arguments = ", ".join(f"'{name}'" for name in (subject, *columns))
         statements.append(
             f"""CREATE TRIGGER flexzone_in_use BEFORE {events} ON {t[model]}

@@ -341,3 +341,67 @@ def test_the_database_and_the_models_refuse_the_same_edits(held):
             except DatabaseError as exc:
                 database_refuses = in_use.from_database(exc) is not None
             assert models_refuse == database_refuses == (state != "released"), (state, model.__name__, column)
+
+
+def test_the_database_and_the_models_refuse_the_same_host_edits(held):
+    """A host's initiators, while an FCIP link records them and once it is down: both refuse, then
+    neither does."""
+    host, wwns = _zoned(held)
+    initiator = Initiator.objects.get(wwn=wwns[0])
+    other = Host.objects.exclude(pk=host.pk).exclude(site=held["remote"]).first()
+    cases = [(initiator, "wwn", "10:00:00:10:9b:5e:c0:7b"), (initiator, "host_id", other.pk),
+             (host, "site_id", held["primary"].pk)]
+    for live in (True, False):
+        Link.objects.update(state="up" if live else "down")
+        Grant.objects.all().delete()
+        for row, column, value in cases:
+            row = type(row).objects.get(pk=row.pk)
+            setattr(row, column, value)
+            try:
+                row.full_clean(validate_unique=False, validate_constraints=False)
+                models_refuse = False
+            except ValidationError as exc:
+                models_refuse = in_use.refused(exc)
+            try:
+                with transaction.atomic():
+                    type(row).objects.filter(pk=row.pk).update(**{column: value})
+                    transaction.set_rollback(True)
+                database_refuses = False
+            except DatabaseError as exc:
+                database_refuses = in_use.from_database(exc) is not None
+            assert models_refuse == database_refuses == live, (live, type(row).__name__, column)
+
+
+def test_a_host_edit_the_database_refuses_after_the_models_let_it_is_a_409_not_a_500(call, held):
+    """The models' rule reads who zones an initiator from the desired state; the database's from what the
+    grants and links record. Where they differ (here a grant that records the initiator on routers that do
+    not zone, as a race with a connect would leave it), the serializer's queryset delete met the trigger
+    and the API answered 500."""
+    host = Host.objects.get(site=held["remote"])
+    wwns = sorted(host.initiators.values_list("wwn", flat=True))
+    Link.objects.update(state="down")
+    Grant.objects.filter(site=held["remote"]).update(initiators=wwns)
+    answer = call("root", "PATCH", f"/api/hosts/{host.pk}/", json={"initiators": []})
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["code"] == "in_use" and "remote-site holds XRAID1" in answer.json()["detail"]
+    assert sorted(host.initiators.values_list("wwn", flat=True)) == wwns
+
+
+def test_the_database_refuses_raw_deletes_of_a_held_device_or_router_and_initiators_added_to_a_held_host(held):
+    host, _wwns = _zoned(held)
+    statements = [
+        (f"DELETE FROM {Device._meta.db_table} WHERE id = %s", [held["xraid1"].pk]),
+        (f"DELETE FROM {Router._meta.db_table} WHERE id = %s", [held["remote_rtr"].pk]),
+        (f"INSERT INTO {Initiator._meta.db_table} (host_id, wwn, description) VALUES (%s, %s, '')",
+         [host.pk, "10:00:00:10:9b:5e:c0:7a"]),
+    ]
+    for sql, values in statements:
+        with pytest.raises(DatabaseError) as raised, transaction.atomic():
+            connection.cursor().execute(sql, values)
+        refusal = in_use.from_database(raised.value)
+        assert refusal is not None and "remote-site holds XRAID1" in str(refusal), (sql, raised.value)
+    Link.objects.all().delete()  # link records protect a router on their own; the grant still holds
+    with pytest.raises(ValidationError):
+        Router.objects.get(pk=held["primary_rtr"].pk).delete()  # the models' pre_delete: the same rule
+    assert Router.objects.filter(pk__in=[held["remote_rtr"].pk, held["primary_rtr"].pk]).count() == 2
+    assert Device.objects.filter(pk=held["xraid1"].pk).exists()
