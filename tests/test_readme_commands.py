@@ -50,6 +50,7 @@ QUICK: dict[str, list[str] | str] = {
                      "1", "--ops-per-router", "2", "--parallel-delays", "--timing-scale 0.1 --jitter 0"],
     "-m bench api": ["-m", "bench", "api", "--requests", "20", "--concurrency", "2", "--seconds", "0.3"],
     "-m bench soak --minutes 30": ["-m", "bench", "soak", "--steps", "2", "--quiet"],
+    "-m bench soak --db-restarts --minutes 30": ["-m", "bench", "soak", "--db-restarts", "--steps", "2", "--quiet"],
     "lab": "runs as root in network namespaces: the lab's quick forms are tested in tests/lab",
 }
 SHOWN = re.compile(r"^(?:sudo )?\.venv/bin/python (manage\.py [^#]*?|-m [^#]*?)\s*(?:#.*)?$")
@@ -123,7 +124,7 @@ def test_the_registry_commands_stop_with_one_line_on_a_fresh_clone_and_work_once
 @pytest.mark.django_db
 def test_every_benchmark_runs_on_a_database_of_its_own_or_says_what_it_needs(clean_checkout):
     benches = [quick_form(command) for command in readme_commands() if command.startswith("-m bench")]
-    assert len(benches) == 5
+    assert len(benches) == 6
     refused = run(clean_checkout, ["-m", "bench", "ops"])
     assert refused.returncode == 2 and refused.stderr.strip() == (
         "bench ops: needs PostgreSQL: set DATABASE_URL=postgres://USER@HOST:PORT/DB (a server where it may create a "
