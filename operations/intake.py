@@ -16,8 +16,9 @@ from django.db import connection, transaction
 from access.models import Principal
 from operations import queue
 from operations.holders import lock_devices, lockable_devices
-from operations.models import Operation
+from operations.models import Operation, OperationKind
 from operations.planner import PlanError, find_router, plan_request
+from registry import in_use
 
 Kind = Operation.Kind
 RECONCILE_POLICIES = ("registry", "router")
@@ -48,6 +49,28 @@ def submit(
     except ValueError:
         raise PlanError("kind", f"unknown operation {kind!r}; one of {', '.join(Kind.values)}.") from None
     request = dict(request or {})
+    with transaction.atomic():
+        # From the plan to the grant's commit, no registry edit starts (one under way has committed): the
+        # values the plan is made with cannot change before the grant that holds them is there to see.
+        in_use.held_still(connection)
+        plan = _planned(kind, request)
+        if authorize is not None:
+            authorize(plan)
+        # Devices are row-locked and checked first, so that the operation row is written once. A V1
+        # addifcp holds its device from now too: the registry values its plan was made with (the
+        # site's port, its gateway address) cannot be edited while it waits in the queue.
+        takes_grant = kind == Kind.ADD or (kind == Kind.INVOKE and plan.get("action") == "add")
+        to_lock = lockable_devices(plan) if takes_grant else []
+        op = Operation.objects.create(kind=kind, principal=principal, request=request, plan=plan)
+        lock_devices(op, plan, to_lock)
+        op.registry_ms = (time.perf_counter() - started) * 1000
+        job_id = queue.current().enqueue(op.pk) if enqueue else None
+        _record_submit(op, job_id)
+    return op
+
+
+def _planned(kind: OperationKind, request: dict[str, Any]) -> dict[str, Any]:
+    """The plan of a request, its options checked (PlanError names the field)."""
     plan = plan_request(kind, request)
     if kind == Kind.LIST:
         if request.get("router"):
@@ -64,20 +87,7 @@ def submit(
             request["settle"] = True
         else:
             request.pop("settle", None)
-    if authorize is not None:
-        authorize(plan)
-    with transaction.atomic():
-        # Devices are row-locked and checked first, so that the operation row is written once. A V1
-        # addifcp holds its device from now too: the registry values its plan was made with (the
-        # site's port, its gateway address) cannot be edited while it waits in the queue.
-        takes_grant = kind == Kind.ADD or (kind == Kind.INVOKE and plan.get("action") == "add")
-        to_lock = lockable_devices(plan) if takes_grant else []
-        op = Operation.objects.create(kind=kind, principal=principal, request=request, plan=plan)
-        lock_devices(op, plan, to_lock)
-        op.registry_ms = (time.perf_counter() - started) * 1000
-        job_id = queue.current().enqueue(op.pk) if enqueue else None
-        _record_submit(op, job_id)
-    return op
+    return plan
 
 
 def _record_submit(op: Operation, job_id: int | None) -> None:

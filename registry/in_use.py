@@ -28,10 +28,12 @@ from contextlib import contextmanager
 import psycopg
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 RULE = "in_use"
 SHOWN = 3
 SQLSTATE = "23F09"  # the database's refusal (operations/migrations/0006_in_use_rule.py)
+ADVISORY_KEY = 4045_2026_0006  # writes to the guarded tables take it, a submit holds it shared (`held_still`)
 
 
 class Subject(enum.Enum):
@@ -114,6 +116,16 @@ def database_refusals() -> Iterator[None]:
         if refusal is None:
             raise
         raise refusal from exc
+
+
+def held_still(connection: BaseDatabaseWrapper) -> None:
+    """Inside a transaction that plans from the registry and then writes the grant the plan is for: until
+    it commits, no write to a table this rule guards starts (each takes ADVISORY_KEY first, migration
+    0006), and one under way has committed, so an edit either happened before the plan read the registry
+    or finds the grant and is refused. Shared: submits do not wait for each other. PostgreSQL only."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [ADVISORY_KEY])
 
 
 def refused(exc: ValidationError) -> bool:

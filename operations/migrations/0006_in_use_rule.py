@@ -15,6 +15,7 @@ from django.db import migrations
 from operations.postgres_migration import on_postgres
 
 SQLSTATE = "23F09"  # class 23, integrity constraint violation (psycopg: an IntegrityError)
+ADVISORY_KEY = 4045_2026_0006  # registry.in_use.ADVISORY_KEY: a submit holds it shared while it plans and locks
 ACTIVE = ("requested", "configuring", "up", "removing")  # Link.ACTIVE_STATES when this migration was made
 # The values each table's links and grants were made with (the models' LINK_FIELDS / ROUTER_FIELDS),
 # as "column=field" (the field the refusal names, when it is not the column's own name). A router added
@@ -144,6 +145,17 @@ def _statements(apps, schema: str) -> list[str]:
               RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
             END $$""",
     ]
+    # Each write to these tables first waits for the submits planning now (they hold the key shared from
+    # their plan to their commit, operations/intake.py) and keeps them out until it commits: a submit
+    # that planned with a value an edit changes has its grant written before the edit looks for holds.
+    # Taken per statement, before any row is locked (a submit may be waiting for one of them).
+    statements.append(
+        f"""CREATE FUNCTION {schema}.flexzone_in_use_serialize() RETURNS trigger
+              LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+            BEGIN
+              PERFORM pg_advisory_xact_lock({ADVISORY_KEY});
+              RETURN NULL;
+            END $$""")
     statements += [  # the trigger's own (it runs as their owner); no one else reads holds through them
         f"REVOKE EXECUTE ON FUNCTION {schema}.flexzone_holding(text, bigint[], bigint[], bigint[], bigint[]) "
         "FROM PUBLIC",
@@ -156,6 +168,9 @@ def _statements(apps, schema: str) -> list[str]:
         statements.append(
             f"""CREATE TRIGGER flexzone_in_use BEFORE {events} ON {t[model]}
                 FOR EACH ROW EXECUTE FUNCTION {schema}.flexzone_in_use_guard({arguments})""")
+        statements.append(
+            f"""CREATE TRIGGER flexzone_in_use_serialize BEFORE {events} ON {t[model]}
+                FOR EACH STATEMENT EXECUTE FUNCTION {schema}.flexzone_in_use_serialize()""")
     return [statement.replace("%", "%%") for statement in statements]  # run with parameters: "%%" is a "%"
 
 
@@ -163,7 +178,9 @@ def _drops(apps, schema: str) -> list[str]:
     tables = _tables(apps)
     return [
         *(f"DROP TRIGGER IF EXISTS flexzone_in_use ON {schema}.{tables[model]}" for model in GUARDED),
+        *(f"DROP TRIGGER IF EXISTS flexzone_in_use_serialize ON {schema}.{tables[model]}" for model in GUARDED),
         f"DROP FUNCTION IF EXISTS {schema}.flexzone_in_use_guard()",
+        f"DROP FUNCTION IF EXISTS {schema}.flexzone_in_use_serialize()",
         f"DROP FUNCTION IF EXISTS {schema}.flexzone_refuse_in_use(text, text, text, text[])",
         f"DROP FUNCTION IF EXISTS {schema}.flexzone_holding(text, bigint[], bigint[], bigint[], bigint[])",
     ]

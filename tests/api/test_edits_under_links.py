@@ -11,6 +11,8 @@ the paths that skip the models (issue 45, item 4): a queryset update, a save wit
 from __future__ import annotations
 
 import re
+import threading
+from unittest import mock
 
 import pytest
 from django.contrib.admin.models import DELETION, LogEntry
@@ -18,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, transaction
 from django.forms import modelform_factory
 
+from operations import intake
 from operations.desired import desired_for
 from operations.models import Grant, Link
 from registry import in_use
@@ -405,3 +408,41 @@ def test_the_database_refuses_raw_deletes_of_a_held_device_or_router_and_initiat
         Router.objects.get(pk=held["primary_rtr"].pk).delete()  # the models' pre_delete: the same rule
     assert Router.objects.filter(pk__in=[held["remote_rtr"].pk, held["primary_rtr"].pk]).count() == 2
     assert Device.objects.filter(pk=held["xraid1"].pk).exists()
+
+
+def test_an_edit_racing_a_connect_waits_for_its_grant_and_is_refused(transactional_db, demo):
+    """Review of issue 45, item 4: the rule looks for holds when the edit writes; a connect that had
+    planned with the old value and not yet written its grant was not there to see, so the edit went
+    through and the grant held a value the registry no longer had. The submit now keeps registry writes
+    out from its plan to its commit: the edit waits, then finds the grant."""
+    planned, edit_done = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def plan_then_dawdle(*args, **kwargs):
+        plan = real_plan(*args, **kwargs)
+        planned.set()
+        edit_done.wait(timeout=1.0)  # the edit may run now (before the fix it did, at once)
+        return plan
+
+    def edit() -> None:
+        planned.wait(timeout=10)
+        try:
+            with transaction.atomic():
+                Site.objects.filter(name="primary-site").update(router_port=9)
+            outcome["edit"] = "saved"
+        except DatabaseError as exc:
+            outcome["edit"] = in_use.from_database(exc)
+        finally:
+            edit_done.set()
+            connection.close()
+
+    real_plan = intake.plan_request
+    editor = threading.Thread(target=edit)
+    editor.start()
+    with mock.patch.object(intake, "plan_request", plan_then_dawdle):
+        op = intake.submit("add", {"site": "remote-site", "device_description": "XRAID1"}, enqueue=False)
+    editor.join(timeout=20)
+    assert Grant.objects.filter(operation=op).exists()
+    refusal = outcome.get("edit")
+    assert isinstance(refusal, ValidationError) and "remote-site holds XRAID1" in str(refusal), outcome
+    assert Site.objects.get(name="primary-site").router_port == demo["primary"].router_port

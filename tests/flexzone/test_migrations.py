@@ -78,7 +78,9 @@ def _as_previous_release_left_it() -> None:
     with connection.cursor() as cursor:
         for model in IN_USE_GUARDED:
             cursor.execute(f"DROP TRIGGER flexzone_in_use ON {model._meta.db_table}")
-        cursor.execute("DROP FUNCTION flexzone_in_use_guard(), flexzone_refuse_in_use(text, text, text, text[]), "
+            cursor.execute(f"DROP TRIGGER flexzone_in_use_serialize ON {model._meta.db_table}")
+        cursor.execute("DROP FUNCTION flexzone_in_use_guard(), flexzone_in_use_serialize(), "
+                       "flexzone_refuse_in_use(text, text, text, text[]), "
                        "flexzone_holding(text, bigint[], bigint[], bigint[], bigint[])")
         for model in (Link, Operation):
             cursor.execute(f"DROP TRIGGER flexzone_lists_changed ON {model._meta.db_table}")
