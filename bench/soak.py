@@ -22,9 +22,9 @@ failed or rolled back; what must hold after every step, and at the end, is check
 (b) a device that is not shareable is locked by one site at most, and an exclusive lock has no other;
 (c) every `up` link has a holder: a lock on a device of its zone between its two sites (the link's
     site and its device's owner), held by either of them;
-(d) every lock has an `up` link of its device's zone between its site and the device's owner, made
-    for either of them (the holder's links are up);
-(e) no lock is left without a live (queued/running) operation or an up link;
+(d) every lock in force has an `up` link of its device's zone between its site and the device's owner,
+    made for either of them (a lapsed one needs nothing and waits for the lease sweep);
+(e) no lock in force is left without a live (queued/running) operation or an up link;
 (f) a registry edit of a value live links were made with is refused (`in_use`) exactly while the
     site holds, or is held, through them; otherwise it is saved;
 (g) each router lists up exactly the links the grants need: `operations.desired.desired_links`, the

@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.db.models import Q
+from django.utils import timezone
+
 from bench.soak_cast import Cast
 from operations import ledger
 from operations.desired import desired_for
@@ -73,8 +76,12 @@ def up_links_held(cast: Cast) -> list[str]:
     return problems
 
 def holders_linked(cast: Cast) -> list[str]:
+    """(d) and (e), for the locks in force: one whose lease ran out needs nothing (time is an input), and
+    its link may be gone before the lease sweep ends it (a remove of another device of its zone that ran
+    after it lapsed takes the link they shared)."""
     problems = []
-    for lock in Grant.objects.filter(device__in=cast.devices).select_related(
+    in_force = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+    for lock in Grant.objects.filter(in_force, device__in=cast.devices).select_related(
         "site", "device", "device__zone", "operation"
     ):
         up = Link.objects.filter(between(lock.site_id, lock.device.owner_site_id), zone_id=lock.device.zone_id,
