@@ -94,7 +94,7 @@ def _with_database(name: str, run: Callable[[list[str]], int], rest: list[str]) 
 
     with temporary_database(f"bench {name}") as database:
         status = run(rest)
-        if status and name == "soak" and "--keep-on-failure" in rest:
+        if status and name == "soak" and "--keep-on-failure" in rest and "--db-restarts" not in rest:
             print(f"bench soak: the database {database.keep()} is kept for inspection (DATABASE_URL's server; "
                   "drop it when done)", file=sys.stderr)
         return status

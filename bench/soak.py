@@ -426,6 +426,7 @@ class Soak:
             "operations": dict(sorted(ops.items())), "refused": dict(self.refused),
             "faults_armed": dict(self.faults_armed), "faults_fired": dict(self.faults_fired),
             "kills": dict(self.kills), "skipped": dict(self.skipped), "database_restarts": self.restarts.done,
+            "interrupted_by_restarts": self.restarts.interrupted,
             "zoning_images": ZoningImage.objects.filter(router__in=self.cast.routers).count(),
             "ledger_entries": LedgerEntry.objects.count(),
         }

@@ -81,6 +81,10 @@ def holders_linked(cast: Cast) -> list[str]:
     after it lapsed takes the link they shared)."""
     problems = []
     in_force = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+    ended_badly = (Operation.State.FAILED, Operation.State.ROLLED_BACK)
+    lapsed = Grant.objects.filter(~in_force, device__in=cast.devices, operation__state__in=ended_badly)
+    for pk, operation, state in lapsed.values_list("pk", "operation_id", "operation__state"):
+        problems.append(f"(e) lock {pk}: left by operation {operation}, which ended {state}")
     for lock in Grant.objects.filter(in_force, device__in=cast.devices).select_related(
         "site", "device", "device__zone", "operation"
     ):

@@ -18,7 +18,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from django.db import connections
 
@@ -36,7 +36,7 @@ class Restarts:
 
     def __init__(self, seed: int, cluster: PrivateCluster | None, share: float = SHARE) -> None:
         self.cluster, self.rng, self.share = cluster, random.Random(seed ^ SALT), share
-        self.done = 0
+        self.done = self.interrupted = 0  # restarts made; operations they left queued or running
 
     @contextmanager
     def around(self, ids: list[int], lines: list[str], problems: list[str], *, allowed: bool) -> Iterator[None]:
@@ -49,21 +49,34 @@ class Restarts:
         if not (chosen and allowed) or self.cluster is None:
             yield
             return
-        cluster = self.cluster
-        restart = threading.Timer(delay, cluster.restart, args=(down_for,), kwargs={"mode": mode})
-        restart.start()
+        cluster, failed = self.cluster, []
+
+        def restart() -> None:
+            try:
+                cluster.restart(down_for, mode=mode)
+            except Exception as exc:  # noqa: BLE001 - said below, on the soak's own thread
+                failed.append(exc)
+
+        timer = threading.Timer(delay, restart)
+        timer.start()
         try:
             yield
         finally:
-            restart.join()
+            timer.join()
+        connections.close_all()  # this thread's connection went with the server
+        if failed:
+            problems.append(f"the database restart ({mode}) failed: {failed[0]}")
+            with suppress(RuntimeError):  # still up (the stop failed), or cannot start: said by what follows
+                cluster.start()
+            return
         self.done += 1
         lines.append(f"  database restarted ({mode}) {delay:.2f} s into the step, down {down_for:.2f} s")
-        connections.close_all()  # this thread's connection went with the server
-        finish_interrupted(ids, lines, problems)
+        self.interrupted += finish_interrupted(ids, lines, problems)
 
 
-def finish_interrupted(ids: list[int], lines: list[str], problems: list[str]) -> None:
-    """Run what is still queued, and re-run what the reaper finds stalled, until none of `ids` is live."""
+def finish_interrupted(ids: list[int], lines: list[str], problems: list[str]) -> int:
+    """Run what is still queued, and re-run what the reaper finds stalled, until none of `ids` is live;
+    returns how many were."""
     from bench.soak_checks import LIVE
     from operations.chores import reap_stalled_operations
     from operations.conf import ops_settings
@@ -73,13 +86,16 @@ def finish_interrupted(ids: list[int], lines: list[str], problems: list[str]) ->
     # In submission order, the stalled first: a later request waits for an earlier one of its site and
     # devices, which a worker's reaper would have re-run meanwhile.
     deadline = time.monotonic() + ops_settings().stale_after * 4 + ops_settings().total_timeout * len(ids)
+    interrupted: set[int] = set()
     while live := dict(Operation.objects.filter(pk__in=ids, state__in=LIVE).values_list("pk", "state")):
+        interrupted |= set(live)
         if time.monotonic() > deadline:
             problems.append(f"operations {sorted(live)} never ended after the database restart: lost")
-            return
+            return len(interrupted)
         for pk in sorted(reap_stalled_operations()):
             lines.append(f"  operation {pk}, stalled by the restart, re-run: {execute(pk).state}")
         if Operation.State.RUNNING not in live.values():  # (one left running goes stale first, and is re-run)
             for pk in sorted(pk for pk, state in live.items() if state == Operation.State.QUEUED):
                 lines.append(f"  operation {pk}, still queued after the restart, runs: {execute(pk).state}")
         time.sleep(0.1)
+    return len(interrupted)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
 from django.utils import timezone
 
 from bench import soak_restarts
@@ -124,7 +124,7 @@ def _worker(work: queue.Queue) -> None:
         while (operation_id := work.get()) is not None:
             try:
                 execute(operation_id)
-            except DatabaseError:
+            except (OperationalError, InterfaceError):
                 if soak_restarts.CLUSTER is None:
                     raise
                 connection.close()  # the server went away under it: a new connection for the next one

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import random
 import shutil
 import socket
 import subprocess
@@ -51,9 +52,16 @@ def initdb_as_owner(binaries: Path, data: Path, run_as: dict[str, Any]) -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A free loopback port below Linux's ephemeral range (32768-60999 by default), so that no client's
+    outgoing connection takes it while the server is down for a restart."""
+    for port in random.sample(range(20000, 32000), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise NoCluster("no free loopback port between 20000 and 32000")
 
 
 class PrivateCluster:

@@ -16,7 +16,7 @@ import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from operations import affinity, ledger, queue
@@ -255,7 +255,7 @@ def _chores_loop() -> None:
             if now - last_settle >= conf.settle_every:
                 settle_stranded_links()
                 last_settle = now
-        except DatabaseError as exc:  # down or restarting: said in a line; the next round tries again
+        except (OperationalError, InterfaceError) as exc:  # down or restarting: a line; the next round tries
             log.warning("periodic operations chores: the database did not answer (%s)", str(exc).splitlines()[0])
         except Exception:  # noqa: BLE001 - the chores must outlive one bad round
             log.exception("periodic operations chores failed")

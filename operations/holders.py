@@ -20,6 +20,7 @@ from django.utils import timezone
 from operations.desired import desired_links, plan_initiators, registry_facts
 from operations.errors import DeviceBusy
 from operations.models import Grant, Link, Operation
+from operations.planner import PlanError, plan_request
 from registry import in_use
 from registry.models import Device, Host, Initiator, Site
 
@@ -111,9 +112,34 @@ def lock_devices(op: Operation, plan: dict[str, Any], devices: list[LockableDevi
 
 
 def take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
-    """Lock each planned device for the requesting site; refuse if another site holds it exclusively."""
+    """Lock each planned device for the requesting site at run time; refuse (DeviceBusy) if another site
+    holds it exclusively. A lock to take again (a remove queued before this add released it) is taken
+    as a submit takes one (`in_use.held_still`), and only if the registry still plans the same links: while
+    nobody held the device its values could be edited, and the links must not be made with old ones."""
     with transaction.atomic():
-        lock_devices(op, plan, lockable_devices(plan), expires_at)
+        if not in_use.held_still(connection):
+            raise DeviceBusy("site", "The registry is being edited (a transaction holds values this connect "
+                                     "is planned with); nothing was sent to any router.")
+        devices = lockable_devices(plan)
+        if devices and _planned_otherwise(op, plan):
+            raise DeviceBusy("site", "The registry changed since this connect was planned (a value its links "
+                                     "would be made with was edited while no site held the device); nothing was "
+                                     "sent to any router: submit it again.")
+        lock_devices(op, plan, devices, expires_at)
+
+
+def _planned_otherwise(op: Operation, plan: dict[str, Any]) -> bool:
+    """Whether the request, planned again now, names other links than `plan` (or cannot be planned)."""
+    try:
+        again = plan_request(op.kind, op.request)
+    except PlanError:
+        return True
+
+    def links(planned: dict[str, Any]) -> list[tuple]:
+        return [(step["router_id"], step["port"], step["zone"], step["remote_ip"], step["local_ip"],
+                 step.get("vsan"), tuple(step.get("initiators", []))) for step in planned["steps"]]
+
+    return links(again) != links(plan)
 
 
 def between(one: int, other: int) -> Q:

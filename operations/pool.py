@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from django.db import DatabaseError, connection
+from django.db import InterfaceError, OperationalError, connection
 
 from operations import budget
 from operations.conf import ops_settings
@@ -335,7 +335,7 @@ class SessionPool:
                 if lost:  # such a session is logged out before it is used again (_checkout)
                     log.info("routers %s: session slots taken away as stale while held", sorted(lost))
                 self.give_up_wanted()
-            except DatabaseError as exc:  # down or restarting: said in a line, each round until it is back
+            except (OperationalError, InterfaceError) as exc:  # down or restarting: a line, each round until back
                 log.warning("session pool beat: the database did not answer (%s)", str(exc).splitlines()[0])
             except Exception:  # noqa: BLE001 - the beat must survive one bad round
                 log.exception("session pool beat failed")

@@ -22,6 +22,7 @@ admin turn into the same refusal (`from_database`).
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -34,6 +35,7 @@ RULE = "in_use"
 SHOWN = 3
 SQLSTATE = "23F09"  # the database's refusal (operations/migrations/0006_in_use_rule.py)
 ADVISORY_KEY = 4045_2026_0006  # writes to the guarded tables take it, a submit holds it shared (`held_still`)
+HELD_WAIT = 10.0  # s a submit waits for a registry edit's transaction to end
 
 
 class Subject(enum.Enum):
@@ -118,14 +120,23 @@ def database_refusals() -> Iterator[None]:
         raise refusal from exc
 
 
-def held_still(connection: BaseDatabaseWrapper) -> None:
+def held_still(connection: BaseDatabaseWrapper, wait: float = HELD_WAIT) -> bool:
     """Inside a transaction that plans from the registry and then writes the grant the plan is for: until
-    it commits, no write to a table this rule guards starts (each takes ADVISORY_KEY first, migration
+    it commits, no write of a value this rule guards starts (each takes ADVISORY_KEY first, migration
     0006), and one under way has committed, so an edit either happened before the plan read the registry
-    or finds the grant and is refused. Shared: submits do not wait for each other. PostgreSQL only."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [ADVISORY_KEY])
+    or finds the grant and is refused. Shared: submits do not wait for each other. False if an edit's
+    transaction keeps it longer than `wait` s (the caller refuses rather than hang). PostgreSQL only."""
+    if connection.vendor != "postgresql":
+        return True
+    deadline = time.monotonic() + wait
+    with connection.cursor() as cursor:
+        while True:  # a try: a request queued behind a waiting edit does not pass it (PostgreSQL's lock queue)
+            cursor.execute("SELECT pg_try_advisory_xact_lock_shared(%s)", [ADVISORY_KEY])
+            if cursor.fetchone()[0]:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
 
 def refused(exc: ValidationError) -> bool:

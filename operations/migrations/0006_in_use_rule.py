@@ -168,8 +168,12 @@ def _statements(apps, schema: str) -> list[str]:
         statements.append(
             f"""CREATE TRIGGER flexzone_in_use BEFORE {events} ON {t[model]}
                 FOR EACH ROW EXECUTE FUNCTION {schema}.flexzone_in_use_guard({arguments})""")
+        # Only a statement that may change a guarded value waits (an UPDATE naming such a column): a
+        # router's description, host key or timeouts are written without.
+        guarded = ", ".join(pair.split("=")[0] for pair in columns)
+        serialized = events.replace("UPDATE", f"UPDATE OF {guarded}", 1)
         statements.append(
-            f"""CREATE TRIGGER flexzone_in_use_serialize BEFORE {events} ON {t[model]}
+            f"""CREATE TRIGGER flexzone_in_use_serialize BEFORE {serialized} ON {t[model]}
                 FOR EACH STATEMENT EXECUTE FUNCTION {schema}.flexzone_in_use_serialize()""")
     return [statement.replace("%", "%%") for statement in statements]  # run with parameters: "%%" is a "%"
 

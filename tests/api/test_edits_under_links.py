@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from unittest import mock
 
 import pytest
@@ -421,10 +422,17 @@ def test_an_edit_racing_a_connect_waits_for_its_grant_and_is_refused(transaction
     def plan_then_dawdle(*args, **kwargs):
         plan = real_plan(*args, **kwargs)
         planned.set()
-        edit_done.wait(timeout=1.0)  # the edit may run now (before the fix it did, at once)
+        # The edit runs now: done at once (before the fix), or waiting for this submit's advisory lock.
+        deadline = time.monotonic() + 10
+        while not edit_done.wait(timeout=0.02) and time.monotonic() < deadline:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT wait_event FROM pg_stat_activity WHERE pid = %s", [outcome.get("pid", 0)])
+                if (cursor.fetchone() or [None])[0] == "advisory":
+                    break
         return plan
 
     def edit() -> None:
+        outcome["pid"] = connection.cursor().connection.info.backend_pid
         planned.wait(timeout=10)
         try:
             with transaction.atomic():

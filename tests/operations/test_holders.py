@@ -64,6 +64,28 @@ def test_a_remove_then_an_add_queued_in_that_order_leave_the_site_holding_its_lo
 
 
 @pytest.mark.django_db
+def test_an_add_queued_behind_a_remove_is_not_made_with_values_edited_while_nobody_held_the_device(ops_lab):
+    """A review of issue 45 found it: the add took its lock again at run time from the plan made at
+    submit; the remove before it had released the device, an edit of the owner's router port went through
+    (nothing held it), and the add configured the link at the old port. It now plans again when it must
+    take a lock again, and stops before any router if the links differ."""
+    add("XRAID1")
+    remove = submit("remove", {"site": "remote-site", "device_description": "XRAID1"})
+    again = submit("add", {"site": "remote-site", "device_description": "XRAID1"})
+    assert execute(remove.pk).state == "succeeded"
+    site = Site.objects.get(name="primary-site")
+    site.router_port += 1
+    site.full_clean()  # nothing holds it now: the edit is allowed
+    site.save()
+    op = execute(again.pk)
+    assert op.state == "failed" and "changed since this connect was planned" in op.error, (op.state, op.error)
+    assert not router_keys(ops_lab.primary_sim) and not router_keys(ops_lab.remote_sim)
+    assert not Grant.objects.exists() and not Link.active().exists()
+    assert execute(submit("add", {"site": "remote-site", "device_description": "XRAID1"}).pk).state == "succeeded"
+    assert {key[0] for key in router_keys(ops_lab.primary_sim)} == {site.router_port}
+
+
+@pytest.mark.django_db
 def test_repair_puts_records_left_mid_change_up_while_a_lock_still_holds_them(ops_lab):
     add("XRAID1")
     Link.objects.update(state="configuring")  # records left mid-change by an add that is long finished,
