@@ -26,6 +26,7 @@ from operations.desired import desired_for
 from operations.models import Grant, Link
 from registry import in_use
 from registry.models import Device, Host, Initiator, Router, Site, Zone
+from tests.support.registry import database_refuses, models_refuse
 
 
 @pytest.fixture
@@ -331,20 +332,8 @@ def test_the_database_and_the_models_refuse_the_same_edits(held):
             Grant.objects.all().delete()
         for model, key, column, value in cases:
             row = _row(held, model, key)
-            setattr(row, column, value)
-            try:
-                row.full_clean(validate_unique=False, validate_constraints=False)
-                models_refuse = False
-            except ValidationError as exc:
-                models_refuse = in_use.refused(exc)
-            try:
-                with transaction.atomic():
-                    model.objects.filter(pk=row.pk).update(**{column: value})
-                    transaction.set_rollback(True)
-                database_refuses = False
-            except DatabaseError as exc:
-                database_refuses = in_use.from_database(exc) is not None
-            assert models_refuse == database_refuses == (state != "released"), (state, model.__name__, column)
+            refusals = (models_refuse(row, column, value), database_refuses(model, row.pk, **{column: value}))
+            assert refusals == (state != "released",) * 2, (state, model.__name__, column, refusals)
 
 
 def test_the_database_and_the_models_refuse_the_same_host_edits(held):
@@ -359,21 +348,10 @@ def test_the_database_and_the_models_refuse_the_same_host_edits(held):
         Link.objects.update(state="up" if live else "down")
         Grant.objects.all().delete()
         for row, column, value in cases:
-            row = type(row).objects.get(pk=row.pk)
-            setattr(row, column, value)
-            try:
-                row.full_clean(validate_unique=False, validate_constraints=False)
-                models_refuse = False
-            except ValidationError as exc:
-                models_refuse = in_use.refused(exc)
-            try:
-                with transaction.atomic():
-                    type(row).objects.filter(pk=row.pk).update(**{column: value})
-                    transaction.set_rollback(True)
-                database_refuses = False
-            except DatabaseError as exc:
-                database_refuses = in_use.from_database(exc) is not None
-            assert models_refuse == database_refuses == live, (live, type(row).__name__, column)
+            model = type(row)
+            refusals = (models_refuse(model.objects.get(pk=row.pk), column, value),
+                        database_refuses(model, row.pk, **{column: value}))
+            assert refusals == (live, live), (live, model.__name__, column, refusals)
 
 
 def test_a_host_edit_the_database_refuses_after_the_models_let_it_is_a_409_not_a_500(call, held):

@@ -49,7 +49,6 @@ from unittest import mock
 import hypothesis
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.test import override_settings
 from django.utils import timezone
@@ -63,11 +62,11 @@ from operations.desired import desired_for, desired_links, registry_facts
 from operations.models import Grant, Link, Operation
 from operations.planner import PlanError, plan_connect
 from operations.pool import pool
-from registry import in_use
 from registry.demo import load_demo
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 from simulators.admin import FabricAdmin, foreign_zoning
 from simulators.faults import Fault
+from tests.support.registry import database_refuses
 from tests.support.sims import wire
 
 WIRING = {"primary-rtr": ("mcdata_eclipse", "telnet"), "remote-rtr": ("nishan_ips3000", "telnet"),
@@ -403,19 +402,6 @@ class EngineModel(RuleBasedStateMachine):
         assert not Link.objects.filter(state="configuring").exclude(router__pk__in=down).exists()
         for device in Device.objects.filter(shareable=False):
             assert Grant.objects.filter(device=device).count() <= 1, device.description
-
-def database_refuses(model, pk: int, **values) -> bool:
-    """Whether the database's own `in_use` rule refuses this write, which skips every model rule (a
-    queryset update, as from the shell); the write is rolled back either way."""
-    try:
-        with transaction.atomic():
-            model.objects.filter(pk=pk).update(**values)
-            transaction.set_rollback(True)
-    except DatabaseError as exc:
-        assert in_use.from_database(exc) is not None, exc
-        return True
-    return False
-
 
 def restore(ports: dict, data_ips: dict, zones: dict) -> None:
     """The values the moves edit, as they were."""

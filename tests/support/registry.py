@@ -32,3 +32,35 @@ def behind_the_rules() -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             cursor.execute("RESET session_replication_role")
+
+
+def database_refuses(model, pk: int, **values) -> bool:
+    """Whether the database's own `in_use` rule refuses this write, which skips every model rule (a
+    queryset update, as from the shell); the write is rolled back either way."""
+    from django.db import DatabaseError, transaction
+
+    from registry import in_use
+
+    try:
+        with transaction.atomic():
+            model.objects.filter(pk=pk).update(**values)
+            transaction.set_rollback(True)
+    except DatabaseError as exc:
+        assert in_use.from_database(exc) is not None, exc
+        return True
+    return False
+
+
+def models_refuse(row, column: str, value) -> bool:
+    """Whether the models' `in_use` rule (full_clean, as the API and the admin's forms run it) refuses
+    setting `column` of `row` to `value`; the row is not saved."""
+    from django.core.exceptions import ValidationError
+
+    from registry import in_use
+
+    setattr(row, column, value)
+    try:
+        row.full_clean(validate_unique=False, validate_constraints=False)
+    except ValidationError as exc:
+        return in_use.refused(exc)
+    return False
