@@ -43,10 +43,10 @@ class Restarts:
         """Run the block (the step's operations on the workers), restarting the database during it in a
         share of the steps (`allowed`: not while this thread itself must read it, as when it kills and
         recovers a worker); then finish what the restart interrupted."""
-        chosen = self.cluster is not None and self.rng.random() < self.share
+        chosen = self.rng.random() < self.share
         delay, down_for = self.rng.uniform(*DELAY), self.rng.uniform(*DOWN_FOR)
         mode = self.rng.choice(("fast", "immediate"))
-        if not (chosen and allowed) or self.cluster is None:
+        if self.cluster is None or not (chosen and allowed):
             yield
             return
         cluster, failed = self.cluster, []

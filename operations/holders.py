@@ -111,15 +111,22 @@ def lock_devices(op: Operation, plan: dict[str, Any], devices: list[LockableDevi
         raise DeviceBusy("device", f"{devices[0].description} is locked by another site.") from None
 
 
+def registry_held_still() -> None:
+    """`in_use.held_still` for a request about to plan and take grants, in its transaction and before any
+    device row is locked (an edit takes the same lock first, then the row); DeviceBusy if an edit's
+    transaction keeps the registry longer than that waits."""
+    if not in_use.held_still(connection):
+        raise DeviceBusy("site", "The registry is being edited (a transaction holds values this request is "
+                                 "planned with); nothing was sent to any router: try again in a moment.")
+
+
 def take_locks(op: Operation, plan: dict[str, Any], expires_at=None) -> None:
     """Lock each planned device for the requesting site at run time; refuse (DeviceBusy) if another site
     holds it exclusively. A lock to take again (a remove queued before this add released it) is taken
     as a submit takes one (`in_use.held_still`), and only if the registry still plans the same links: while
     nobody held the device its values could be edited, and the links must not be made with old ones."""
     with transaction.atomic():
-        if not in_use.held_still(connection):
-            raise DeviceBusy("site", "The registry is being edited (a transaction holds values this connect "
-                                     "is planned with); nothing was sent to any router.")
+        registry_held_still()
         devices = lockable_devices(plan)
         if devices and _planned_otherwise(op, plan):
             raise DeviceBusy("site", "The registry changed since this connect was planned (a value its links "

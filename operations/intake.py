@@ -15,11 +15,9 @@ from django.db import connection, transaction
 
 from access.models import Principal
 from operations import queue
-from operations.errors import DeviceBusy
-from operations.holders import lock_devices, lockable_devices
+from operations.holders import lock_devices, lockable_devices, registry_held_still
 from operations.models import Operation, OperationKind
 from operations.planner import PlanError, find_router, plan_request
-from registry import in_use
 
 Kind = Operation.Kind
 RECONCILE_POLICIES = ("registry", "router")
@@ -53,9 +51,8 @@ def submit(
     with transaction.atomic():
         # From the plan to the grant's commit, no registry edit starts (one under way has committed): the
         # values the plan is made with cannot change before the grant that holds them is there to see.
-        if kind in (Kind.ADD, Kind.INVOKE) and not in_use.held_still(connection):
-            raise DeviceBusy("site", "The registry is being edited (a transaction holds values this request is "
-                                     "planned with); try again in a moment.")
+        if kind in (Kind.ADD, Kind.INVOKE):
+            registry_held_still()
         plan = _planned(kind, request)
         if authorize is not None:
             authorize(plan)
