@@ -350,12 +350,19 @@ def _refuse_mixed_protocols(owner_router: Router, requester_router: Router) -> N
 
 def _refuse_fcip_port_peering_elsewhere(steps: list[tuple]) -> None:
     """An FCIP interface or tunnel peers with one gateway: a step on a port whose active link goes to
-    another gateway is refused (the switch would refuse it, part-way through the operation)."""
-    for router, local, remote, _device in steps:
-        if not _zones_initiators(router.platform):
-            continue
-        other = (Link.active().filter(router=router, port=local.router_port).exclude(remote_ip=remote.data_ip)
-                 .select_related("site", "device").first())
+    another gateway is refused (the switch would refuse it, part-way through the operation). One query
+    for every step (a zone's connect has a step per owner)."""
+    fcip = [(router, local, remote) for router, local, remote, _device in steps if _zones_initiators(router.platform)]
+    if not fcip:
+        return
+    carried: dict[tuple[int, int], list[Link]] = {}
+    for link in (Link.active().filter(router__in={router.pk for router, _local, _remote in fcip},
+                                      port__in={local.router_port for _router, local, _remote in fcip})
+                 .select_related("site", "device").order_by("pk")):
+        carried.setdefault((link.router_id, link.port), []).append(link)
+    for router, local, remote in fcip:
+        other = next((link for link in carried.get((router.pk, local.router_port), [])
+                      if link.remote_ip != remote.data_ip), None)
         if other is not None:
             raise PlanError(
                 "site",
