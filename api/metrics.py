@@ -27,7 +27,7 @@ from rest_framework.views import APIView
 from access.models import Role
 from access.permissions import SameOriginWrites
 from api.views import AuditedView
-from operations.drift import DRIFT_KINDS, last_reports
+from operations.drift_reports import DRIFT_KINDS, last_reports
 from operations.metrics import registry_snapshot
 
 METRICS_ROLES = (Role.MONITOR, Role.ADMIN)

@@ -20,7 +20,7 @@ from access.models import Role
 from access.permissions import has_role, within_site_scope, within_zone_scope
 from console import topology
 from console.access import console_page
-from operations.drift import DRIFT_KINDS, last_reports
+from operations.drift_reports import DRIFT_KINDS, last_reports
 from operations.models import TERMINAL_STATES, Grant, Link, Operation
 from registry.models import Device, Host, Router, Site, Zone
 from routers.drivers import DRIVERS

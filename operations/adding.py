@@ -3,21 +3,23 @@
 Order of work: wait for earlier requests of the same site and device, take the site's locks again,
 write each link as `configuring` (so a record exists before the router changes), drive every router
 step at once (`Run.at_once`), then mark the links `up` in the commit that journals success. A step
-that fails for good rolls back what the other steps did (operations/rollback.py), so a site keeps
-whole what it holds, or holds nothing.
+that fails for good ends the add's grants and converges every router it changed to the grants left
+(`settle_routers`, the one converge every repair uses), so a site keeps whole what it holds, or
+holds nothing.
 """
 
 from __future__ import annotations
 
 import functools
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from operations.converge import claims_more, converge_link, lacks_pairs, record_pairs
+from operations.converge import claims_more, converge_link, lacks_pairs, link_pairs, record_pairs
 from operations.desired import plan_initiators
+from operations.drift import settle_routers
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import (
     holders_expiries,
@@ -38,7 +40,6 @@ from operations.links import (
 )
 from operations.models import Grant, Link, Operation
 from operations.planner import PlanStep
-from operations.rollback import roll_back_add
 from operations.steps import drive, look
 from operations.waits import InFlight, after_earlier_requests, after_operations_in_flight, busy_elsewhere
 from registry.models import Router
@@ -159,8 +160,39 @@ def _add_on_routers(run: Run, steps: list[PlanStep], links: list[tuple[Link, boo
         cause = failures[0]
         note_other_failures(run, failures)
         Link.objects.filter(pk__in=failed).update(state=Link.State.FAILED, down_at=timezone.now())
-        roll_back_add(run, done, cause, extended)
+        _roll_back(run, done, cause, extended)
     return done
+
+
+def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed,
+               extended: list[tuple[PlanStep, Link]]) -> NoReturn:
+    """The add failed for good on a router: its grants end (a failed connect holds nothing), and every
+    router it changed converges to the grants left (`settle_routers`): what it made comes off, the
+    shared FCIP links it extended shrink back. Raises OperationFailed with the first failure's reason:
+    `rolled_back` when every router was converged."""
+    Grant.objects.filter(operation=run.op).delete()
+    ours = [link for _step, link, mine in done if mine]
+    if not ours and not extended:
+        raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
+    errors = settle_routers(run, [link.router_id for link in ours] + [link.router_id for _step, link in extended])
+    left = Link.objects.filter(pk__in=[link.pk for link in ours], state__in=Link.ACTIVE_STATES).exclude(
+        state=Link.State.UP).values_list("pk", flat=True)
+    parts = [f"{link} (rollback failed: {errors.get(link.router_id, 'still held by the router')})"
+             for link in ours if link.pk in set(left)]
+    unshrunk = []
+    for step, link in extended:
+        if link.router_id in errors:
+            # It may zone what it did and this add's pairs: recorded so, the settle chore takes off what
+            # no grant needs once the router answers (and a later connect reads the router first).
+            record_pairs(link, link_pairs(link) | set(step.spec.all_pairs()))
+            unshrunk.append(f"{link} (shared; its zoning could not be shrunk back: {errors[link.router_id]}; the "
+                            "settle chore takes off what no grant needs)")
+    if parts or unshrunk:
+        message = [f"left configuring for reconcile, which the settle chore runs once the router answers: "
+                   f"{'; '.join(parts)}"] if parts else []
+        message += [f"left up: {'; '.join(unshrunk)}"] if unshrunk else []
+        raise OperationFailed(f"{cause}; {'; '.join(message)}", state=State.FAILED)
+    raise OperationFailed(f"{cause} (rolled back)", state=State.ROLLED_BACK)
 
 
 def _take_locks_or_fail(op: Operation, plan: dict[str, Any], expires_at) -> None:

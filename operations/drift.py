@@ -21,7 +21,8 @@ Policy "router" makes the registry match the router.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -95,7 +96,10 @@ def _describe(key: tuple[int, int, str], **extra: Any) -> dict[str, Any]:
 
 
 def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, policy: str,
-                     settle_only: bool = False) -> dict[str, Any]:
+                     settle_only: bool = False, ending: int | None = None) -> dict[str, Any]:
+    """Compare the router with the registry and, with `repair`, converge it (see the module's doc).
+    `ending`: the id of an operation that failed and is ending, whose records are settled as if it
+    had ended (its rollback, `settle_routers`)."""
     driver = lease.driver
     actual = {link.key: link for link in driver.list_links()}
     rows = list(
@@ -104,8 +108,8 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     # The settle chore leaves every queued or running operation's records alone, heartbeat or not
     # (a stall is the reaper's to find); a person's reconcile takes over a stalled one's.
     live = (Operation.State.QUEUED, Operation.State.RUNNING)
-    in_flight = {_key(row) for row in rows
-                 if _in_flight(row) or (settle_only and row.operation is not None and row.operation.state in live)}
+    in_flight = {_key(row) for row in rows if row.operation_id != ending and (
+        _in_flight(row) or (settle_only and row.operation is not None and row.operation.state in live))}
     settled = [row for row in rows if _key(row) not in in_flight]
     recorded = {_key(row) for row in rows}
     up = {_key(row): row for row in settled if row.state == Link.State.UP}
@@ -456,55 +460,38 @@ def execute_reconcile(run: Run) -> None:
         raise OperationFailed(f"could not read {', '.join(failed)}")
 
 
-def _reconcile_one(run: Run, router: Router, repair: bool, policy: str, settle_only: bool) -> dict[str, Any]:
+def _reconcile_one(run: Run, router: Router, repair: bool, policy: str, settle_only: bool,
+                   ending: int | None = None) -> dict[str, Any]:
     """One router reconciled holding it (a reconcile reads the router first in any case); its report, or
     {"error": why} when it could not be read."""
     try:
         return with_router(run, router, lambda lease, _read_first: reconcile_router(run, router, lease, repair,
-                                                                                    policy, settle_only))
+                                                                                    policy, settle_only, ending))
     except StepFailed as exc:
         return {"error": str(exc)}
 
 
-DRIFT_KINDS = ("missing", "extra", "mismatched", "unresolved")
-
-
-def last_reports(scan: int = 50) -> dict[str, dict[str, Any]]:
-    """The newest reconcile report of each router registered now:
-    {router name: {"operation", "finished_at", "repair", "error", the report's lists, "outstanding"}}.
-
-    `outstanding` maps each of DRIFT_KINDS to what still differed when that reconcile ended: what a
-    check found; after a repair, what it left unresolved, and everything it found if it did not
-    converge. A router no reconcile ever read is absent; one whose last read failed carries its "error".
-    The newest `scan` reconciles usually name every router; one reconciled only long ago is looked up
-    on its own.
-    """
-    names = set(Router.objects.values_list("name", flat=True))
-    ended = (Operation.objects.filter(kind=Operation.Kind.RECONCILE, finished_at__isnull=False)
-             .order_by("-finished_at").values("pk", "finished_at", "result"))
-    latest: dict[str, dict[str, Any]] = {}
-    for row in ended[:scan]:
-        _take_reports(latest, row, names)
-        if names <= latest.keys():
-            return latest
-    for name in sorted(names - latest.keys()):
-        older = ended.filter(result__routers__has_key=name).first()
-        if older is not None:
-            _take_reports(latest, older, {name})
-    return latest
-
-
-def _take_reports(latest: dict[str, dict[str, Any]], row: Mapping[str, Any], names: set[str]) -> None:
-    result = row["result"] or {}
-    repair = bool(result.get("repair"))
-    for name, report in (result.get("routers") or {}).items():
-        if name in latest or name not in names or not isinstance(report, dict):
+def settle_routers(run: Run, router_ids: Iterable[int]) -> dict[int, str]:
+    """The end of an operation that failed part-way: each router it changed converged at once to the
+    grants as they are now (the caller has undone its change of them: a failed connect's grants
+    deleted, a failed disconnect's kept), this operation's own records settled with the rest, as the
+    settle chore would settle them once it ended. So a site keeps whole what it holds, or holds
+    nothing, by the one converge every repair uses. The routers get a time budget of their own (the
+    operation's limit, at most 60 s): the operation may have spent all of its time. Returns, per router
+    that could not be converged, why: its records stay as they are, for the settle chore."""
+    run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
+    routers = [run.row(Router, pk=pk) for pk in dict.fromkeys(router_ids)]
+    reports = run.at_once([functools.partial(_reconcile_one, run, router, True, "registry", True, run.op.pk)
+                           for router in routers])
+    errors = {}
+    for router, report in zip(routers, reports, strict=True):
+        if "error" in report:
+            errors[router.pk] = report["error"]
             continue
-        kinds: tuple[str, ...]
-        if not repair or report.get("converged") is False:
-            kinds = DRIFT_KINDS
-        else:
-            kinds = ("unresolved",)
-        outstanding = {kind: list(report.get(kind) or []) if kind in kinds else [] for kind in DRIFT_KINDS}
-        latest[name] = {"operation": row["pk"], "finished_at": row["finished_at"], "repair": repair, **report,
-                        "outstanding": outstanding}
+        for done in report["repaired"]:
+            if "port" in done:
+                run.notes.append(f"{router.name} port {done['port']} zone {done['zone']} -> {done['remote_ip']}: "
+                                 f"{done['action']}")
+            else:
+                run.notes.append(f"{router.name}: {done['action']}")
+    return errors

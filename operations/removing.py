@@ -4,14 +4,14 @@ Order of work: wait for earlier requests, mark each step's link `removing` (hand
 hold still needs to that hold: another device of the zone between the same two sites, whichever of
 them asked), take every router's link off at once, as it was applied (or shrink a shared FCIP link),
 verify, then mark the links `down` and release the locks in the commit that ends the operation. A
-step that fails for good puts back what the others took off (operations/rollback.py), as long as a
-grant still needs it.
+step that fails for good converges every router the remove changed back to the grants (the site
+still holds the device): what it took off goes back on, as long as a grant still needs it.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -19,12 +19,12 @@ from django.utils import timezone
 
 from operations.converge import converge_link, link_pairs, record_pairs
 from operations.desired import keepers
+from operations.drift import settle_routers
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import (
     between,
     holders_expiries,
     link_lease,
-    mark_down,
     plan_ids,
     renewed_since,
 )
@@ -42,7 +42,6 @@ from operations.links import (
 )
 from operations.models import Link, Operation
 from operations.planner import PlanStep
-from operations.rollback import grow_back, put_back_removed
 from operations.steps import drive, look
 from operations.waits import EndpointTaken, InFlight, after_earlier_requests, after_operations_in_flight, busy_elsewhere
 from registry.models import Device, Router, Site
@@ -107,21 +106,11 @@ def execute_remove(run: Run) -> None:
         else:
             clean = False
     if failures:
-        cause = failures[0]
-        note_other_failures(run, failures)
-        for lk in untouched:
-            if previous[lk.pk] is None:  # a record this remove wrote: there was none, and is none
-                Link.objects.filter(pk=lk.pk).delete()
-            else:
-                Link.objects.filter(pk=lk.pk).update(state=previous[lk.pk], updated_at=timezone.now())
-        grow_back(run, shrunk, cause)
-        restored, lost = put_back_removed(run, taken_down, previous, cause)
-        _settle_removed([pk for pk in removed if pk not in restored and pk not in lost], previous)
-        if restored and not lost and clean:
-            raise OperationFailed(f"{cause} (rolled back: {len(restored)} link(s) put back)", state=State.ROLLED_BACK)
-        raise OperationFailed(str(cause) + (f"; not put back, left for the settle chore: {len(lost)} link(s)"
-                                            if lost else ""))
-    removed = _settle_removed(removed, previous, keep_for_finish=True)
+        _roll_back(run, failures, untouched, previous, taken_down, shrunk, clean)
+    # Verified gone: the records this remove wrote where there was none are deleted (nothing was there,
+    # nothing is); the others are marked down in the commit that ends the operation.
+    Link.objects.filter(pk__in=[pk for pk in removed if previous.get(pk, "") is None]).delete()
+    removed = [pk for pk in removed if previous.get(pk, "") is not None]
     run.links_down = removed
     ids = plan_ids(plan)
     devices = list(ids["devices"].values())
@@ -154,17 +143,43 @@ def _remove_step(run: Run, step: PlanStep, leaving: tuple[int, list[int]], shrin
     return Outcome()
 
 
-def _settle_removed(removed: list[int], previous: dict[int, str | None], *,
-                    keep_for_finish: bool = False) -> list[int]:
-    """Links verified gone from their routers: the records this remove wrote where there was none are
-    deleted (nothing was there, nothing is); the others are marked down now, or (`keep_for_finish`)
-    returned for the commit that ends the operation."""
-    written = [pk for pk in removed if previous.get(pk, "") is None]
-    Link.objects.filter(pk__in=written).delete()
-    recorded = [pk for pk in removed if pk not in written]
-    if not keep_for_finish:
-        mark_down(recorded)
-    return recorded
+def _roll_back(run: Run, failures: list[StepFailed], untouched: list[Link], previous: dict[int, str | None],
+               taken_down: list[tuple[PlanStep, Link]], shrunk: list[tuple[PlanStep, Link]], clean: bool) -> NoReturn:
+    """The remove failed for good on a router: the site still holds the device, so every router this
+    remove changed converges to the grants as they are (`settle_routers`, the one converge every
+    repair uses): the links it took off go back on and the shared FCIP links it shrank grow back, as
+    long as a grant needs them (a lapsed lease's are not put back: an expiry never edits its grant,
+    so a failed one leaves the lease due and the lease chore asks again). Raises OperationFailed with
+    the first failure's reason: `rolled_back` when everything it took off is back and every failure
+    left its router as it was."""
+    cause = failures[0]
+    note_other_failures(run, failures)
+    for link in untouched:  # as they were: refused before any change, or still held in full
+        if previous[link.pk] is None:  # a record this remove wrote: there was none, and is none
+            Link.objects.filter(pk=link.pk).delete()
+        else:
+            Link.objects.filter(pk=link.pk).update(state=previous[link.pk], updated_at=timezone.now())
+    changed = [link for _step, link in taken_down + shrunk]
+    errors = settle_routers(run, [link.router_id for link in changed])
+    states = dict(Link.objects.filter(pk__in=[link.pk for link in changed]).values_list("pk", "state"))
+    restored = lost = 0
+    for link in changed:
+        state = states.get(link.pk)
+        if link.router_id in errors:
+            lost += state == Link.State.REMOVING
+            run.notes.append(f"{link}: could not be put back after {cause} ({errors[link.router_id]}); left for "
+                             "the settle chore")
+        elif state == Link.State.UP:
+            restored += 1
+            what = "its zoning" if any(link is other for _step, other in shrunk) else "it is"
+            run.notes.append(f"{link}: {what} put back, the removal failed on another router ({cause})")
+    # Records this remove wrote where there was none, and nothing is there now: none is kept.
+    Link.objects.filter(pk__in=[link.pk for link in changed if previous.get(link.pk, "") is None],
+                        state=Link.State.DOWN).delete()
+    if restored and not lost and clean:
+        raise OperationFailed(f"{cause} (rolled back: {restored} link(s) put back)", state=State.ROLLED_BACK)
+    raise OperationFailed(str(cause) + (f"; not put back, left for the settle chore: {lost} link(s)"
+                                        if lost else ""))
 
 
 def _links_for_remove(

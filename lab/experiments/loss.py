@@ -210,7 +210,7 @@ CAUSES = (
     ("connection refused", re.compile(r"refused|cannot be reached|unreachable", re.I)),
     ("routers could not be read", re.compile(r"could not read")),
 )
-# What the failed operation left on the routers, from the words operations/rollback.py, adding.py and removing.py add.
+# What the failed operation left on the routers, from the words operations/adding.py and removing.py add.
 UNDO = (
     ("left for the settle chore", re.compile(r"left configuring|left up:|left for the settle chore|shrunk back")),
     ("rolled back", re.compile(r"\(rolled back")),

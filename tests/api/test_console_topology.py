@@ -6,7 +6,7 @@ import pytest
 
 from console import topology
 from operations import execute, submit
-from operations.drift import last_reports
+from operations.drift_reports import last_reports
 from operations.models import Link
 from operations.steps import router_target
 from registry.models import Device

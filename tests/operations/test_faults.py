@@ -414,7 +414,8 @@ def test_the_settle_chore_takes_off_links_whose_grant_ended_behind_the_engines_b
 def test_a_connect_whose_rollback_leaves_a_link_up_frees_the_device_and_the_settle_takes_the_link_off(
         ops_lab, settings):
     # Issue 21: a failed connect never leaves a device locked. The primary's link cannot be undone
-    # (each removal is cut off) and stays up, recorded so; the lock goes, and with it the grant.
+    # (each removal is cut off) and stays on the router, its record active (`configuring`: the
+    # converge that ends the connect could not finish it); the lock goes, and with it the grant.
     settings.FLEXZONE_OPS_MAX_ATTEMPTS = 2
     ops_lab.primary_sim.add_fault("drop_before_apply", count=100, match="remove|delete")
     ops_lab.remote_sim.add_fault("refuse_login", count=100)
@@ -422,7 +423,7 @@ def test_a_connect_whose_rollback_leaves_a_link_up_frees_the_device_and_the_sett
     assert op.state == "failed" and "settle chore" in op.error, op.error
     assert not Grant.objects.exists()
     assert router_keys(ops_lab.primary_sim) == {PRIMARY_UP}
-    assert list(Link.objects.filter(state="up").values_list("router__name", flat=True)) == ["primary-rtr"]
+    assert list(Link.active().values_list("router__name", flat=True)) == ["primary-rtr"]
     ops_lab.primary_sim.clear_faults()
     ops_lab.remote_sim.clear_faults()
     for pk in settle_stranded_links():
