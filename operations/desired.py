@@ -123,7 +123,8 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
 
     An FCIP grant zones the initiators it records (those its connect took, and those a renewal added);
     a grant recorded without them (taken from a router by reconcile) the snapshot on its links, else
-    its plan's, and only without any of those the requesting site's. Without `pairs`, grants carry no
+    its plan's; one with none of those zones nothing: a grant never widens to initiators it was not
+    given (not to its site's, which a host registered later would join). Without `pairs`, grants carry no
     initiators (which links are needed, not what they zone: two queries fewer). A grant that a connect
     still queued or running renews is pending, whatever its lease says: its lease is that connect's.
     """
@@ -141,12 +142,11 @@ def registry_facts(site_ids: Iterable[int] | None = None, *, settled: bool = Fal
     devices = {lock.device_id: DeviceFacts(lock.device.zone.zone_id, lock.device.owner_site_id, lock.device.wwn)
                for lock in locks}
     zoning = {router.pk: DRIVERS[router.platform].zones_initiators for router in routers.values()}
-    snapshots, own = _initiator_sources(site_pks) if pairs else ({}, {})
+    snapshots = _snapshots(site_pks) if pairs else {}
     renewing = _renewing() if any(lock.expires_at is not None for lock in locks) else set()
     grants = [GrantFacts(lock.site_id, lock.device_id,
                     tuple(sorted(lock.initiators or snapshots.get((lock.site_id, lock.device_id))
-                                 or plan_initiators(lock.operation.plan if lock.operation else {})
-                                 or own.get(lock.site_id, set()))) if pairs else (),
+                                 or plan_initiators(lock.operation.plan if lock.operation else {}))) if pairs else (),
                     literal=bool(lock.operation is not None and lock.operation.plan.get("raw")),
                     settled=(lock.operation is None or lock.operation.state not in live)
                     and (lock.site_id, lock.device_id) not in renewing,
@@ -164,17 +164,13 @@ def _renewing() -> set[tuple[int, int]]:
             for device, _zone in plan["ids"].get("devices", {}).values()}
 
 
-def _initiator_sources(site_pks: set[int]) -> tuple[dict[tuple[int, int], set[str]], dict[int, set[str]]]:
-    """The initiators the sites' active links record per (site, device), and each site's own."""
+def _snapshots(site_pks: set[int]) -> dict[tuple[int, int], set[str]]:
+    """The initiators the sites' active links record per (site, device)."""
     snapshots: dict[tuple[int, int], set[str]] = {}
     for site_id, device_id, initiators in Link.active().filter(site__in=site_pks).exclude(initiators=[]).values_list(
             "site_id", "device_id", "initiators"):
         snapshots.setdefault((site_id, device_id), set()).update(initiators)
-    own: dict[int, set[str]] = {}
-    for site_id, wwn in Site.objects.filter(pk__in=site_pks).values_list("pk", "hosts__initiators__wwn"):
-        if wwn:
-            own.setdefault(site_id, set()).add(wwn)
-    return snapshots, own
+    return snapshots
 
 
 def plan_initiators(plan: dict) -> list[str]:

@@ -25,6 +25,7 @@ from operations import intake
 from operations.desired import desired_for
 from operations.models import Grant, Link
 from registry import in_use
+from registry.demo import load_demo
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 from tests.support.registry import database_refuses, models_refuse
 
@@ -432,3 +433,22 @@ def test_an_edit_racing_a_connect_waits_for_its_grant_and_is_refused(transaction
     refusal = outcome.get("edit")
     assert isinstance(refusal, ValidationError) and "remote-site holds XRAID1" in str(refusal), outcome
     assert Site.objects.get(name="primary-site").router_port == demo["primary"].router_port
+
+
+def test_an_initiator_registered_later_never_joins_a_grant_recorded_without_initiators(call, cast):
+    """A grant recorded without initiators (taken by hand, or from a router, with no link yet) zoned its
+    site's own initiators, whichever they were. Neither rule sees such a grant zone a new host (no grant
+    or link records its initiators), so a host registered later through the API, or an initiator added
+    by a bulk insert, joined the grant on the next converge: access to a host nobody granted. A grant
+    zones only the initiators it was given. Failed before: the new initiators were in the desired pairs."""
+    load_demo(fcip=True)
+    west, device = Site.objects.get(name="west-site"), Device.objects.get(description="EAST-ARRAY1")
+    Grant.objects.create(site=west, device=device, exclusive=True, initiators=[])
+    added = call("root", "POST", "/api/hosts/",
+                 json={"name": "west-new", "site": "west-site", "initiators": ["10:00:00:10:9b:5e:b0:77"]})
+    assert added.status_code == 201, added.text
+    Initiator.objects.bulk_create([Initiator(host=Host.objects.get(name="west-new"), wwn="10:00:00:10:9b:5e:b0:78")])
+    zoned = {initiator for wants in desired_for().values() for want in wants.values()
+             for initiator, _target in want.pairs}
+    assert not zoned & {"10:00:00:10:9b:5e:b0:77", "10:00:00:10:9b:5e:b0:78"}, zoned
+    assert not zoned, "a grant given no initiators zones none"
