@@ -166,18 +166,22 @@ def _add_on_routers(run: Run, steps: list[PlanStep], links: list[tuple[Link, boo
 
 def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFailed,
                extended: list[tuple[PlanStep, Link]]) -> NoReturn:
-    """The add failed for good on a router: its grants end (a failed connect holds nothing), and every
-    router it changed converges to the grants left (`settle_routers`): what it made comes off, the
-    shared FCIP links it extended shrink back. Raises OperationFailed with the first failure's reason:
-    `rolled_back` when every router was converged."""
-    Grant.objects.filter(operation=run.op).delete()
+    """The add failed for good on a router: every router it changed converges to the grants without the
+    ones it took (`settle_routers`): what it made comes off, the shared FCIP links it extended shrink
+    back; then its grants end (a failed connect holds nothing). Raises OperationFailed with the first
+    failure's reason: `rolled_back` when every router was converged."""
+    taken = Grant.objects.filter(operation=run.op)
     ours = [link for _step, link, mine in done if mine]
     if not ours and not extended:
+        taken.delete()
         raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
-    errors = settle_routers(run, [link.router_id for link in ours] + [link.router_id for _step, link in extended])
+    ending = (plan_ids(run.op.plan)["site"], list(taken.values_list("device_id", flat=True)))
+    errors = settle_routers(run, [link.router_id for link in ours] + [link.router_id for _step, link in extended],
+                            ending_grants=ending)
+    taken.delete()  # the devices stayed held until what was made for them was off
     left = Link.objects.filter(pk__in=[link.pk for link in ours], state__in=Link.ACTIVE_STATES).exclude(
         state=Link.State.UP).values_list("pk", flat=True)
-    parts = [f"{link} (rollback failed: {errors.get(link.router_id, 'still held by the router')})"
+    parts = [f"{link} (rollback failed: {errors.get(link.router_id, 'a grant still under way needs it')})"
              for link in ours if link.pk in set(left)]
     unshrunk = []
     for step, link in extended:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -96,10 +97,10 @@ def _describe(key: tuple[int, int, str], **extra: Any) -> dict[str, Any]:
 
 
 def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, policy: str,
-                     settle_only: bool = False, ending: int | None = None) -> dict[str, Any]:
+                     settle_only: bool = False, ending: Ending | None = None) -> dict[str, Any]:
     """Compare the router with the registry and, with `repair`, converge it (see the module's doc).
-    `ending`: the id of an operation that failed and is ending, whose records are settled as if it
-    had ended (its rollback, `settle_routers`)."""
+    `ending`: an operation that failed and is ending (`settle_routers`), whose records are settled as if
+    it had ended, as if the grants it names had ended too; the grants are its to end or keep."""
     driver = lease.driver
     actual = {link.key: link for link in driver.list_links()}
     rows = list(
@@ -108,7 +109,7 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     # The settle chore leaves every queued or running operation's records alone, heartbeat or not
     # (a stall is the reaper's to find); a person's reconcile takes over a stalled one's.
     live = (Operation.State.QUEUED, Operation.State.RUNNING)
-    in_flight = {_key(row) for row in rows if row.operation_id != ending and (
+    in_flight = {_key(row) for row in rows if (ending is None or row.operation_id != ending.op) and (
         _in_flight(row) or (settle_only and row.operation is not None and row.operation.state in live))}
     settled = [row for row in rows if _key(row) not in in_flight]
     recorded = {_key(row) for row in rows}
@@ -118,7 +119,8 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     zoning = DRIVERS[router.platform].zones_initiators
     # What the grants need here (operations.desired), beside what the records say was applied.
     # Settled grants decide what goes up; every grant, a pending one too, keeps what is there.
-    settled_wants, pending_wants = desired_settled_and_pending([router.pk])
+    without = ending.grants if ending is not None else None
+    settled_wants, pending_wants = desired_settled_and_pending([router.pk], without=without)
     wanted = {key: want for key, want in settled_wants.get(router.pk, {}).items() if key not in in_flight}
     pending = pending_wants.get(router.pk, {})
 
@@ -136,7 +138,7 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     # Up with no grant that needs it, and no hold of any kind that it serves (a link a hold serves on
     # a port or router the desired state does not name, adopted from the router or older than the
     # port rule, is reported, never taken off).
-    ungranted = [key for key, row in up.items() if not granted(key, row, pending) and not _held(row, zoning)]
+    ungranted = [key for key, row in up.items() if not granted(key, row, pending) and not _held(row, zoning, without)]
     unheld_elsewhere = [key for key, row in up.items() if not granted(key, row, pending) and key not in ungranted]
     # A V1 addifcp/rmifcp is literal (one link on one router): a grant only V1 made needs no more
     # than the links V1 made, so the half of its path V1 never made is not missing.
@@ -244,7 +246,8 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
             # connect's extension) come off, a failed remove's shrink is undone, the record follows.
             if zoning and actual[key].state == "up":
                 converge_pairs(key)
-        if zoning:  # links whose last change failed have been read: this settle is their last change
+        if zoning and ending is None:
+            # Links whose last change failed have been read: this settle is their last change.
             Link.objects.filter(pk__in=[row.pk for key, row in up.items() if key in actual and key not in ungranted],
                                 operation__state__in=(Operation.State.FAILED, Operation.State.ROLLED_BACK)
                                 ).update(operation=run.op)
@@ -312,12 +315,16 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
                     else Link.State.DOWN
                 )
             )
-            if final == Link.State.UP and (refused := _hold_for(row.site, row.device, operation=None)):
+            # Its holder zones the initiators the router pairs with its device (an FCIP link), as a link
+            # recorded from the router does: a grant zones only what it was given.
+            mine = sorted(i for i, target in listed.pairs if target == row.device.wwn) if listed and zoning else []
+            if final == Link.State.UP and (refused := _hold_for(row.site, row.device, operation=None,
+                                                                initiators=mine)):
                 final = Link.State.FAILED  # up on the router, but the registry cannot give it a holder
                 report["unresolved"].append(_describe(_key(row), reason=refused))
             Link.objects.filter(pk=row.pk).update(state=final, updated_at=now)
             report["repaired"].append(_describe(_key(row), action=f"registry: {row.state} -> {final}"))
-    if report["repaired"]:
+    if report["repaired"] and ending is None:  # an ending operation's grants are its own to end or keep
         _release_unheld_locks(settled, report)
     if report["repaired"] and policy == "registry":
         after = {link.key: link for link in driver.list_links()}
@@ -330,10 +337,12 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
     return report
 
 
-def _held(row: Link, zoning: bool) -> bool:
+def _held(row: Link, zoning: bool, without: tuple[int, list[int]] | None = None) -> bool:
     """Whether any grant in force, of any operation, is a hold this up link serves (FCIP: its own site
     and device; iFCP: a device of its zone between its two sites). A grant past its lease holds nothing."""
     in_force = Grant.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+    if without is not None:
+        in_force = in_force.exclude(site_id=without[0], device_id__in=without[1])
     if zoning:
         return in_force.filter(site_id=row.site_id, device_id=row.device_id).exists()
     return in_force.filter(between(row.site_id, row.device.owner_site_id), device__zone_id=row.zone_id).exists()
@@ -461,7 +470,7 @@ def execute_reconcile(run: Run) -> None:
 
 
 def _reconcile_one(run: Run, router: Router, repair: bool, policy: str, settle_only: bool,
-                   ending: int | None = None) -> dict[str, Any]:
+                   ending: Ending | None = None) -> dict[str, Any]:
     """One router reconciled holding it (a reconcile reads the router first in any case); its report, or
     {"error": why} when it could not be read."""
     try:
@@ -471,17 +480,29 @@ def _reconcile_one(run: Run, router: Router, repair: bool, policy: str, settle_o
         return {"error": str(exc)}
 
 
-def settle_routers(run: Run, router_ids: Iterable[int]) -> dict[int, str]:
+@dataclass(frozen=True)
+class Ending:
+    """An operation that failed part-way and is ending (`settle_routers`): its id, and the grants it
+    took, as (site, devices), which the converge counts as ended (None: it took none)."""
+
+    op: int
+    grants: tuple[int, list[int]] | None = None
+
+
+def settle_routers(run: Run, router_ids: Iterable[int], *, ending_grants: tuple[int, list[int]] | None = None
+                   ) -> dict[int, str]:
     """The end of an operation that failed part-way: each router it changed converged at once to the
-    grants as they are now (the caller has undone its change of them: a failed connect's grants
-    deleted, a failed disconnect's kept), this operation's own records settled with the rest, as the
-    settle chore would settle them once it ended. So a site keeps whole what it holds, or holds
-    nothing, by the one converge every repair uses. The routers get a time budget of their own (the
-    operation's limit, at most 60 s): the operation may have spent all of its time. Returns, per router
-    that could not be converged, why: its records stay as they are, for the settle chore."""
+    grants as they are now, without `ending_grants` (a failed connect's, which the caller ends after:
+    the devices stay held until what was made for them is off), this operation's own records settled
+    with the rest, as the settle chore would settle them once it ended. So a site keeps whole what it
+    holds, or holds nothing, by the one converge every repair uses. The routers get a time budget of
+    their own (the operation's limit, at most 60 s): the operation may have spent all of its time.
+    Returns, per router that could not be converged (not read, or left with something unresolved),
+    why: what is left there is the settle chore's."""
     run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
     routers = [run.row(Router, pk=pk) for pk in dict.fromkeys(router_ids)]
-    reports = run.at_once([functools.partial(_reconcile_one, run, router, True, "registry", True, run.op.pk)
+    ending = Ending(run.op.pk, ending_grants)
+    reports = run.at_once([functools.partial(_reconcile_one, run, router, True, "registry", True, ending)
                            for router in routers])
     errors = {}
     for router, report in zip(routers, reports, strict=True):
@@ -489,9 +510,11 @@ def settle_routers(run: Run, router_ids: Iterable[int]) -> dict[int, str]:
             errors[router.pk] = report["error"]
             continue
         for done in report["repaired"]:
-            if "port" in done:
-                run.notes.append(f"{router.name} port {done['port']} zone {done['zone']} -> {done['remote_ip']}: "
-                                 f"{done['action']}")
-            else:
-                run.notes.append(f"{router.name}: {done['action']}")
+            run.notes.append(f"{router.name} {_where(done)}{done['action']}")
+        if report["unresolved"]:
+            errors[router.pk] = "; ".join(f"{_where(item)}{item['reason']}" for item in report["unresolved"])
     return errors
+
+
+def _where(item: dict[str, Any]) -> str:
+    return f"port {item['port']} zone {item['zone']} -> {item['remote_ip']}: " if "port" in item else ""

@@ -159,9 +159,14 @@ def _roll_back(run: Run, failures: list[StepFailed], untouched: list[Link], prev
             Link.objects.filter(pk=link.pk).delete()
         else:
             Link.objects.filter(pk=link.pk).update(state=previous[link.pk], updated_at=timezone.now())
-    changed = [link for _step, link in taken_down + shrunk]
+    # Records this remove wrote where there was none: nothing was held there, nothing is put back.
+    written = [link.pk for _step, link in taken_down if previous.get(link.pk, "") is None]
+    Link.objects.filter(pk__in=written).delete()
+    changed = [link for _step, link in taken_down + shrunk if link.pk not in written]
+    before = dict(Link.objects.filter(pk__in=[link.pk for _step, link in shrunk]).values_list("pk", "pairs"))
     errors = settle_routers(run, [link.router_id for link in changed])
     states = dict(Link.objects.filter(pk__in=[link.pk for link in changed]).values_list("pk", "state"))
+    pairs = dict(Link.objects.filter(pk__in=list(before)).values_list("pk", "pairs"))
     restored = lost = 0
     for link in changed:
         state = states.get(link.pk)
@@ -169,13 +174,13 @@ def _roll_back(run: Run, failures: list[StepFailed], untouched: list[Link], prev
             lost += state == Link.State.REMOVING
             run.notes.append(f"{link}: could not be put back after {cause} ({errors[link.router_id]}); left for "
                              "the settle chore")
+        elif link.pk in before:  # shrunk: put back if it zones again what it zoned before the shrink
+            if pairs.get(link.pk) != before[link.pk]:
+                restored += 1
+                run.notes.append(f"{link}: its zoning put back, the removal failed on another router ({cause})")
         elif state == Link.State.UP:
             restored += 1
-            what = "its zoning" if any(link is other for _step, other in shrunk) else "it is"
-            run.notes.append(f"{link}: {what} put back, the removal failed on another router ({cause})")
-    # Records this remove wrote where there was none, and nothing is there now: none is kept.
-    Link.objects.filter(pk__in=[link.pk for link in changed if previous.get(link.pk, "") is None],
-                        state=Link.State.DOWN).delete()
+            run.notes.append(f"{link}: it is put back, the removal failed on another router ({cause})")
     if restored and not lost and clean:
         raise OperationFailed(f"{cause} (rolled back: {restored} link(s) put back)", state=State.ROLLED_BACK)
     raise OperationFailed(str(cause) + (f"; not put back, left for the settle chore: {lost} link(s)"

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from operations import execute, reconcile, submit
+from operations import adding, execute, reconcile, submit
 from operations.chores import expire_leases, settle_stranded_links
 from operations.models import Grant, Link, Operation
 from operations.pool import pool
@@ -95,6 +95,26 @@ def test_a_router_that_stops_answering_once_is_retried_to_success(ops_lab):
     op = execute(submit("add", ADD_XRAID1).pk)
     assert op.state == "succeeded", op.error
     assert_agreement(ops_lab)
+
+
+@pytest.mark.django_db
+def test_a_failed_connect_keeps_its_device_held_until_what_it_made_is_off(ops_lab, monkeypatch):
+    """The converge that ends a failed connect takes its links off first, and only then its grant: in
+    between, another site's connect of a device that is not shareable would be made while this one's
+    links are still on the routers. (The first form of that converge ended the grant first.)"""
+    held_while_converging = []
+    converge = adding.settle_routers
+
+    def watched(run, *args, **kwargs):
+        held_while_converging.append(Grant.objects.filter(operation=run.op).exists())
+        return converge(run, *args, **kwargs)
+
+    monkeypatch.setattr(adding, "settle_routers", watched)
+    ops_lab.remote_sim.add_fault("refuse_login")
+    op = execute(submit("add", ADD_XRAID1).pk)
+    assert op.state == "rolled_back", (op.state, op.error)
+    assert held_while_converging == [True]
+    assert not Grant.objects.exists() and router_keys(ops_lab.primary_sim) == set()
 
 
 @pytest.mark.django_db
