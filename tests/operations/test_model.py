@@ -13,7 +13,8 @@ connect between an iFCP and an FCIP site is refused at submit, like any other pl
 The moves: connect (with or without a lease; again, it renews), disconnect, a lease run out and expired
 by the lease chore, an expiry that fails before any router step (waiting on a queued renewal past its
 time limit, or on an internal error), a registry edit of a site's router port or data IP or of a zone's
-number, a rename of a router (remote-site has a spare router, first by name), a router outage (logins
+number, a rename of a router (remote-site has a spare router, first by name), each edit through the
+models or through the REST API, a router outage (logins
 refused) and its recovery, another admin's zoning change on an FCIP switch, connects and disconnects
 naming hosts on the FCIP link east-site and west-site share, the MDS switched to enhanced zoning, and a
 connect while another admin holds a switch's zoning open (a FOS transaction, an MDS enhanced-mode lock)
@@ -55,7 +56,10 @@ from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from rest_framework.test import APIClient
 
+from access.authentication import PrincipalUser
+from access.models import Principal
 from operations import execute, reconcile, removing, submit
 from operations.chores import expire_leases, settle_stranded_links
 from operations.desired import desired_for, desired_links, registry_facts
@@ -79,6 +83,7 @@ LEASES = (None, None, 3600)
 FCIP_HOSTS = {"east-site": ("east-backup", "east-archive"), "west-site": ("west-analysis", "west-batch")}
 FCIP_DEVICES = ("EAST-ARRAY1", "WEST-ARRAY1", "WEST-ARRAY2")
 SPARE = "aa-spare-rtr"
+VIA = ("models", "api")  # the paths registry edits take: the models (full_clean, save), the REST API
 EXAMPLES = int(os.environ.get("FLEXZONE_MODEL_EXAMPLES", "3"))
 STEPS = int(os.environ.get("FLEXZONE_MODEL_STEPS", "8"))
 
@@ -182,25 +187,27 @@ class EngineModel(RuleBasedStateMachine):
             assert execute(pk).state not in ("queued", "running")
         self._settle()  # what an expiry that failed left of a lapsed lease, the settle takes off
 
-    @rule(site=st.sampled_from(SITES))
-    def edit_router_port(self, site):
+    @rule(site=st.sampled_from(SITES), via=st.sampled_from(VIA))
+    def edit_router_port(self, site, via):
         port = self.ports[site]
-        self._edit_site(site, "router_port", lambda now: port + 1 if now == port else port)
+        self._edit_site(site, "router_port", lambda now: port + 1 if now == port else port, via)
 
-    @rule(site=st.sampled_from(SITES))
-    def edit_data_ip(self, site):
+    @rule(site=st.sampled_from(SITES), via=st.sampled_from(VIA))
+    def edit_data_ip(self, site, via):
         """The site's gateway address: later links are made with the new one."""
         first, last = self.data_ips[site].rsplit(".", 1)
         self._edit_site(site, "data_ip", lambda now: f"{first}.{int(last) + 100}" if now == self.data_ips[site]
-                        else self.data_ips[site])
+                        else self.data_ips[site], via)
 
-    def _edit_site(self, site: str, field: str, new_value) -> None:
+    def _edit_site(self, site: str, field: str, new_value, via: str) -> None:
         """Refused (in_use) exactly while locks or live links are made with the site's values, else saved."""
         row = Site.objects.get(name=site)
         held = (Grant.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
                 or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
         setattr(row, field, new_value(getattr(row, field)))
         assert database_refuses(Site, row.pk, **{field: getattr(row, field)}) == held, (site, field, held)
+        if via == "api":
+            return api_edit(f"/api/sites/{row.pk}/", {field: getattr(row, field)}, refused=held)
         try:
             row.full_clean()
         except ValidationError as exc:
@@ -210,8 +217,8 @@ class EngineModel(RuleBasedStateMachine):
         assert not held, f"{site}'s {field} changed while links made with it are live"
         row.save()
 
-    @rule(pick=st.integers(min_value=0, max_value=4))
-    def edit_zone_number(self, pick):
+    @rule(pick=st.integers(min_value=0, max_value=4), via=st.sampled_from(VIA))
+    def edit_zone_number(self, pick, via):
         """A zone's number, which the routers carry: refused exactly while its devices are held."""
         zone = Zone.objects.get(pk=sorted(self.zones)[pick])
         devices = Device.objects.filter(zone=zone)
@@ -220,6 +227,8 @@ class EngineModel(RuleBasedStateMachine):
         original = self.zones[zone.pk]
         zone.zone_id = original + 10 if zone.zone_id == original else original
         assert database_refuses(Zone, zone.pk, zone_id=zone.zone_id) == held, (original, held)
+        if via == "api":
+            return api_edit(f"/api/zones/{zone.pk}/", {"zone_id": zone.zone_id}, refused=held)
         try:
             zone.full_clean()
         except ValidationError as exc:
@@ -228,12 +237,14 @@ class EngineModel(RuleBasedStateMachine):
         assert not held, f"zone {original}'s number changed while its devices are held"
         zone.save()
 
-    @rule(name=st.sampled_from(tuple(WIRING)))
-    def rename_router(self, name):
+    @rule(name=st.sampled_from(tuple(WIRING)), via=st.sampled_from(VIA))
+    def rename_router(self, name, via):
         """Names are free: a rename never moves a site's links to another router (remote-site has a spare
         one, first by name)."""
         router = Router.objects.get(pk=self.pks[name])
         router.name = f"{name}-renamed" if router.name == name else name
+        if via == "api":
+            return api_edit(f"/api/routers/{router.pk}/", {"name": router.name}, refused=False)
         router.full_clean()
         router.save()
 
@@ -402,6 +413,24 @@ class EngineModel(RuleBasedStateMachine):
         assert not Link.objects.filter(state="configuring").exclude(router__pk__in=down).exists()
         for device in Device.objects.filter(shareable=False):
             assert Grant.objects.filter(device=device).count() <= 1, device.description
+
+def api_edit(path: str, change: dict, *, refused: bool) -> None:
+    """A PATCH through the API's views, serializers and error handler, as an admin (in this process, so
+    in the test's transaction; the mTLS that names the admin is tested on its own): a 409 `in_use`
+    naming the field exactly when `refused`, else a 200 that saved it."""
+    client = APIClient()
+    client.force_authenticate(PrincipalUser(Principal.objects.get_or_create(
+        name="model-admin", defaults={"role": "admin", "all_sites": True, "all_zones": True,
+                                      "cert_sha256": "0" * 64})[0]))
+    answer = client.patch(path, change, format="json")
+    if refused:
+        assert answer.status_code == 409, (path, change, answer.status_code, answer.content)
+        body = answer.json()
+        assert body["code"] == "in_use" and body["errors"][0]["field"] in change, (path, body)
+    else:
+        assert answer.status_code == 200, (path, change, answer.status_code, answer.content)
+        assert all(answer.json()[field] == value for field, value in change.items()), answer.json()
+
 
 def restore(ports: dict, data_ips: dict, zones: dict) -> None:
     """The values the moves edit, as they were."""
