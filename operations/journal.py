@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import DatabaseError, IntegrityError, connection, models, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, models, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -443,6 +443,9 @@ class LiveJournal:
                     if time.monotonic() - last_beat >= ops_settings().heartbeat:
                         Operation.objects.filter(pk__in=ids, state=State.RUNNING).update(heartbeat_at=now)
                         last_beat = time.monotonic()
+                except (OperationalError, InterfaceError) as exc:  # down or restarting: a line, the next beat tries
+                    log.warning("journal progress update: the database did not answer (%s)",
+                                str(exc).splitlines()[0])
                 except Exception:  # noqa: BLE001 - a missed beat is recovered by the next one
                     log.warning("journal progress update failed", exc_info=True)
                     connection.close()
