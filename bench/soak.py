@@ -33,7 +33,9 @@ failed or rolled back; what must hold after every step, and at the end, is check
 (h) the FCIP switches' zoning that flexzone did not create is exactly what their other admin made it;
 (i) each zoning change flexzone journaled (its before- and after-images) left the configuration in
     force and every zone in force that flexzone did not create as they were;
-(j) the ledger (sealed every step) verifies whole, every LEDGER_EVERY steps and at the end.
+(j) the ledger (sealed every step) verifies whole, every LEDGER_EVERY steps and at the end;
+(k) no router ever had more of flexzone's sessions open at once than its session budget (the peak the
+    simulator saw of flexzone's account, whichever processes held them).
 
 The walk's choices depend only on the seed, never on outcomes, so a seed replays the same requests,
 faults and kills (which operation wins a race may still differ). A violation raises AssertionError
@@ -77,6 +79,7 @@ from bench.soak_checks import (
     raise_on,
     registry_matches_routers,
     routers_carry_the_grants,
+    sessions_within_budget,
     up_links_held,
 )
 from bench.soak_restarts import SHARE, Restarts
@@ -409,6 +412,7 @@ class Soak:
         problems += holders_linked(self.cast)
         problems += routers_carry_the_grants(self.cast)
         problems += others_zoning_untouched(self.cast, self.foreign)
+        problems += sessions_within_budget(self.cast)
         found, self.last_image = images_change_only_ours(self.cast, self.last_image)
         problems += found
         if at_end or self.checks % LEDGER_EVERY == 0:

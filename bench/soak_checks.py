@@ -9,8 +9,9 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from bench.soak_cast import Cast
+from bench.soak_cast import USERNAME, Cast
 from operations import ledger
+from operations.budget import budget_of
 from operations.desired import desired_for
 from operations.holders import between
 from operations.models import Grant, Link, Operation, ZoningImage
@@ -129,6 +130,19 @@ def others_zoning_untouched(cast: Cast, foreign: dict[int, dict[str, Any]]) -> l
             changed = {key: (before.get(key), now.get(key))
                        for key in {*before, *now} if before.get(key) != now.get(key)}
             problems.append(f"(h) {cast.routers[index].name}: zoning flexzone did not create changed: {changed}")
+    return problems
+
+
+def sessions_within_budget(cast: Cast) -> list[str]:
+    """(k) no router ever had more of flexzone's sessions open at once than its session budget: the most
+    the simulator saw of flexzone's account at any moment so far, whichever processes held them (the
+    other admin logs in with an account of its own)."""
+    problems = []
+    for router, sim in zip(cast.routers, cast.sims, strict=True):
+        router.refresh_from_db(fields=["session_budget"])
+        peak, allowed = sim.peak_by_account.get(USERNAME, 0), budget_of(router)
+        if peak > allowed:
+            problems.append(f"{router.name}: {peak} of flexzone's sessions were open at once; its budget is {allowed}")
     return problems
 
 

@@ -332,8 +332,12 @@ class SessionPool:
                     self._wanted = wanted & self._budgeted
                     lost = self._budgeted - present
                     self._confirmed.update((router_id, looked) for router_id in present & self._budgeted)
-                if lost:  # such a session is logged out before it is used again (_checkout)
+                if lost:
+                    # Taken by another process as stale (this one stalled): an idle session here logs out
+                    # now, not when next used, so the router's count is back within its budget at once;
+                    # one in use is logged out before it is used again (_checkout).
                     log.info("routers %s: session slots taken away as stale while held", sorted(lost))
+                    self._log_out_idle(lost, "its session slot was taken away as stale")
                 self.give_up_wanted()
             except (OperationalError, InterfaceError) as exc:  # down or restarting: a line, each round until back
                 log.warning("session pool beat: the database did not answer (%s)", str(exc).splitlines()[0])
@@ -348,9 +352,15 @@ class SessionPool:
         configuration is saved with the next save of anyone's change."""
         with self._guard:
             wanted, self._wanted = self._wanted, set()
-            entries = {router_id: self._entries.pop(router_id) for router_id in wanted if router_id in self._entries}
+        self._log_out_idle(wanted, "its session slot is wanted by another process")
+
+    def _log_out_idle(self, router_ids: set[int], why: str) -> None:
+        """Log out of this pool's idle sessions to `router_ids` (those in use are not in the pool)."""
+        with self._guard:
+            entries = {router_id: self._entries.pop(router_id) for router_id in router_ids
+                       if router_id in self._entries}
         for router_id, entry in entries.items():
-            log.info("router %s: its session slot is wanted by another process; logging out", router_id)
+            log.info("router %s: %s; logging out", router_id, why)
             self._discard(router_id, entry.driver)
 
     def close_all(self) -> None:

@@ -93,6 +93,8 @@ class SimRouter:
         self.sessions: set[Terminal] = set()  # connections past the session limit check
         self.sessions_started = 0  # such connections so far (logins tried)
         self.peak_sessions = 0  # the most of them open at once
+        self.logged_in: dict[Terminal, str] = {}  # the open sessions past their login, by account
+        self.peak_by_account: dict[str, int] = {}  # the most sessions of each account open at once
         self.tasks: set[asyncio.Task[Any]] = set()  # one per connection, cancelled by aclose()
         self._session_counter = 0
         self._servers: list[Any] = []
@@ -214,6 +216,13 @@ class SimRouter:
         self.sessions.add(terminal)
         self.sessions_started += 1
         self.peak_sessions = max(self.peak_sessions, len(self.sessions))
+
+    def session_logged_in(self, terminal: Terminal, user: str) -> None:
+        """A session logged in as `user`: counted for that account, and the account's peak kept (how many
+        sessions one client, flexzone say, had open at once, beside other admins')."""
+        self.logged_in[terminal] = user
+        now = sum(1 for account in self.logged_in.values() if account == user)
+        self.peak_by_account[user] = max(self.peak_by_account.get(user, 0), now)
 
     def refuses_session(self, terminal: Terminal) -> bool:
         """Over the session limit, or a session_limit fault: say so and close the connection."""

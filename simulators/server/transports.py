@@ -38,6 +38,7 @@ class ListeningRouter(SessionRouter, Protocol):
     accounts: dict[str, str]
     passwords_received: int
     sessions: set[Terminal]
+    logged_in: dict[Terminal, str]
     tasks: set[asyncio.Task[Any]]
 
     def ssh_key(self) -> asyncssh.SSHKey: ...
@@ -48,6 +49,8 @@ class ListeningRouter(SessionRouter, Protocol):
     def refuses_session(self, terminal: Terminal) -> bool: ...
 
     def session_started(self, terminal: Terminal) -> None: ...
+
+    def session_logged_in(self, terminal: Terminal, user: str) -> None: ...
 
     def end_session(self, session: Session) -> None: ...
 
@@ -208,6 +211,7 @@ async def serve_connection(router: ListeningRouter, terminal: Terminal, read: Ca
             return
         router.session_started(terminal)
         user = await login(terminal)
+        router.session_logged_in(terminal, user)
         session = Session(username=user, transport=terminal.transport, id=terminal.session_id,
                           paging=terminal.transport in router.personality.paged_transports)
         await CommandLoop(router, terminal, session).run()
@@ -218,6 +222,7 @@ async def serve_connection(router: ListeningRouter, terminal: Terminal, read: Ca
         terminal.abort()
     finally:
         router.sessions.discard(terminal)
+        router.logged_in.pop(terminal, None)
         pump.cancel()
         if session is not None:
             router.end_session(session)

@@ -118,3 +118,23 @@ def test_a_pool_whose_slot_was_taken_as_stale_claims_again_before_it_reuses_its_
     finally:
         first.close_all()
         second.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_session_whose_slot_was_taken_as_stale_logs_out_at_the_next_beat(lab_factory, settings):
+    """Issue 45, item 5: never more sessions on a router than its budget, at any moment. A slot taken away
+    as stale (this process stalled, another claimed it) left the idle pooled session logged in until its
+    next use, beside the other process's: it now logs out at the beat that finds the slot gone."""
+    settings.FLEXZONE_OPS_HEARTBEAT = 0.1
+    lab = lab_factory(max_sessions=2)
+    first = SessionPool()
+    try:
+        _use(first, lab.primary_rtr, budget=1)
+        assert first.size() == 1 and lab.primary_sim.active_sessions() == 1
+        RouterSession.objects.filter(holder=first.holder).delete()  # what a claim of the slot as stale does
+        deadline = time.monotonic() + 5
+        while (first.size() or lab.primary_sim.active_sessions()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert first.size() == 0 and lab.primary_sim.active_sessions() == 0
+    finally:
+        first.close_all()

@@ -332,3 +332,26 @@ def test_the_production_zoning_option_reaches_the_simulator():
 
     assert build_parser().parse_args(["--platform", "cisco_mds", "--production-zoning"]).production_zoning
     assert not build_parser().parse_args(["--platform", "cisco_mds"]).production_zoning
+
+
+def test_the_peak_of_each_account_s_sessions_open_at_once_is_kept(sim_factory):
+    """The soak's session budget check reads how many of flexzone's sessions a router had open at once,
+    apart from another admin's (an account of its own)."""
+    sim = sim_factory("mcdata_eclipse", accounts={"other-admin": "other-secret"})
+    first, second = login(sim), login(sim)
+    host, port = sim.addresses["telnet"]
+    other = telnetlib.Telnet(host, port, timeout=5)
+    other.read_until(b"Username: ", 5)
+    other.write(b"other-admin\r")
+    other.read_until(b"Password: ", 5)
+    other.write(b"other-secret\r")
+    assert other.read_until(PROMPT, 5).endswith(PROMPT)
+    first.close()
+    third = login(sim)
+    assert sim.peak_by_account == {USERNAME: 2, "other-admin": 1}
+    for client in (second, other, third):
+        client.close()
+    deadline = time.monotonic() + 5
+    while sim.logged_in and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not sim.logged_in and sim.peak_by_account[USERNAME] == 2
