@@ -87,6 +87,18 @@ def refuse(changed: list[str], what: str, subject: Subject, **keys: Sequence[int
         raise ValidationError({name: ValidationError(message, code=RULE) for name in changed})
 
 
+def refuse_unsharing(device: models.Model, shareable: bool, what: str) -> None:
+    """A device stops being shareable only while at most one site holds it: with several, each would keep
+    a hold the device no longer allows (a ValidationError on `shareable`)."""
+    if shareable or "shareable" not in changed_fields(device, ["shareable"]):
+        return
+    held = _holders(Subject.DEVICE, devices=[device.pk])
+    if len(held) > 1:
+        message = (f"{what} is held by several sites ({_shown(held)}): it cannot stop being shareable while more "
+                   "than one site holds it. Disconnect all but one first, then change it.")
+        raise ValidationError({"shareable": ValidationError(message, code=RULE)})
+
+
 def refuse_delete(what: str, subject: Subject, **keys: Sequence[int | None]) -> None:
     """Raise a ValidationError (no field: the object itself) if anyone holds a device through the subject.
 
@@ -149,6 +161,9 @@ def _in_use(what: str, subject: Subject, then: str, keys: dict[str, Sequence[int
     held = _holders(subject, **{name: [pk for pk in pks if pk is not None] for name, pks in keys.items()})
     if not held:
         return ""
-    shown = ", ".join(held[:SHOWN]) + (f" and {len(held) - SHOWN} more" if len(held) > SHOWN else "")
-    return (f"{what} is in use by live links ({shown}): the routers carry its current value, and a "
+    return (f"{what} is in use by live links ({_shown(held)}): the routers carry its current value, and a "
             f"disconnect plans from it. Disconnect those first, then {then}.")
+
+
+def _shown(held: list[str]) -> str:
+    return ", ".join(held[:SHOWN]) + (f" and {len(held) - SHOWN} more" if len(held) > SHOWN else "")

@@ -420,6 +420,7 @@ class Device(CarriedByRouters):
                 raise ValidationError({"wwn": ValidationError(message, code="initiator_wwn")})
         in_use.refuse(in_use.changed_fields(self, self.LINK_FIELDS), f"Device {self.description}'s value",
                       in_use.Subject.DEVICE, devices=[self.pk])
+        in_use.refuse_unsharing(self, self.shareable, f"Device {self.description}")
 
 
 # Deletes get the rule edits get: a host or initiator that a live FCIP link zones stays until that link is

@@ -452,3 +452,28 @@ def test_an_initiator_registered_later_never_joins_a_grant_recorded_without_init
              for initiator, _target in want.pairs}
     assert not zoned & {"10:00:00:10:9b:5e:b0:77", "10:00:00:10:9b:5e:b0:78"}, zoned
     assert not zoned, "a grant given no initiators zones none"
+
+
+def test_a_device_held_by_several_sites_cannot_stop_being_shareable_on_any_path(call, cast):
+    """A shareable device two sites hold, made not shareable, left both holding a device that allows one
+    (the API answered 200; a connect refused only the sites that came later). The rule is at the models
+    and in the database (migration 0007), so the API, the admin's forms and a queryset update meet it;
+    with one holder left it goes through. Failed before: every path saved it."""
+    load_demo(fcip=True)
+    device = cast["xraid1"]
+    Device.objects.filter(pk=device.pk).update(shareable=True)
+    for name in ("remote-site", "east-site"):
+        Grant.objects.create(device=device, site=Site.objects.get(name=name), exclusive=False)
+    assert models_refuse(Device.objects.get(pk=device.pk), "shareable", False)
+    assert database_refuses(Device, device.pk, shareable=False)
+    refused = call("root", "PATCH", f"/api/devices/{device.pk}/", json={"shareable": False})
+    assert refused.status_code == 409, refused.text
+    body = refused.json()
+    assert body["code"] == "in_use" and body["errors"][0]["field"] == "shareable", body
+    assert "east-site holds XRAID1, remote-site holds XRAID1" in body["detail"], body
+    assert Device.objects.get(pk=device.pk).shareable
+    Grant.objects.filter(site__name="east-site").delete()
+    assert not models_refuse(Device.objects.get(pk=device.pk), "shareable", False)
+    assert not database_refuses(Device, device.pk, shareable=False)
+    answer = call("root", "PATCH", f"/api/devices/{device.pk}/", json={"shareable": False})
+    assert answer.status_code == 200 and answer.json()["shareable"] is False, answer.text

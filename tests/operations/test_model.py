@@ -13,8 +13,8 @@ connect between an iFCP and an FCIP site is refused at submit, like any other pl
 The moves: connect (with or without a lease; again, it renews), disconnect, a lease run out and expired
 by the lease chore, an expiry that fails before any router step (waiting on a queued renewal past its
 time limit, or on an internal error), a registry edit of a site's router port or data IP or of a zone's
-number, a rename of a router (remote-site has a spare router, first by name), each edit through the
-models or through the REST API, a router outage (logins
+number, a device made shareable or not, a rename of a router (remote-site has a spare router, first by
+name), each edit through the models or through the REST API, a router outage (logins
 refused) and its recovery, another admin's zoning change on an FCIP switch, connects and disconnects
 naming hosts on the FCIP link east-site and west-site share, the MDS switched to enhanced zoning, and a
 connect while another admin holds a switch's zoning open (a FOS transaction, an MDS enhanced-mode lock)
@@ -237,6 +237,26 @@ class EngineModel(RuleBasedStateMachine):
         assert not held, f"zone {original}'s number changed while its devices are held"
         zone.save()
 
+    @rule(device=st.sampled_from(DEVICES), via=st.sampled_from(VIA))
+    def toggle_shareable(self, device, via):
+        """Several sites may hold a shareable device; it stops being shareable only while one site at most
+        holds it (refused otherwise: each would keep a hold the device no longer allows)."""
+        row = Device.objects.get(description=device)
+        holders = ({site for site in Grant.objects.filter(device=row).values_list("site_id", flat=True)}
+                   | {site for site in Link.active().filter(device=row).values_list("site_id", flat=True)})
+        row.shareable = not row.shareable
+        held = not row.shareable and len(holders) > 1
+        assert database_refuses(Device, row.pk, shareable=row.shareable) == held, (device, holders)
+        if via == "api":
+            return api_edit(f"/api/devices/{row.pk}/", {"shareable": row.shareable}, refused=held)
+        try:
+            row.full_clean()
+        except ValidationError as exc:
+            assert held and {e.code for es in exc.error_dict.values() for e in es} == {"in_use"}, exc
+            return
+        assert not held, f"{device} stopped being shareable while {len(holders)} sites hold it"
+        row.save()
+
     @rule(name=st.sampled_from(tuple(WIRING)), via=st.sampled_from(VIA))
     def rename_router(self, name, via):
         """Names are free: a rename never moves a site's links to another router (remote-site has a spare
@@ -438,6 +458,7 @@ def restore(ports: dict, data_ips: dict, zones: dict) -> None:
         Site.objects.filter(name=site).update(router_port=port, data_ip=data_ips[site])
     for pk, zone_id in sorted(zones.items(), key=lambda item: -item[1]):  # no two alike meanwhile
         Zone.objects.filter(pk=pk).update(zone_id=zone_id)
+    Device.objects.update(shareable=False)
 
 
 def clean_slate(sims: dict, admins: dict) -> None:
