@@ -95,6 +95,9 @@ class SessionPool:
         # a slot is taken as stale only FLEXZONE_OPS_STALE_AFTER after its last beat, so within half of
         # that a reuse needs no look at the table.
         self._confirmed: dict[int, float] = {}
+        # The slots a beat has seen this pool's row of since they were claimed: only such a row can be
+        # found gone (a beat that never saw it, as on a connection that cannot see the claim yet, cannot tell).
+        self._beat_saw: set[int] = set()
         self._beater: threading.Thread | None = None
         self.serves_queue = False  # a `manage.py worker`: operations are routed to it (affinity.py)
 
@@ -216,6 +219,7 @@ class SessionPool:
             counted = router_id in self._budgeted
             self._budgeted.discard(router_id)
             self._confirmed.pop(router_id, None)
+            self._beat_saw.discard(router_id)
         if counted:
             try:
                 budget.release(router_id, self.holder)
@@ -330,7 +334,8 @@ class SessionPool:
                 present, wanted = budget.beat(self.holder)
                 with self._guard:
                     self._wanted = wanted & self._budgeted
-                    lost = self._budgeted - present
+                    lost = (self._beat_saw & self._budgeted) - present
+                    self._beat_saw = (self._beat_saw - lost) | (present & self._budgeted)
                     self._confirmed.update((router_id, looked) for router_id in present & self._budgeted)
                 if lost:
                     # Taken by another process as stale (this one stalled): an idle session here logs out
