@@ -3,9 +3,9 @@
 Order of work: wait for earlier requests of the same site and device, take the site's locks again,
 write each link as `configuring` (so a record exists before the router changes), drive every router
 step at once (`Run.at_once`), then mark the links `up` in the commit that journals success. A step
-that fails for good ends the add's grants and converges every router it changed to the grants left
-(`settle_routers`, the one converge every repair uses), so a site keeps whole what it holds, or
-holds nothing.
+that fails for good converges every router the add changed to the grants without the add's
+(`settle_routers`, the one converge every repair uses), then ends its grants, so a site keeps whole
+what it holds, or holds nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from operations.converge import claims_more, converge_link, lacks_pairs, link_pairs, record_pairs
 from operations.desired import plan_initiators
-from operations.drift import settle_routers
 from operations.errors import DeviceBusy, OperationFailed, StepFailed
 from operations.holders import (
     holders_expiries,
@@ -40,6 +39,7 @@ from operations.links import (
 )
 from operations.models import Grant, Link, Operation
 from operations.planner import PlanStep
+from operations.settling import settle_routers
 from operations.steps import drive, look
 from operations.waits import InFlight, after_earlier_requests, after_operations_in_flight, busy_elsewhere
 from registry.models import Router
@@ -176,20 +176,20 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
         taken.delete()
         raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
     ending = (plan_ids(run.op.plan)["site"], list(taken.values_list("device_id", flat=True)))
-    errors = settle_routers(run, [link.router_id for link in ours] + [link.router_id for _step, link in extended],
-                            ending_grants=ending)
+    unsettled = settle_routers(run, [link.router_id for link in ours] + [link.router_id for _s, link in extended],
+                               ending_grants=ending)
     taken.delete()  # the devices stayed held until what was made for them was off
-    left = Link.objects.filter(pk__in=[link.pk for link in ours], state__in=Link.ACTIVE_STATES).exclude(
-        state=Link.State.UP).values_list("pk", flat=True)
-    parts = [f"{link} (rollback failed: {errors.get(link.router_id, 'a grant still under way needs it')})"
-             for link in ours if link.pk in set(left)]
+    left = set(Link.objects.filter(pk__in=[link.pk for link in ours], state__in=Link.ACTIVE_STATES).exclude(
+        state=Link.State.UP).values_list("pk", flat=True))
+    parts = [f"{link} (rollback failed: {unsettled.of(link) or 'a grant still under way needs it'})"
+             for link in ours if link.pk in left]
     unshrunk = []
     for step, link in extended:
-        if link.router_id in errors:
+        if why := unsettled.of(link):
             # It may zone what it did and this add's pairs: recorded so, the settle chore takes off what
             # no grant needs once the router answers (and a later connect reads the router first).
             record_pairs(link, link_pairs(link) | set(step.spec.all_pairs()))
-            unshrunk.append(f"{link} (shared; its zoning could not be shrunk back: {errors[link.router_id]}; the "
+            unshrunk.append(f"{link} (shared; its zoning could not be shrunk back: {why}; the "
                             "settle chore takes off what no grant needs)")
     if parts or unshrunk:
         message = [f"left configuring for reconcile, which the settle chore runs once the router answers: "

@@ -20,9 +20,7 @@ Policy "router" makes the registry match the router.
 
 from __future__ import annotations
 
-import functools
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -34,13 +32,12 @@ from django.utils import timezone
 from operations.conf import ops_settings
 from operations.converge import link_pairs, record_pairs
 from operations.desired import Want, desired_settled_and_pending, holds_text
-from operations.errors import OperationFailed, StepFailed
 from operations.holders import between
 from operations.journal import Run
 from operations.models import Grant, Link, Operation
-from operations.planner import find_router, router_vsan
+from operations.planner import router_vsan
 from operations.pool import Lease
-from operations.steps import change, with_router
+from operations.steps import change
 from registry.models import Device, Router, Site, Zone
 from routers.drivers import DRIVERS
 from routers.drivers.base import LinkSpec, RouterLink, pairs_spec
@@ -404,7 +401,8 @@ def _hold_for(site: Site, device: Device, operation: Operation | None, initiator
     up link has a holder. Returns why it cannot (another site holds the device exclusively, or the
     device is not shareable and another site holds it), or None when the site holds it."""
     with transaction.atomic():
-        Device.objects.select_for_update().filter(pk=device.pk).first()  # the same row lock an add takes
+        # The same row lock a connect takes, and the device as it is now (an edit may have committed since).
+        device = Device.objects.select_for_update().get(pk=device.pk)
         held = list(Grant.objects.filter(device=device).select_related("site"))
         if any(lock.site_id == site.pk for lock in held):
             return None
@@ -453,33 +451,6 @@ def _record_from_router(router: Router, key: tuple[int, int, str], found: Router
     return link, "; ".join(refusals)
 
 
-def execute_reconcile(run: Run) -> None:
-    """The reconcile operation: each router (or the named one) read, compared and, with repair, converged."""
-    repair, policy = run.op.request.get("repair", False), run.op.request.get("policy", "registry")
-    settle_only = run.op.request.get("settle", False)
-    name = run.op.request.get("router")
-    routers = [find_router(name)] if name else list(Router.objects.order_by("name"))
-    # Every router at once, each on a thread of its own holding it (operations.threads.at_once).
-    reports = run.at_once([functools.partial(_reconcile_one, run, router, repair, policy, settle_only)
-                           for router in routers], threads=ops_settings().worker_concurrency)
-    report = {router.name: found for router, found in zip(routers, reports, strict=True)}
-    failed = [router.name for router, found in zip(routers, reports, strict=True) if "error" in found]
-    run.op.result = {"repair": repair, "policy": policy, "routers": report}
-    if failed:
-        raise OperationFailed(f"could not read {', '.join(failed)}")
-
-
-def _reconcile_one(run: Run, router: Router, repair: bool, policy: str, settle_only: bool,
-                   ending: Ending | None = None) -> dict[str, Any]:
-    """One router reconciled holding it (a reconcile reads the router first in any case); its report, or
-    {"error": why} when it could not be read."""
-    try:
-        return with_router(run, router, lambda lease, _read_first: reconcile_router(run, router, lease, repair,
-                                                                                    policy, settle_only, ending))
-    except StepFailed as exc:
-        return {"error": str(exc)}
-
-
 @dataclass(frozen=True)
 class Ending:
     """An operation that failed part-way and is ending (`settle_routers`): its id, and the grants it
@@ -487,34 +458,3 @@ class Ending:
 
     op: int
     grants: tuple[int, list[int]] | None = None
-
-
-def settle_routers(run: Run, router_ids: Iterable[int], *, ending_grants: tuple[int, list[int]] | None = None
-                   ) -> dict[int, str]:
-    """The end of an operation that failed part-way: each router it changed converged at once to the
-    grants as they are now, without `ending_grants` (a failed connect's, which the caller ends after:
-    the devices stay held until what was made for them is off), this operation's own records settled
-    with the rest, as the settle chore would settle them once it ended. So a site keeps whole what it
-    holds, or holds nothing, by the one converge every repair uses. The routers get a time budget of
-    their own (the operation's limit, at most 60 s): the operation may have spent all of its time.
-    Returns, per router that could not be converged (not read, or left with something unresolved),
-    why: what is left there is the settle chore's."""
-    run.deadline = max(run.deadline, time.monotonic() + min(60.0, ops_settings().total_timeout))
-    routers = [run.row(Router, pk=pk) for pk in dict.fromkeys(router_ids)]
-    ending = Ending(run.op.pk, ending_grants)
-    reports = run.at_once([functools.partial(_reconcile_one, run, router, True, "registry", True, ending)
-                           for router in routers])
-    errors = {}
-    for router, report in zip(routers, reports, strict=True):
-        if "error" in report:
-            errors[router.pk] = report["error"]
-            continue
-        for done in report["repaired"]:
-            run.notes.append(f"{router.name} {_where(done)}{done['action']}")
-        if report["unresolved"]:
-            errors[router.pk] = "; ".join(f"{_where(item)}{item['reason']}" for item in report["unresolved"])
-    return errors
-
-
-def _where(item: dict[str, Any]) -> str:
-    return f"port {item['port']} zone {item['zone']} -> {item['remote_ip']}: " if "port" in item else ""

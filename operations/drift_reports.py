@@ -1,5 +1,5 @@
 """The newest reconcile report of each router, and what it left outstanding (the console's topology and
-the drift gauges read these; operations/drift.py writes them as reconcile operations' results).
+the drift gauges read these; operations/settling.py writes them as reconcile operations' results).
 """
 
 from __future__ import annotations

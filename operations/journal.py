@@ -351,6 +351,11 @@ _FINISH_SQL = f"""
                %(initiators)s::jsonb
           FROM {DEVICE} AS device
          WHERE device.id = ANY(%(renew_devices)s) AND EXISTS (SELECT 1 FROM claim)
+           -- as a connect takes a grant (holders.lockable_devices): not beside another site's exclusive
+           -- grant, nor beside any other site's when the device is not shareable
+           AND NOT EXISTS (SELECT 1 FROM {LOCK} AS other
+                            WHERE other.device_id = device.id AND other.site_id <> %(renew_site)s
+                              AND (other.exclusive OR NOT device.shareable))
         ON CONFLICT DO NOTHING
     ), released AS (
         DELETE FROM {LOCK} AS held
@@ -443,12 +448,13 @@ class LiveJournal:
                     if time.monotonic() - last_beat >= ops_settings().heartbeat:
                         Operation.objects.filter(pk__in=ids, state=State.RUNNING).update(heartbeat_at=now)
                         last_beat = time.monotonic()
-                except (OperationalError, InterfaceError) as exc:  # down or restarting: a line, the next beat tries
-                    log.warning("journal progress update: the database did not answer (%s)",
-                                str(exc).splitlines()[0])
-                except Exception:  # noqa: BLE001 - a missed beat is recovered by the next one
-                    log.warning("journal progress update failed", exc_info=True)
-                    connection.close()
+                except Exception as exc:  # noqa: BLE001 - a missed beat is recovered by the next one
+                    if isinstance(exc, (OperationalError, InterfaceError)):  # down or restarting: a line
+                        log.warning("journal progress update: the database did not answer (%s)",
+                                    str(exc).splitlines()[0])
+                    else:
+                        log.warning("journal progress update failed", exc_info=True)
+                    connection.close()  # the next beat connects afresh
                     session_tuned = False
         finally:
             connection.close()

@@ -334,15 +334,14 @@ class SessionPool:
                 present, wanted = budget.beat(self.holder)
                 with self._guard:
                     self._wanted = wanted & self._budgeted
-                    lost = (self._beat_saw & self._budgeted) - present
-                    self._beat_saw = (self._beat_saw - lost) | (present & self._budgeted)
+                    lost = (self._beat_saw & self._budgeted) - present  # stays lost until logged out (_discard)
+                    self._beat_saw |= present & self._budgeted
                     self._confirmed.update((router_id, looked) for router_id in present & self._budgeted)
                 if lost:
                     # Taken by another process as stale (this one stalled): an idle session here logs out
                     # now, not when next used, so the router's count is back within its budget at once;
-                    # one in use is logged out before it is used again (_checkout).
-                    log.info("routers %s: session slots taken away as stale while held", sorted(lost))
-                    self._log_out_idle(lost, "its session slot was taken away as stale")
+                    # one in use is logged out before it is used again (_checkout), or by a later beat.
+                    self._log_out_lost(lost)
                 self.give_up_wanted()
             except (OperationalError, InterfaceError) as exc:  # down or restarting: a line, each round until back
                 log.warning("session pool beat: the database did not answer (%s)", str(exc).splitlines()[0])
@@ -358,6 +357,15 @@ class SessionPool:
         with self._guard:
             wanted, self._wanted = self._wanted, set()
         self._log_out_idle(wanted, "its session slot is wanted by another process")
+
+    def _log_out_lost(self, router_ids: set[int]) -> None:
+        """Log out of the idle sessions whose slots were taken away, each holding its router (as the pool's
+        chores do), so that no step of this process claims the router anew meanwhile: releasing the slot
+        would then delete that claim's row. A router in use is left to its next checkout."""
+        for router_id in sorted(router_ids):
+            with try_router_lock(router_id) as taken:
+                if taken:
+                    self._log_out_idle({router_id}, "its session slot was taken away as stale")
 
     def _log_out_idle(self, router_ids: set[int], why: str) -> None:
         """Log out of this pool's idle sessions to `router_ids` (those in use are not in the pool)."""

@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from operations.converge import converge_link, link_pairs, record_pairs
 from operations.desired import keepers
-from operations.drift import settle_routers
 from operations.errors import OperationFailed, StepFailed
 from operations.holders import (
     between,
@@ -42,6 +41,7 @@ from operations.links import (
 )
 from operations.models import Link, Operation
 from operations.planner import PlanStep
+from operations.settling import settle_routers
 from operations.steps import drive, look
 from operations.waits import EndpointTaken, InFlight, after_earlier_requests, after_operations_in_flight, busy_elsewhere
 from registry.models import Device, Router, Site
@@ -164,17 +164,16 @@ def _roll_back(run: Run, failures: list[StepFailed], untouched: list[Link], prev
     Link.objects.filter(pk__in=written).delete()
     changed = [link for _step, link in taken_down + shrunk if link.pk not in written]
     before = dict(Link.objects.filter(pk__in=[link.pk for _step, link in shrunk]).values_list("pk", "pairs"))
-    errors = settle_routers(run, [link.router_id for link in changed])
+    unsettled = settle_routers(run, [link.router_id for link in changed])
     states = dict(Link.objects.filter(pk__in=[link.pk for link in changed]).values_list("pk", "state"))
     pairs = dict(Link.objects.filter(pk__in=list(before)).values_list("pk", "pairs"))
     restored = lost = 0
     for link in changed:
         state = states.get(link.pk)
-        if link.router_id in errors:
+        if why := unsettled.of(link):
             lost += state == Link.State.REMOVING
-            run.notes.append(f"{link}: could not be put back after {cause} ({errors[link.router_id]}); left for "
-                             "the settle chore")
-        elif link.pk in before:  # shrunk: put back if it zones again what it zoned before the shrink
+            run.notes.append(f"{link}: could not be put back after {cause} ({why}); left for the settle chore")
+        elif link.pk in before:  # shrunk: put back if its zoning grew from what the shrink left
             if pairs.get(link.pk) != before[link.pk]:
                 restored += 1
                 run.notes.append(f"{link}: its zoning put back, the removal failed on another router ({cause})")

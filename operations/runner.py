@@ -2,7 +2,7 @@
 
 `execute` claims the operation (once, however many workers try), dispatches it by kind (an add to
 operations/adding.py, a remove or expiry to operations/removing.py, a reconcile to
-operations/drift.py; a list and a V1 command here), and writes its end through the journal. A
+operations/settling.py; a list and a V1 command here), and writes its end through the journal. A
 crashed worker's operation is claimed again once its heartbeat is stale and re-run in recovery mode
 (state read before every change), so it finishes or rolls back from whatever the routers actually
 hold.
@@ -18,7 +18,6 @@ from typing import Any
 from access.models import Principal
 from operations.adding import execute_add
 from operations.conf import ops_settings
-from operations.drift import execute_reconcile
 from operations.errors import OperationFailed, StepFailed
 from operations.intake import submit
 from operations.journal import WORKER_ID, Run, claim, finish, heartbeats
@@ -26,6 +25,7 @@ from operations.metrics import operation_ended
 from operations.models import Operation
 from operations.planner import find_router
 from operations.removing import execute_remove
+from operations.settling import execute_reconcile
 from operations.steps import read_router
 from operations.threads import in_own_connection
 from registry.models import Router

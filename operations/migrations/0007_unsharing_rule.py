@@ -1,9 +1,11 @@
 """A device stops being shareable only while at most one site holds it (registry.in_use.refuse_unsharing),
 in the database too: a row trigger on the registry's devices refuses an update that turns `shareable`
 off while `flexzone_holding` (migration 0006) names more than one site holding the device, with the
-`in_use` rule's SQLSTATE and the column `shareable`. A connect that takes a shared grant locks the
-device's row first, so the two are ordered: the edit sees the grant, or the connect sees the device
-no longer shareable.
+`in_use` rule's SQLSTATE and the column `shareable`. A connect that takes a grant, and reconcile when
+it records a holder from a router, lock the device's row first and read it then, so each is ordered
+with the edit: the edit sees the grant, or the grant is taken under the device no longer shareable
+(and refused beside another site's). A connect's lock taken again as it ends (operations/journal.py)
+checks the other holders in the same statement.
 """
 
 from django.db import migrations
