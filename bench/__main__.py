@@ -8,6 +8,7 @@ routers needs no database. Without PostgreSQL they stop at once, saying what to 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable
 
@@ -112,6 +113,9 @@ def _on_own_cluster(run: Callable[[], int]) -> int:
     except NoCluster as exc:
         print(f"bench soak --db-restarts: {exc}", file=sys.stderr)
         return 2
+    # A TERM (a timeout, a kill by name) ends the soak as an exception would: the cluster is stopped and
+    # removed on the way out, not left running (SIGKILL still leaves it: nothing runs then).
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     with cluster:
         os.environ["DATABASE_URL"] = cluster.url
         os.environ.pop(TEMPLATE_ENV, None)
