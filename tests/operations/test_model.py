@@ -204,18 +204,7 @@ class EngineModel(RuleBasedStateMachine):
         row = Site.objects.get(name=site)
         held = (Grant.objects.filter(Q(site=row) | Q(device__owner_site=row)).exists()
                 or Link.active().filter(Q(site=row) | Q(device__owner_site=row) | Q(router__site=row)).exists())
-        setattr(row, field, new_value(getattr(row, field)))
-        assert database_refuses(Site, row.pk, **{field: getattr(row, field)}) == held, (site, field, held)
-        if via == "api":
-            return api_edit(f"/api/sites/{row.pk}/", {field: getattr(row, field)}, refused=held)
-        try:
-            row.full_clean()
-        except ValidationError as exc:
-            codes = {error.code for errors in exc.error_dict.values() for error in errors}
-            assert held == ("in_use" in codes), (site, field, held, exc)
-            return
-        assert not held, f"{site}'s {field} changed while links made with it are live"
-        row.save()
+        self._edit(row, field, new_value(getattr(row, field)), held=held, via=via, path=f"/api/sites/{row.pk}/")
 
     @rule(pick=st.integers(min_value=0, max_value=4), via=st.sampled_from(VIA))
     def edit_zone_number(self, pick, via):
@@ -225,17 +214,8 @@ class EngineModel(RuleBasedStateMachine):
         held = (Grant.objects.filter(device__in=devices).exists()
                 or Link.active().filter(device__in=devices).exists())
         original = self.zones[zone.pk]
-        zone.zone_id = original + 10 if zone.zone_id == original else original
-        assert database_refuses(Zone, zone.pk, zone_id=zone.zone_id) == held, (original, held)
-        if via == "api":
-            return api_edit(f"/api/zones/{zone.pk}/", {"zone_id": zone.zone_id}, refused=held)
-        try:
-            zone.full_clean()
-        except ValidationError as exc:
-            assert held and {e.code for es in exc.error_dict.values() for e in es} == {"in_use"}, exc
-            return
-        assert not held, f"zone {original}'s number changed while its devices are held"
-        zone.save()
+        self._edit(zone, "zone_id", original + 10 if zone.zone_id == original else original, held=held, via=via,
+                   path=f"/api/zones/{zone.pk}/")
 
     @rule(device=st.sampled_from(DEVICES), via=st.sampled_from(VIA))
     def toggle_shareable(self, device, via):
@@ -244,17 +224,24 @@ class EngineModel(RuleBasedStateMachine):
         row = Device.objects.get(description=device)
         holders = ({site for site in Grant.objects.filter(device=row).values_list("site_id", flat=True)}
                    | {site for site in Link.active().filter(device=row).values_list("site_id", flat=True)})
-        row.shareable = not row.shareable
-        held = not row.shareable and len(holders) > 1
-        assert database_refuses(Device, row.pk, shareable=row.shareable) == held, (device, holders)
+        held = row.shareable and len(holders) > 1  # turning it off
+        self._edit(row, "shareable", not row.shareable, held=held, via=via, path=f"/api/devices/{row.pk}/")
+
+    @staticmethod
+    def _edit(row, field: str, value, *, held: bool, via: str, path: str) -> None:
+        """Set `field` of `row` by `via` (the models, or the REST API at `path`): refused (`in_use`) exactly
+        when `held`, by the database too (a queryset update, which skips the models); else saved."""
+        setattr(row, field, value)
+        what = f"{type(row).__name__} {row.pk}'s {field}"
+        assert database_refuses(type(row), row.pk, **{field: value}) == held, (what, value, held)
         if via == "api":
-            return api_edit(f"/api/devices/{row.pk}/", {"shareable": row.shareable}, refused=held)
+            return api_edit(path, {field: value}, refused=held)
         try:
             row.full_clean()
         except ValidationError as exc:
-            assert held and {e.code for es in exc.error_dict.values() for e in es} == {"in_use"}, exc
+            assert held == ("in_use" in {e.code for es in exc.error_dict.values() for e in es}), (what, held, exc)
             return
-        assert not held, f"{device} stopped being shareable while {len(holders)} sites hold it"
+        assert not held, f"{what} changed to {value} while it is held"
         row.save()
 
     @rule(name=st.sampled_from(tuple(WIRING)), via=st.sampled_from(VIA))

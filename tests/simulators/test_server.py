@@ -25,13 +25,13 @@ ROOT = Path(__file__).resolve().parents[2]  # where `python -m simulators` finds
 PROMPT = b"ECL2640-A:eosi# "
 
 
-def login(sim: SimRouter) -> telnetlib.Telnet:
+def login(sim: SimRouter, user: str = USERNAME, password: str = PASSWORD) -> telnetlib.Telnet:
     host, port = sim.addresses["telnet"]
     client = telnetlib.Telnet(host, port, timeout=5)
     client.read_until(b"Username: ", 5)
-    client.write(USERNAME.encode() + b"\r")
+    client.write(user.encode() + b"\r")
     client.read_until(b"Password: ", 5)
-    client.write(PASSWORD.encode() + b"\r")
+    client.write(password.encode() + b"\r")
     assert client.read_until(PROMPT, 5).endswith(PROMPT)
     return client
 
@@ -338,14 +338,7 @@ def test_the_peak_of_each_account_s_sessions_open_at_once_is_kept(sim_factory):
     """The soak's session budget check reads how many of flexzone's sessions a router had open at once,
     apart from another admin's (an account of its own)."""
     sim = sim_factory("mcdata_eclipse", accounts={"other-admin": "other-secret"})
-    first, second = login(sim), login(sim)
-    host, port = sim.addresses["telnet"]
-    other = telnetlib.Telnet(host, port, timeout=5)
-    other.read_until(b"Username: ", 5)
-    other.write(b"other-admin\r")
-    other.read_until(b"Password: ", 5)
-    other.write(b"other-secret\r")
-    assert other.read_until(PROMPT, 5).endswith(PROMPT)
+    first, second, other = login(sim), login(sim), login(sim, "other-admin", "other-secret")
     first.close()
     third = login(sim)
     assert sim.peak_by_account == {USERNAME: 2, "other-admin": 1}
