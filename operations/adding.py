@@ -176,9 +176,11 @@ def _roll_back(run: Run, done: list[tuple[PlanStep, Link, bool]], cause: StepFai
         taken.delete()
         raise OperationFailed(f"{cause}; nothing was changed on any router", state=State.FAILED)
     ending = (plan_ids(run.op.plan)["site"], list(taken.values_list("device_id", flat=True)))
-    unsettled = settle_routers(run, [link.router_id for link in ours] + [link.router_id for _s, link in extended],
-                               ending_grants=ending)
-    taken.delete()  # the devices stayed held until what was made for them was off
+    try:
+        unsettled = settle_routers(run, [link.router_id for link in ours] + [link.router_id for _s, link in extended],
+                                   ending_grants=ending)
+    finally:  # the devices stayed held until what was made for them was off; a failed connect holds nothing
+        taken.delete()
     left = set(Link.objects.filter(pk__in=[link.pk for link in ours], state__in=Link.ACTIVE_STATES).exclude(
         state=Link.State.UP).values_list("pk", flat=True))
     parts = [f"{link} (rollback failed: {unsettled.of(link) or 'a grant still under way needs it'})"
