@@ -5,7 +5,8 @@ off while `flexzone_holding` (migration 0006) names more than one site holding t
 it records a holder from a router, lock the device's row first and read it then, so each is ordered
 with the edit: the edit sees the grant, or the grant is taken under the device no longer shareable
 (and refused beside another site's). A connect's lock taken again as it ends (operations/journal.py)
-checks the other holders in the same statement.
+checks the other holders in the same statement, but takes no row lock: an edit committing at that
+very moment is not ordered with it.
 """
 
 from django.db import migrations
