@@ -107,10 +107,8 @@ def execute_remove(run: Run) -> None:
             clean = False
     if failures:
         _roll_back(run, failures, untouched, previous, taken_down, shrunk, clean)
-    # Verified gone: the records this remove wrote where there was none are deleted (nothing was there,
-    # nothing is); the others are marked down in the commit that ends the operation.
-    Link.objects.filter(pk__in=[pk for pk in removed if previous.get(pk, "") is None]).delete()
-    removed = [pk for pk in removed if previous.get(pk, "") is not None]
+    # Verified gone: the others are marked down in the commit that ends the operation.
+    removed = [pk for pk in removed if pk not in _drop_written(removed, previous)]
     run.links_down = removed
     ids = plan_ids(plan)
     devices = list(ids["devices"].values())
@@ -160,21 +158,20 @@ def _roll_back(run: Run, failures: list[StepFailed], untouched: list[Link], prev
         else:
             Link.objects.filter(pk=link.pk).update(state=previous[link.pk], updated_at=timezone.now())
     # Records this remove wrote where there was none: nothing was held there, nothing is put back.
-    written = [link.pk for _step, link in taken_down if previous.get(link.pk, "") is None]
-    Link.objects.filter(pk__in=written).delete()
+    written = _drop_written([link.pk for _step, link in taken_down], previous)
     changed = [link for _step, link in taken_down + shrunk if link.pk not in written]
     before = dict(Link.objects.filter(pk__in=[link.pk for _step, link in shrunk]).values_list("pk", "pairs"))
     unsettled = settle_routers(run, [link.router_id for link in changed])
-    states = dict(Link.objects.filter(pk__in=[link.pk for link in changed]).values_list("pk", "state"))
-    pairs = dict(Link.objects.filter(pk__in=list(before)).values_list("pk", "pairs"))
+    after = {pk: (state, pairs) for pk, state, pairs in
+             Link.objects.filter(pk__in=[link.pk for link in changed]).values_list("pk", "state", "pairs")}
     restored = lost = 0
     for link in changed:
-        state = states.get(link.pk)
+        state, pairs = after.get(link.pk, (None, None))
         if why := unsettled.of(link):
             lost += state == Link.State.REMOVING
             run.notes.append(f"{link}: could not be put back after {cause} ({why}); left for the settle chore")
         elif link.pk in before:  # shrunk: put back if its zoning grew from what the shrink left
-            if pairs.get(link.pk) != before[link.pk]:
+            if pairs != before[link.pk]:
                 restored += 1
                 run.notes.append(f"{link}: its zoning put back, the removal failed on another router ({cause})")
         elif state == Link.State.UP:
@@ -184,6 +181,14 @@ def _roll_back(run: Run, failures: list[StepFailed], untouched: list[Link], prev
         raise OperationFailed(f"{cause} (rolled back: {restored} link(s) put back)", state=State.ROLLED_BACK)
     raise OperationFailed(str(cause) + (f"; not put back, left for the settle chore: {lost} link(s)"
                                         if lost else ""))
+
+
+def _drop_written(link_ids: list[int], previous: dict[int, str | None]) -> set[int]:
+    """Delete the records among `link_ids` that this remove wrote where there was none (nothing was
+    there, and nothing is); their ids."""
+    written = {pk for pk in link_ids if previous.get(pk, "") is None}
+    Link.objects.filter(pk__in=written).delete()
+    return written
 
 
 def _links_for_remove(
