@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from operations.desired import Key, desired_settled_and_pending
+from operations.desired import Key, desired_settled_and_pending, needed_pairs
 from operations.errors import StepFailed
 from operations.journal import Run
 from operations.models import Link, Operation
@@ -44,11 +44,8 @@ def target_pairs(router: Router, key: Key, found: Iterable[Pair], *, joining: It
     already on the router (`found`), and `joining` (the pairs of the operation asking); `leaving`
     (site, devices): grants ending now, left out."""
     settled_wants, pending_wants = desired_settled_and_pending([router.pk], without=leaving)
-    settled, pending = settled_wants.get(router.pk, {}).get(key), pending_wants.get(router.pk, {}).get(key)
-    pairs = set(settled.pairs) if settled else set()
-    if pending:
-        pairs |= set(found) & pending.pairs
-    return pairs | set(joining)
+    return needed_pairs(settled_wants.get(router.pk, {}).get(key), pending_wants.get(router.pk, {}).get(key), found,
+                        joining)
 
 
 def converge_link(run: Run, router: Router, key: Key, *, joining: Iterable[Pair] = (),

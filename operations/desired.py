@@ -95,6 +95,19 @@ def desired_links(grants: Iterable[GrantFacts], sites: dict[int, SiteFacts], dev
     return wanted
 
 
+def needed_pairs(settled: Want | None, pending: Want | None, found: Iterable[tuple[str, str]],
+                 joining: Iterable[tuple[str, str]] = ()) -> set[tuple[str, str]]:
+    """What one FCIP link must zone now, the one rule every converge of a link decides by (an operation's
+    step, reconcile's repair, the settle, the end of a failed operation): the pairs of the settled grants
+    that need it; of the pairs of grants whose operation is still under way, those already on the router
+    (`found`: that operation adds the rest itself, or withdraws them); and `joining`, the pairs of the
+    operation asking."""
+    pairs = set(settled.pairs) if settled is not None else set()
+    if pending is not None:
+        pairs |= set(found) & pending.pairs
+    return pairs | set(joining)
+
+
 def _by_site(query) -> dict[int, Router]:
     """Each site's router among the routers `query` finds: the one that already carries the site's live
     links, by id (whatever it is named now, and whichever a release that took routers by name chose),

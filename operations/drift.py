@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from operations.conf import ops_settings
 from operations.converge import link_pairs, record_pairs
-from operations.desired import Want, desired_settled_and_pending, holds_text
+from operations.desired import Want, desired_settled_and_pending, holds_text, needed_pairs
 from operations.holders import between
 from operations.journal import Run
 from operations.models import Grant, Link, Operation
@@ -125,12 +125,8 @@ def reconcile_router(run: Run, router: Router, lease: Lease, repair: bool, polic
         return key in among and (not zoning or row.device.wwn in among[key].targets)
 
     def target(key, found: RouterLink | None) -> set[tuple[str, str]]:
-        """FCIP: what the link must zone (operations.converge's rule): the settled grants' pairs, and
-        the pending grants' pairs already on the router."""
-        pairs = set(wanted[key].pairs) if key in wanted else set()
-        if key in pending and found is not None:
-            pairs |= set(found.pairs) & pending[key].pairs
-        return pairs
+        """FCIP: what the link must zone (`needed_pairs`, the rule every converge decides by)."""
+        return needed_pairs(wanted.get(key), pending.get(key), found.pairs if found is not None else ())
 
     # Up with no grant that needs it, and no hold of any kind that it serves (a link a hold serves on
     # a port or router the desired state does not name, adopted from the router or older than the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from operations.desired import DeviceFacts, GrantFacts, SiteFacts, desired_links
+from operations.desired import DeviceFacts, GrantFacts, SiteFacts, Want, desired_links, needed_pairs
 
 # Three sites with a router each (10, 20, 30); router 30 zones initiators (FCIP).
 SITES = {
@@ -77,3 +77,17 @@ def test_the_desired_state_is_the_union_of_each_grants_own_and_ending_a_grant_ne
     fewer = keys(desired_links(grants, SITES, DEVICES, ZONING))
     for router, links in fewer.items():
         assert links <= set(together.get(router, {}))
+
+
+PAIRS = st.sets(st.tuples(st.sampled_from("abc"), st.sampled_from("xyz")), max_size=5)
+
+
+@given(settled=PAIRS, pending=PAIRS, found=PAIRS, joining=PAIRS)
+def test_a_link_zones_the_settled_pairs_the_pending_ones_already_there_and_the_asker_s(settled, pending, found,
+                                                                                      joining):
+    """The one rule every converge of an FCIP link decides by: a pending grant's pair never goes on by
+    someone else's converge, nor comes off while it is there; a settled grant's always goes on."""
+    needed = needed_pairs(Want(pairs=settled), Want(pairs=pending), found, joining)
+    assert settled <= needed and joining <= needed and (pending & found) <= needed
+    assert needed - settled - joining <= pending & found  # nothing else: no pending pair it lacks, no stray pair
+    assert needed_pairs(None, None, found) == set()
