@@ -323,32 +323,36 @@ class SessionPool:
 
     def _beat(self) -> None:
         """Every FLEXZONE_OPS_HEARTBEAT seconds, on a thread of its own (a chore round may spend seconds
-        saving): keep this pool's rows in the session table alive, and learn which of them another process
-        wants given up."""
+        saving): `beat_once`."""
         while not self._stop.wait(max(0.05, ops_settings().heartbeat)):
             try:
-                with self._guard:
-                    if not self._budgeted:
-                        continue
-                looked = time.monotonic()
-                present, wanted = budget.beat(self.holder)
-                with self._guard:
-                    self._wanted = wanted & self._budgeted
-                    lost = (self._beat_saw & self._budgeted) - present  # stays lost until logged out (_discard)
-                    self._beat_saw |= present & self._budgeted
-                    self._confirmed.update((router_id, looked) for router_id in present & self._budgeted)
-                if lost:
-                    # Taken by another process as stale (this one stalled): an idle session here logs out
-                    # now, not when next used, so the router's count is back within its budget at once;
-                    # one in use is logged out before it is used again (_checkout), or by a later beat.
-                    self._log_out_lost(lost)
-                self.give_up_wanted()
+                self.beat_once()
             except (OperationalError, InterfaceError) as exc:  # down or restarting: a line, each round until back
                 log.warning("session pool beat: the database did not answer (%s)", str(exc).splitlines()[0])
             except Exception:  # noqa: BLE001 - the beat must survive one bad round
                 log.exception("session pool beat failed")
             finally:
                 connection.close()  # no connection held between rounds (a test database must be droppable)
+
+    def beat_once(self) -> None:
+        """One round of the beat: keep this pool's rows in the session table alive, log out of the idle
+        sessions whose slots another process took away as stale, and of those another process wants."""
+        with self._guard:
+            if not self._budgeted:
+                return
+        looked = time.monotonic()
+        present, wanted = budget.beat(self.holder)
+        with self._guard:
+            self._wanted = wanted & self._budgeted
+            lost = (self._beat_saw & self._budgeted) - present  # stays lost until logged out (_discard)
+            self._beat_saw |= present & self._budgeted
+            self._confirmed.update((router_id, looked) for router_id in present & self._budgeted)
+        if lost:
+            # Taken by another process as stale (this one stalled): an idle session here logs out now,
+            # not when next used, so the router's count is back within its budget at once; one in use
+            # is logged out before it is used again (_checkout), or by a later beat.
+            self._log_out_lost(lost)
+        self.give_up_wanted()
 
     def give_up_wanted(self) -> None:
         """Log out of the idle sessions another process needs the slot of. It holds the router meanwhile,

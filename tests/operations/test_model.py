@@ -14,11 +14,14 @@ The moves: connect (with or without a lease; again, it renews), disconnect, a le
 by the lease chore, an expiry that fails before any router step (waiting on a queued renewal past its
 time limit, or on an internal error), a registry edit of a site's router port or data IP or of a zone's
 number, a device made shareable or not, a rename of a router (remote-site has a spare router, first by
-name), each edit through the models or through the REST API, a router outage (logins
-refused) and its recovery, another admin's zoning change on an FCIP switch, connects and disconnects
-naming hosts on the FCIP link east-site and west-site share, the MDS switched to enhanced zoning, and a
-connect while another admin holds a switch's zoning open (a FOS transaction, an MDS enhanced-mode lock)
-for a second.
+name), each edit through the models, the REST API or the Django admin's change form, an FCIP host or its
+initiator deleted (the same three paths), a session slot taken away as stale by another process that
+then logs in (each router's budget is one session), a router outage (logins refused) and its recovery,
+another admin's zoning change on an FCIP switch, connects and disconnects naming hosts on the FCIP link
+east-site and west-site share, the MDS switched to enhanced zoning, and a connect while another admin
+holds a switch's zoning open (a FOS transaction, an MDS enhanced-mode lock) for a second. A database
+restart is the soak's (`python -m bench soak --db-restarts`, on a cluster of its own): this test runs in
+one transaction of the shared test database.
 After every move, with every operation ended:
 
 * each router carries exactly the links the locks need: the union of the plans of every lock,
@@ -28,10 +31,12 @@ After every move, with every operation ended:
   each FCIP link zones exactly the union of its grants' (initiator, target) pairs;
 * nothing flexzone did not create changed on the FCIP switches (zones, aliases, configurations,
   what is in force), beyond the admin's own changes;
+* flexzone's sessions open on each router are within its budget, each counted in the session table;
 * a device that is not shareable is held by one site at most; no link is left `configuring` on a router
   that answers (the settle chore, run after each move, finishes them);
-* an edit of a value live links were made with is refused (409 `in_use`), by the models and by the
-  database (a queryset update, which skips the models) alike, and goes through otherwise.
+* an edit or delete of a value live links were made with is refused (409 `in_use`), by the models, the
+  API, the admin and the database (a queryset update, which skips the models) alike, and goes through
+  otherwise.
 
 `make test` runs a few short examples. More: FLEXZONE_MODEL_EXAMPLES=40 FLEXZONE_MODEL_STEPS=20. Each
 run prints its seed; FLEXZONE_MODEL_SEED=N replays it (hypothesis also prints the shortest failing
@@ -43,6 +48,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 from collections import Counter
 from datetime import timedelta
 from unittest import mock
@@ -59,19 +65,23 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from rest_framework.test import APIClient
 
 from access.authentication import PrincipalUser
-from access.models import Principal
 from operations import execute, reconcile, removing, submit
+from operations.budget import budget_of
 from operations.chores import expire_leases, settle_stranded_links
+from operations.conf import ops_settings
 from operations.desired import desired_for, desired_links, registry_facts
-from operations.models import Grant, Link, Operation
+from operations.locking import router_lock
+from operations.models import Grant, Link, Operation, RouterSession
 from operations.planner import PlanError, plan_connect
-from operations.pool import pool
+from operations.pool import SessionPool, pool
+from operations.steps import router_target
 from registry.demo import load_demo
 from registry.models import Device, Host, Initiator, Router, Site, Zone
 from simulators.admin import FabricAdmin, foreign_zoning
 from simulators.faults import Fault
+from tests.support.admin_forms import admin_change, admin_client, admin_delete, model_admin
 from tests.support.registry import database_refuses
-from tests.support.sims import wire
+from tests.support.sims import USERNAME, wire
 
 WIRING = {"primary-rtr": ("mcdata_eclipse", "telnet"), "remote-rtr": ("nishan_ips3000", "telnet"),
           "east-rtr": ("brocade_fos", "ssh"), "west-rtr": ("cisco_mds", "ssh"), "north-rtr": ("brocade_fos", "ssh")}
@@ -83,7 +93,8 @@ LEASES = (None, None, 3600)
 FCIP_HOSTS = {"east-site": ("east-backup", "east-archive"), "west-site": ("west-analysis", "west-batch")}
 FCIP_DEVICES = ("EAST-ARRAY1", "WEST-ARRAY1", "WEST-ARRAY2")
 SPARE = "aa-spare-rtr"
-VIA = ("models", "api")  # the paths registry edits take: the models (full_clean, save), the REST API
+VIA = ("models", "api", "admin")  # the paths registry edits take: the models (full_clean, save), the API, the admin
+ADMIN, ADMIN_PASSWORD = "fabric-admin", "not-flexzone"  # the other admin's own account on the FCIP switches
 EXAMPLES = int(os.environ.get("FLEXZONE_MODEL_EXAMPLES", "3"))
 STEPS = int(os.environ.get("FLEXZONE_MODEL_STEPS", "8"))
 
@@ -94,6 +105,9 @@ def up_keys(sim) -> set[tuple]:
 
 @pytest.fixture
 def model_lab(db, ops_settings, sim_factory, secrets_dir):
+    # The session pool's beat is the moves' to run (`beat_once`, as its thread would): a thread's own
+    # database connection cannot see the rows of the test's transaction.
+    ops_settings.FLEXZONE_OPS_HEARTBEAT = 3600
     load_demo(fcip=True)
     zone1, zone4 = Device.objects.get(description="XRAID1").zone, Device.objects.get(description="EAST-ARRAY1").zone
     Device.objects.create(device_id="raid-r1", description="RAID-R1", wwn="21:00:00:e0:8b:0e:95:99", zone=zone1,
@@ -116,13 +130,16 @@ def model_lab(db, ops_settings, sim_factory, secrets_dir):
     # whatever the moves rename. No simulator answers at its address.
     Router.objects.create(site=Site.objects.get(name="remote-site"), name=SPARE, platform="nishan_ips3000",
                           transport="telnet", host="127.0.0.99", port=9, username="admin", secret_ref=f"file:{SPARE}")
+    # One session each (the budget a site keeps for its people's sessions, at its smallest), so that a second
+    # of flexzone's beside it is over budget.
+    Router.objects.filter(name__in=WIRING).update(session_budget=1)
     sims, admins = {}, {}
     for name, (platform, transport) in WIRING.items():
-        sims[name] = sim_factory(platform, **{transport: ("127.0.0.1", 0)})
+        sims[name] = sim_factory(platform, accounts={ADMIN: ADMIN_PASSWORD}, **{transport: ("127.0.0.1", 0)})
         router = Router.objects.get(name=name)
         wire(router, sims[name], secrets_dir, command_timeout=5.0)
         if name in FCIP:
-            admins[name] = FabricAdmin(sims[name], platform)
+            admins[name] = FabricAdmin(sims[name], platform, ADMIN, ADMIN_PASSWORD)  # an account of its own
             admins[name].seed_production()
     yield sims, admins
     for admin in admins.values():
@@ -137,6 +154,7 @@ class EngineModel(RuleBasedStateMachine):
     admins: dict = {}
     zones_made = 0  # the admins' own zones, over every example (names must stay new)
     originals: tuple = ()  # the edited values as the first example found them, which every example starts from
+    tally: Counter = Counter()  # the registry edits, deletes and stale slots the moves made, by path and outcome
 
     def __init__(self) -> None:
         super().__init__()
@@ -232,10 +250,13 @@ class EngineModel(RuleBasedStateMachine):
         """Set `field` of `row` by `via` (the models, or the REST API at `path`): refused (`in_use`) exactly
         when `held`, by the database too (a queryset update, which skips the models); else saved."""
         setattr(row, field, value)
+        EngineModel.tally[f"edit via {via} {'refused' if held else 'saved'}"] += 1
         what = f"{type(row).__name__} {row.pk}'s {field}"
         assert database_refuses(type(row), row.pk, **{field: value}) == held, (what, value, held)
         if via == "api":
             return api_edit(path, {field: value}, refused=held)
+        if via == "admin":
+            return admin_edit(row, {field: value}, refused=held)
         try:
             row.full_clean()
         except ValidationError as exc:
@@ -252,8 +273,70 @@ class EngineModel(RuleBasedStateMachine):
         router.name = f"{name}-renamed" if router.name == name else name
         if via == "api":
             return api_edit(f"/api/routers/{router.pk}/", {"name": router.name}, refused=False)
+        if via == "admin":
+            return admin_edit(router, {"name": router.name}, refused=False)
         router.full_clean()
         router.save()
+
+    @rule(site=st.sampled_from(tuple(FCIP_HOSTS)), pick=st.integers(min_value=0, max_value=1),
+          what=st.sampled_from(("host", "initiator")), via=st.sampled_from(VIA),
+          device=st.one_of(st.none(), st.sampled_from(FCIP_DEVICES)))
+    def delete_host(self, site, pick, what, via, device):
+        """An FCIP host, or its initiator, deleted (`device`: just after a connect of it to that device):
+        refused (in_use) exactly while a grant or a live link of its site zones initiators of its, by every
+        path (the models' delete, the API, the admin's delete page); once deleted, it is registered again,
+        and joins no grant it was not given."""
+        if device is not None:
+            self._run("add", {"site": site, "device_description": device, "hosts": [FCIP_HOSTS[site][pick]]})
+        host = Host.objects.get(site__name=site, name=FCIP_HOSTS[site][pick])
+        wwns = sorted(host.initiators.values_list("wwn", flat=True))
+        zoned = {initiator for wants in desired_links(*registry_facts()).values() for want in wants.values()
+                 for initiator, _target in want.pairs}
+        held = bool(zoned & set(wwns)) or Link.active().filter(site=host.site).exclude(initiators=[]).exists()
+        row = host if what == "host" else host.initiators.order_by("pk").first()
+        if via == "api" and what == "initiator":
+            via = "models"  # the API edits a host's initiators as a list (an edit, made by the edit moves)
+        if via == "api":
+            answer = api_client().delete(f"/api/hosts/{host.pk}/")
+            assert answer.status_code == (409 if held else 204), (site, held, answer.status_code, answer.content)
+        elif via == "admin":
+            with admin_client() as client:
+                admin_delete(client, f"/admin/registry/{what}/{row.pk}/delete/")
+        else:
+            try:
+                row.delete()
+            except ValidationError as exc:
+                assert held and " holds " in str(exc), (site, what, exc)
+        gone = not type(row).objects.filter(pk=row.pk).exists()
+        assert gone != held, f"{site}'s {what} {row}: deleted {gone}, while held {held}"
+        EngineModel.tally[f"delete via {via} {'done' if gone else 'refused'}"] += 1
+        if gone:  # registered again, as a person would after removing it by mistake
+            again = Host.objects.get_or_create(site=host.site, name=host.name)[0]
+            for wwn in set(wwns) - set(Initiator.objects.filter(wwn__in=wwns).values_list("wwn", flat=True)):
+                Initiator.objects.create(host=again, wwn=wwn)
+
+    @rule(name=st.sampled_from(tuple(WIRING)))
+    def slot_taken_as_stale(self, name):
+        """This process stalls past FLEXZONE_OPS_STALE_AFTER, its session to the router idle in its pool:
+        another process takes the slot away as stale, logs in and works there. This process's next beat
+        logs its idle session out (one in use would claim again before it is used), so that the router is
+        back within its budget of flexzone's sessions (one, here) at once."""
+        if name in self.down:
+            return
+        router = Router.objects.get(pk=self.pks[name])
+        pool.beat_once()  # a beat has seen the slot's row
+        stale = timezone.now() - timedelta(seconds=ops_settings().stale_after + 1)
+        RouterSession.objects.filter(router=router).update(heartbeat_at=stale)
+        other = SessionPool()
+        try:
+            with router_lock(router.pk, 10), other.session(router.pk, router_target(router), lambda _driver: None,
+                                                           session_budget=budget_of(router)) as lease:
+                lease.driver.list_links()
+            pool.beat_once()  # this process's next beat
+            self.sessions_within_budget()
+            EngineModel.tally["session slot taken as stale"] += 1
+        finally:
+            other.close_all()
 
     @rule(pick=st.integers(min_value=0, max_value=10))
     def expiry_during_a_queued_renewal(self, pick):
@@ -413,6 +496,19 @@ class EngineModel(RuleBasedStateMachine):
             assert foreign_zoning(self.sims[name]) == self.foreign[name], name
 
     @invariant()
+    def sessions_within_budget(self):
+        """Flexzone's sessions open on each router (the other admin logs in with an account of its own)
+        are within the router's budget, and each is counted in the session table."""
+        for name, sim in self.sims.items():
+            router = Router.objects.get(pk=self.pks[name])
+            deadline = time.monotonic() + 2  # a logout reaches the simulator a moment later
+            while (open_now := list(sim.logged_in.values()).count(USERNAME)) > budget_of(router) and (
+                    time.monotonic() < deadline):
+                time.sleep(0.02)
+            assert open_now <= budget_of(router), f"{name}: {open_now} sessions open, budget {budget_of(router)}"
+            assert RouterSession.objects.filter(router=router).count() <= budget_of(router), name
+
+    @invariant()
     def locks_and_links_are_settled(self):
         assert not Operation.objects.filter(state__in=("queued", "running")).exists()
         # A record left mid-change on a router that does not answer waits for the settle chore.
@@ -421,15 +517,18 @@ class EngineModel(RuleBasedStateMachine):
         for device in Device.objects.filter(shareable=False):
             assert Grant.objects.filter(device=device).count() <= 1, device.description
 
-def api_edit(path: str, change: dict, *, refused: bool) -> None:
-    """A PATCH through the API's views, serializers and error handler, as an admin (in this process, so
-    in the test's transaction; the mTLS that names the admin is tested on its own): a 409 `in_use`
-    naming the field exactly when `refused`, else a 200 that saved it."""
+def api_client() -> APIClient:
+    """The API's views, serializers and error handler, as an admin (in this process, so in the test's
+    transaction; the mTLS that names the admin is tested on its own)."""
     client = APIClient()
-    client.force_authenticate(PrincipalUser(Principal.objects.get_or_create(
-        name="model-admin", defaults={"role": "admin", "all_sites": True, "all_zones": True,
-                                      "cert_sha256": "0" * 64})[0]))
-    answer = client.patch(path, change, format="json")
+    client.force_authenticate(PrincipalUser(model_admin()))
+    return client
+
+
+def api_edit(path: str, change: dict, *, refused: bool) -> None:
+    """A PATCH through the API: a 409 `in_use` naming the field exactly when `refused`, else a 200 that
+    saved it."""
+    answer = api_client().patch(path, change, format="json")
     if refused:
         assert answer.status_code == 409, (path, change, answer.status_code, answer.content)
         body = answer.json()
@@ -437,6 +536,22 @@ def api_edit(path: str, change: dict, *, refused: bool) -> None:
     else:
         assert answer.status_code == 200, (path, change, answer.status_code, answer.content)
         assert all(answer.json()[field] == value for field, value in change.items()), answer.json()
+
+
+def admin_edit(row, change: dict, *, refused: bool) -> None:
+    """The change through the Django admin's change form (its inlines posted back as they were): the
+    value kept, with the in_use refusal on the page, exactly when `refused`; else saved."""
+    model = type(row)
+    with admin_client() as client:
+        answer = admin_change(client, f"/admin/registry/{model._meta.model_name}/{row.pk}/change/", change)
+        now = model.objects.filter(pk=row.pk).values(*change).get()
+        if refused:
+            shown = answer if answer.status_code == 200 else client.get(answer["Location"])  # a refused save's message
+            page = shown.content.decode()
+            assert now != change and " holds " in page, (model.__name__, row.pk, change, answer.status_code)
+        else:
+            assert answer.status_code == 302 and now == change, (model.__name__, row.pk, change, answer.status_code,
+                                                                 now, answer.content[:2000])
 
 
 def restore(ports: dict, data_ips: dict, zones: dict) -> None:
@@ -468,7 +583,7 @@ def clean_slate(sims: dict, admins: dict) -> None:
 @pytest.mark.django_db
 def test_random_moves_never_break_what_the_locks_promise(model_lab, capsys):
     EngineModel.sims, EngineModel.admins = model_lab
-    EngineModel.originals = ()
+    EngineModel.originals, EngineModel.tally = (), Counter()
     seed = int(os.environ.get("FLEXZONE_MODEL_SEED", random.randrange(2**32)))
     with capsys.disabled():
         print(f"\nmodel seed {seed} (FLEXZONE_MODEL_SEED={seed} replays it)")
@@ -483,7 +598,8 @@ def test_random_moves_never_break_what_the_locks_promise(model_lab, capsys):
     shared = {what: Operation.objects.filter(transcript__contains=text).count()
               for what, text in (("extended", "extended in place"), ("shrunk", "its zoning shrinks"))}
     with capsys.disabled():
-        print(f"model seed {seed}: operations {dict(sorted(outcomes.items()))}; shared FCIP links {shared}")
+        print(f"model seed {seed}: operations {dict(sorted(outcomes.items()))}; shared FCIP links {shared}; "
+              f"registry and sessions {dict(sorted(EngineModel.tally.items()))}")
 
 
 # --- what the model found, as plain tests ---------------------------------------------------------
