@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import DatabaseError
 from prometheus_client import Counter
@@ -66,24 +67,36 @@ def record(request, response, action: str) -> AuditEvent:
         principal=principal,
         principal_name=principal.name if principal else "",
         cert_sha256=identity.sha256 if identity else "",
-        cert_subject=identity.subject[:500] if identity else "",
+        cert_subject=storable(identity.subject[:500]) if identity else "",
         action=action[:64],
-        method=request.method[:8],
-        path=django_request.get_full_path()[:500],
+        method=storable(request.method[:8]),
+        path=storable(django_request.get_full_path()[:500]),
         outcome=outcome,
         status_code=status_code,
-        detail=detail,
-        target=extra.get("target", "")[:200],
-        before=extra.get("before"),
-        after=extra.get("after"),
+        detail=storable(detail),
+        target=storable(extra.get("target", "")[:200]),
+        before=storable(extra.get("before")),
+        after=storable(extra.get("after")),
         operation_id=extra.get("operation"),
-        remote_addr=django_request.META.get("REMOTE_ADDR", "")[:64],
+        remote_addr=storable(django_request.META.get("REMOTE_ADDR", "")[:64]),
     )
     log.info(
         "%s %s %s by %s -> %s %s",
         event.action, event.method, event.path, event.principal_name or "(unknown)", status_code, outcome,
     )
     return event
+
+
+def storable(value: Any) -> Any:
+    """`value` with every NUL character written as the text `\\x00`: PostgreSQL's text and jsonb cannot
+    hold one, and a refusal quoting what a client sent (a name with a NUL in it) must still be recorded."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\\x00")
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
 
 
 def note(request, **fields) -> None:

@@ -26,6 +26,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from access import audit, redaction
+from api.parsers import BodyRefused
 from operations.errors import DeviceBusy
 from operations.planner import PlanError
 from registry import in_use
@@ -102,6 +103,9 @@ def _handled(exc, context):
         exc = refusal  # the database's own `in_use` rule (a write that skipped the models', a race): a 409 too
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(as_serializer_error(exc))  # codes kept: an `in_use` refusal is a 409
+    if isinstance(exc, BodyRefused):
+        return _error(400, str(exc.detail), "parse_error", [{"field": "body", "rule": exc.rule,
+                                                               "message": str(exc.detail)}])
     if isinstance(exc, DeviceBusy):
         errors = [{"field": exc.field, "rule": "device_busy", "message": exc.message}]
         return _error(409, str(exc), "device_busy", errors)

@@ -250,7 +250,7 @@ REST_FRAMEWORK.update(
         "DEFAULT_AUTHENTICATION_CLASSES": ["access.authentication.ClientCertificateAuthentication"],
         "DEFAULT_PERMISSION_CLASSES": ["access.permissions.SameOriginWrites", "access.permissions.RolePermission"],
         # Writes take JSON only (415 otherwise): a cross-site HTML form cannot send one.
-        "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+        "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
         "UNAUTHENTICATED_USER": None,
         "EXCEPTION_HANDLER": "api.errors.exception_handler",
         "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",

@@ -36,3 +36,17 @@ def test_a_path_no_route_matches_is_a_json_404(call, cast):
 def test_the_consoles_pages_stay_html(call, cast):
     response = call("bob", "GET", "/no-such-page/")
     assert response.status_code == 404 and response.headers["Content-Type"].startswith("text/html")
+
+
+def test_a_deeply_nested_body_is_a_json_400_and_audited(call, cast):
+    """Issue 46, defect 8: a body of 50,000 `[` to a write was a 500 (`RecursionError` escaped the JSON
+    parser), and the refusal was not audited. It is a 400 naming the body and the rule, on every write."""
+    for path in ("/api/connect/", "/api/sites/", "/api/reconcile/", "/api/invoke/"):
+        response = call("root", "POST", path, data="[" * 50_000, headers={"Content-Type": "application/json"})
+        assert response.status_code == 400, (path, response.status_code, response.text[:200])
+        error = response.json()
+        assert error["code"] == "parse_error" and "nested" in error["detail"], error
+        assert error["errors"] == [{"field": "body", "rule": "max_depth", "message": error["detail"]}]
+        event = AuditEvent.objects.get(path=path)
+        assert (event.outcome, event.status_code, event.principal_name) == ("failed", 400, "root")
+    assert not Operation.objects.exists()
