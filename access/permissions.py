@@ -1,16 +1,24 @@
 """Roles and scope.
 
-viewer: read everything except principals and the audit log, and a site's hosts only for the sites in
-its scope. operator: also connect, disconnect and V1 invoke, but only for the sites and zones in its
-scope. admin: everything, in every scope. A view names the role it needs for reading (`read_role`)
-and for writing (`write_role`).
+viewer: read everything except principals and the audit log; of who holds what (grants, links) and of
+the sites' hosts, only what belongs to the sites in its scope. operator: also connect, disconnect,
+reconcile and V1 invoke, but only for the sites and zones in its scope. admin: everything, in every
+scope. A view names the role it needs for reading (`read_role`) and for writing (`write_role`).
+
+One rule decides what a principal sees of rows that belong to sites (`visible`): a model names the
+sites a row belongs to (`SCOPE_SITES`, lookups to them: a grant or a link belongs to the holding site
+and to the device's owner, a host to its site), and a principal sees the rows that belong to a site in
+its scope, all of them for an admin or an `all_sites` principal, none without a site. The inventory
+(sites, zones, devices, routers) has no `SCOPE_SITES`: every principal sees it. Every list, detail,
+filter and console page showing such rows goes through `visible`; what a principal may act on goes
+through `require_scope`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
@@ -95,6 +103,20 @@ def scoped_site_ids(principal: Principal | None) -> set[int] | None:
     if principal.role == Role.ADMIN or principal.all_sites:
         return None
     return set(principal.sites.values_list("pk", flat=True))
+
+
+def visible(queryset: QuerySet, principal: Principal | None) -> QuerySet:
+    """The rows of `queryset` the principal may see (the module's rule): those that belong, by any of their
+    model's `SCOPE_SITES` lookups, to a site in its scope. Rows out of scope do not exist for the
+    principal (a detail answers 404, not 403)."""
+    lookups: tuple[str, ...] = getattr(queryset.model, "SCOPE_SITES", ())
+    sites = scoped_site_ids(principal) if lookups else None
+    if sites is None:
+        return queryset
+    belongs = Q()
+    for lookup in lookups:
+        belongs |= Q(**{f"{lookup}__in": sites})
+    return queryset.filter(belongs)
 
 
 def within_site_scope(queryset: QuerySet, principal: Principal | None, site_lookup: str) -> QuerySet:

@@ -16,10 +16,11 @@ change to the list or the registry makes it unreachable.
 It answers only when it can settle everything: a GET of the list itself in JSON (no Accept, `*/*` or
 `application/json`), query parameters among the view's filters and limit/offset, each once and valid,
 an allowed Host, a client certificate not in the CRL whose principal is not revoked and has a role
-that may read the list. Anything else (a bad value, an unknown parameter, another format, any refusal,
-the database away, SQLite) goes the whole way through Django, which answers, refuses and audits as
-always. `FLEXZONE_API_FAST_LISTS=0` turns it off. `tests/api/test_fast_lists.py` holds it to DRF's
-answers byte for byte.
+that may read the list; a principal limited to some sites gets the rows `access.permissions.visible`
+lets it see (the statement applies the models' SCOPE_SITES). Anything else (a bad value, an unknown
+parameter, another format, any refusal, the database away, SQLite) goes the whole way through Django,
+which answers, refuses and audits as always. `FLEXZONE_API_FAST_LISTS=0` turns it
+off. `tests/api/test_fast_lists.py` holds it to DRF's answers byte for byte.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The SQL of the lists' one-statement path (api/fast_lists.py): each list's table, joins, filters and
 fields, an item as PostgreSQL writes it in JSON as DRF would, what Python settles of an item, and the
-statements: the page with its principal and generations, and the check of a kept page alone."""
+statements: the page with its principal and generations (the rows of the principal's sites, by the scope
+rule of access.permissions.visible), and the check of a kept page alone."""
 
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ class FastList:
     floats: frozenset[str]
     finish: Callable[[dict, bool, str], None]  # (item, admin, the operation URL template)
     generation: int
+    # SQL, over the aliases, for the id of each site a row belongs to (its model's SCOPE_SITES, the one scope
+    # rule of access.permissions.visible): a principal limited to some sites gets the rows of those only.
+    scope: tuple[str, ...] = ()
 
     def json(self) -> str:
         """SQL: an item as JSON, its fields in the serializer's order (json_build_object keeps it)."""
@@ -69,7 +73,8 @@ class FastList:
 
     def rows(self, given: tuple[str, ...], where: str) -> str:
         """FROM ... WHERE for the rows these filters keep, joining only what the filters read."""
-        aliases = {self.filters[param][1].split(".", 1)[0] for param in given}
+        aliases = {self.filters[param][1].split(".", 1)[0] for param in given} | {
+            expression.split(".", 1)[0] for expression in self.scope}
         joins = "".join(f" {join}" for alias, join in self.joins.items() if alias in aliases)
         return f"{self.table} AS {self.alias}{joins} WHERE {where}"
 
@@ -121,6 +126,7 @@ def lists() -> dict[str, FastList]:
     link = {"s": join("", Site, "s", f"l.{_column(Link, 'site')}"),
             "d": join("", Device, "d", f"l.{_column(Link, 'device')}"),
             "r": join("", Router, "r", f"l.{_column(Link, 'router')}")}
+    link_scope = _belongs(Link, "l", {"site": "s", "device": "d", "router": "r"})
     return {
         "/api/links/": FastList(
             LinkViewSet, _table(Link), "l", link,
@@ -131,7 +137,7 @@ def lists() -> dict[str, FastList]:
              "pairs": "l.pairs", "lease_expires_at": "l.lease_expires_at", "created_at": "l.created_at",
              "updated_at": "l.updated_at", "up_at": "l.up_at", "down_at": "l.down_at"},
             frozenset({"lease_expires_at", "created_at", "updated_at", "up_at", "down_at"}), frozenset(),
-            _link, generation.LISTS["links"]),
+            _link, generation.LISTS["links"], link_scope),
         "/api/operations/": FastList(
             OperationViewSet, _table(Operation), "o",
             {"p": join("LEFT", Principal, "p", f"o.{_column(Operation, 'principal')}")},
@@ -147,6 +153,22 @@ def lists() -> dict[str, FastList]:
             frozenset({"registry_ms", "invocation_ms", "router_ms", "total_ms"}),
             _operation, generation.LISTS["operations"]),
     }
+
+
+def _belongs(model: type[Model], alias: str, joined: dict[str, str]) -> tuple[str, ...]:
+    """SQL for the id of each site a row of `model` (as `alias`) belongs to, one per lookup of its
+    SCOPE_SITES: a field of its own, or one of a table joined by a relation (`joined`: the relation's
+    name -> its alias)."""
+    expressions = []
+    for lookup in getattr(model, "SCOPE_SITES", ()):
+        relation, _, field = lookup.partition("__")
+        if not field:
+            expressions.append(f"{alias}.{_column(model, relation)}")
+            continue
+        related = model._meta.get_field(relation).related_model
+        assert isinstance(related, type) and "__" not in field, lookup
+        expressions.append(f"{joined[relation]}.{_column(related, field)}")
+    return tuple(expressions)
 
 
 # The statement's first parameters (the last two: the generations of the page kept and its rows' marks, see
@@ -214,6 +236,11 @@ def page_statement(fast: FastList, given: tuple[str, ...]) -> str:
     through = Principal._meta.get_field("sites")
     assert isinstance(through, ManyToManyField)
     scope = connection.ops.quote_name(through.m2m_db_table())
+    if fast.scope:  # the rows of the principal's sites only, unless it sees every site's (access.permissions)
+        mine = (f"SELECT ps.{connection.ops.quote_name(through.m2m_reverse_name())} FROM {scope} AS ps JOIN who "
+                f"ON ps.{connection.ops.quote_name(through.m2m_column_name())} = who.id")
+        belongs = " OR ".join(f"{expression} IN ({mine})" for expression in fast.scope)
+        where = f"({where}) AND ((SELECT who.role = 'admin' OR who.all_sites FROM who) OR {belongs})"
     alias, joins = fast.alias, " ".join(fast.joins.values())
     return f"""
     WITH {_heads('$6', fast)},

@@ -12,7 +12,6 @@ import time
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, transaction
-from django.db.models import Q
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from drf_spectacular.views import SpectacularAPIView
@@ -23,7 +22,7 @@ from rest_framework.views import APIView
 
 from access import audit, redaction
 from access.models import AuditEvent, Principal, Role
-from access.permissions import require_scope, scoped_site_ids, within_site_scope
+from access.permissions import require_scope, scoped_site_ids, visible
 from api import serializers as s
 from api.fields import invalid
 from api.schema import QueryFilter, query_filters
@@ -82,17 +81,15 @@ class AuditedView:
 class RegistryViewSet(AuditedView, viewsets.ModelViewSet):
     """Base of every registry endpoint: reads for viewers, writes for `write_role`, each write in one
     transaction with its before/after recorded; `filters` maps query parameters to lookups.
-    `site_scope` (a lookup to the row's site) limits reads to the principal's sites."""
+    Reads show what the principal may see (`access.permissions.visible`, the one scope rule)."""
 
     filters: dict[str, str] = {}
-    site_scope: str | None = None
     lookup_value_regex = "[0-9]+"
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
         queryset = super().get_queryset()
-        if self.site_scope is not None:
-            queryset = within_site_scope(queryset, getattr(self.request.user, "principal", None), self.site_scope)
+        queryset = visible(queryset, getattr(self.request.user, "principal", None))
         if self.action != "list":
             return queryset
         for query_filter in self.query_filters():
@@ -171,7 +168,6 @@ class HostViewSet(RegistryViewSet):
     serializer_class = s.HostSerializer
     audit_noun = "host"
     filters = {"site": "site__name", "name": "name"}
-    site_scope = "site"
 
 
 class LinkViewSet(ReadOnlyRegistryViewSet):
@@ -196,13 +192,6 @@ class GrantViewSet(ReadOnlyRegistryViewSet):
         if not hasattr(self, "_sites"):
             self._sites = scoped_site_ids(getattr(self.request.user, "principal", None))
         return self._sites
-
-    def get_queryset(self):
-        queryset = super().get_queryset()
-        sites = self._scoped_sites()
-        if sites is not None:
-            queryset = queryset.filter(Q(site__in=sites) | Q(device__owner_site__in=sites))
-        return queryset
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "initiator_sites": self._scoped_sites()}
@@ -405,6 +394,12 @@ class ReconcileView(OperationView):
             raise exceptions.PermissionDenied(f"Principal {principal.name} is not an admin; repair needs admin.")
         if data.get("router"):
             require_scope(principal, sites=[planner.find_router(data["router"]).site])
+        elif (sites := scoped_site_ids(principal)) is not None:
+            # Every router it may act on: those of its sites (the one scope rule), named in the request.
+            if not sites:
+                raise exceptions.PermissionDenied(f"Principal {principal.name} is scoped to no site: it has no "
+                                                  "router to reconcile.")
+            data = {**data, "sites": sorted(Site.objects.filter(pk__in=sites).values_list("name", flat=True))}
         return OperationKind.RECONCILE, dict(data)
 
     def audit_action(self, request) -> str:

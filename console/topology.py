@@ -19,6 +19,8 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef
 
+from access.models import Principal
+from access.permissions import visible
 from operations.models import Grant, Link
 from registry.models import Router, Site
 
@@ -86,11 +88,13 @@ def drifted_links(reports: dict[str, dict[str, Any]], links: list[Link]) -> set[
     return found
 
 
-def shown_links() -> list[Link]:
+def shown_links(principal: Principal | None) -> list[Link]:
+    """The links the picture shows: those the principal may see (`visible`), a failed one only until a
+    newer record of its endpoint replaces it."""
     newer = Link.objects.filter(router=OuterRef("router"), port=OuterRef("port"), zone=OuterRef("zone"),
                                 remote_ip=OuterRef("remote_ip"), created_at__gt=OuterRef("created_at"))
     return list(
-        Link.objects.filter(state__in=[*Link.ACTIVE_STATES, Link.State.FAILED])
+        visible(Link.objects.all(), principal).filter(state__in=[*Link.ACTIVE_STATES, Link.State.FAILED])
         .annotate(replaced=Exists(newer))
         .exclude(state=Link.State.FAILED, replaced=True)
         .select_related("site", "device", "device__owner_site", "router")
@@ -98,15 +102,16 @@ def shown_links() -> list[Link]:
     )
 
 
-def held_connections(links: list[Link]) -> list[Connection]:
-    """One connection per lock with the links that serve it; then the links no lock holds, by device."""
+def held_connections(links: list[Link], principal: Principal | None) -> list[Connection]:
+    """One connection per lock the principal may see, with the links that serve it; then the links no
+    such lock holds, by device."""
     serving: dict[tuple[int, int, int], list[Link]] = {}
     for link in links:
         serving.setdefault((link.site_id, link.zone_id, link.device.owner_site_id), []).append(link)
     connections: list[Connection] = []
     held: set[int] = set()
-    locks = Grant.objects.select_related("site", "device", "device__owner_site").order_by("site__name",
-                                                                                                "device__description")
+    locks = visible(Grant.objects.select_related("site", "device", "device__owner_site"), principal).order_by(
+        "site__name", "device__description")
     for lock in locks:
         served = serving.get((lock.site_id, lock.device.zone_id, lock.device.owner_site_id))
         if served and lock.site_id != lock.device.owner_site_id:
@@ -142,8 +147,9 @@ def _curve(a: Node, b: Node, offset: float) -> tuple[str, float, float]:
     return f"M {a.x:.1f} {a.y:.1f} Q {cx:.1f} {cy:.1f} {b.x:.1f} {b.y:.1f}", label_x, label_y
 
 
-def build(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Nodes, router boxes and connections with their geometry, for the topology template."""
+def build(reports: dict[str, dict[str, Any]], principal: Principal | None) -> dict[str, Any]:
+    """Nodes, router boxes and connections with their geometry, for the topology template: every site and
+    router, and the connections the principal may see."""
     sites = list(Site.objects.order_by("name").prefetch_related("routers"))
     nodes = {site.pk: Node(site, x, y) for site, (x, y) in zip(sites, _circle(len(sites)), strict=True)}
     for node in nodes.values():
@@ -153,9 +159,9 @@ def build(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
             drift = sum(map(len, (reports.get(router.name) or {}).get("outstanding", {}).values()))
             node.routers.append(RouterBox(router, node.x + distance * math.cos(outward),
                                           node.y + distance * math.sin(outward), drift))
-    links = shown_links()
+    links = shown_links(principal)
     drifted = drifted_links(reports, links)
-    connections = held_connections(links)
+    connections = held_connections(links, principal)
     by_pair: dict[frozenset[int], list[Connection]] = {}
     for connection in connections:
         states = {link_state(link, link.pk in drifted) for link in connection.links}

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_safe
 
 from access import redaction
 from access.models import Role
-from access.permissions import has_role, within_site_scope, within_zone_scope
+from access.permissions import has_role, visible, within_site_scope, within_zone_scope
 from console import topology
 from console.access import console_page
 from operations.drift_reports import DRIFT_KINDS, last_reports
@@ -41,7 +41,8 @@ def _page(request, template: str, context: dict, **kwargs):
 @require_safe
 @console_page()
 def topology_page(request):
-    return _page(request, "topology.html", {"picture": topology.build(last_reports()), "section": "topology"})
+    return _page(request, "topology.html", {"picture": topology.build(last_reports(), request.principal),
+                                            "section": "topology"})
 
 
 def describe(op: Operation) -> str:
@@ -196,10 +197,9 @@ def sites_page(request):
 @console_page()
 def site_page(request, name: str):
     site = get_object_or_404(Site, name=name)
-    hosts = within_site_scope(Host.objects.filter(site=site).prefetch_related("initiators"), request.principal,
-                              "site")
-    links = (Link.objects.filter(Q(site=site) | Q(device__owner_site=site), state__in=Link.ACTIVE_STATES)
-             .select_related("site", "device", "router", "zone"))
+    hosts = visible(Host.objects.filter(site=site).prefetch_related("initiators"), request.principal)
+    links = (visible(Link.objects.filter(Q(site=site) | Q(device__owner_site=site), state__in=Link.ACTIVE_STATES),
+                     request.principal).select_related("site", "device", "router", "zone"))
     return _page(request, "site.html", {
         "site": site, "routers": site.routers.order_by("name"), "hosts": hosts,
         "hosts_hidden": not hosts.exists() and Host.objects.filter(site=site).exists(),
@@ -215,22 +215,25 @@ def zones_page(request):
     return _page(request, "zones.html", {"zones": zones.order_by("zone_id"), "section": "zones"})
 
 
-def _devices():
+def _devices(principal):
+    """Every device, with the grants of it the principal may see (`visible`)."""
     return Device.objects.select_related("zone", "owner_site").prefetch_related(
-        Prefetch("grants", Grant.objects.select_related("site").order_by("acquired_at")))
+        Prefetch("grants", visible(Grant.objects.select_related("site"), principal).order_by("acquired_at")))
 
 
 @require_safe
 @console_page()
 def devices_page(request):
-    return _page(request, "devices.html", {"devices": _devices().order_by("description"), "section": "devices"})
+    return _page(request, "devices.html", {"devices": _devices(request.principal).order_by("description"),
+                                           "section": "devices"})
 
 
 @require_safe
 @console_page()
 def device_page(request, pk: int):
-    device = get_object_or_404(_devices(), pk=pk)
-    links = device.links.filter(state__in=[*Link.ACTIVE_STATES, Link.State.FAILED]).select_related("site", "router")
+    device = get_object_or_404(_devices(request.principal), pk=pk)
+    links = visible(device.links.filter(state__in=[*Link.ACTIVE_STATES, Link.State.FAILED]),
+                    request.principal).select_related("site", "router")
     return _page(request, "device.html", {"device": device, "links": links, "section": "devices"})
 
 
@@ -245,7 +248,8 @@ def routers_page(request):
 @require_safe
 @console_page()
 def link_page(request, pk: int):
-    link = get_object_or_404(Link.objects.select_related("site", "device", "router", "zone", "operation"), pk=pk)
+    link = get_object_or_404(visible(Link.objects.select_related("site", "device", "router", "zone", "operation"),
+                                     request.principal), pk=pk)
     hidden = redaction.for_request(request)
     link.initiators, link.pairs = hidden.redact(link.initiators), hidden.redact(link.pairs)
     report = last_reports().get(link.router.name)

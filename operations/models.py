@@ -105,6 +105,9 @@ class Grant(models.Model):
     exclusive never mix.
     """
 
+    # A hold belongs to its site and to the device's owner (who sees it: access.permissions.visible).
+    SCOPE_SITES = ("site", "device__owner_site")
+
     device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="grants")
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="grants")
     exclusive = models.BooleanField(default=True)
@@ -166,6 +169,9 @@ class Link(models.Model):
     an FCIP link's zones carry on the switch follow from these values by the driver's naming
     (`fz_z<zone>_fcip<port>_<initiator>_<target>`), so they are not copied again.
     """
+
+    # A hold belongs to its site and to the device's owner (who sees it: access.permissions.visible).
+    SCOPE_SITES = ("site", "device__owner_site")
 
     State = LinkState
     ACTIVE_STATES = (State.REQUESTED, State.CONFIGURING, State.UP, State.REMOVING)

@@ -21,11 +21,16 @@ from registry.models import Router
 
 
 def execute_reconcile(run: Run) -> None:
-    """The reconcile operation: each router (or the named one) read, compared and, with repair, converged."""
+    """The reconcile operation: each router (or the named one, or those of the sites named) read, compared
+    and, with repair, converged."""
     repair, policy = run.op.request.get("repair", False), run.op.request.get("policy", "registry")
     settle_only = run.op.request.get("settle", False)
-    name = run.op.request.get("router")
-    routers = [find_router(name)] if name else list(Router.objects.order_by("name"))
+    name, sites = run.op.request.get("router"), run.op.request.get("sites")
+    if name:
+        routers = [find_router(name)]
+    else:  # every router, or (a principal scoped to some sites asked) every router of those sites
+        everywhere = Router.objects.order_by("name")
+        routers = list(everywhere.filter(site__name__in=sites) if sites is not None else everywhere)
     # Every router at once, each on a thread of its own holding it (operations.threads.at_once).
     reports = run.at_once([functools.partial(_reconcile_one, run, router, repair, policy, settle_only)
                            for router in routers], threads=ops_settings().worker_concurrency)

@@ -126,6 +126,8 @@ class Host(CarriedByRouters):
     registered here are who a link grants access to.
     """
 
+    SCOPE_SITES = ("site",)  # seen only by principals scoped to its site (access.permissions.visible)
+
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="hosts")
     name = models.CharField(max_length=63, validators=[validate_short_name], help_text="e.g. segment-server")
     description = models.CharField(max_length=200, blank=True, validators=[validate_description])

@@ -180,8 +180,11 @@ def test_a_link_shows_the_initiators_it_zones(call, cast):
                         remote_ip="127.0.0.22", state="up", initiators=["21:00:00:e0:8b:10:3a:02"])
     [link] = call("alice", "GET", "/api/links/").json()["results"]  # remote-site is in alice's scope
     assert link["initiators"] == ["21:00:00:e0:8b:10:3a:02"]
-    [link] = call("bob", "GET", "/api/links/").json()["results"]  # no site in bob's: its hosts' WWNs are hidden
+    # carol sees the link (its device is her site's), but not remote-site's hosts' WWNs; bob, scoped to no
+    # site, sees no one's links (access.permissions.visible).
+    [link] = call("carol", "GET", "/api/links/").json()["results"]
     assert link["initiators"] == []
+    assert call("bob", "GET", "/api/links/").json()["results"] == []
 
 
 # --- connect and plan: `hosts` -----------------------------------------------------------------
