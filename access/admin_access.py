@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.http import HttpResponseForbidden
 
+from access import writers
 from access.audit import record_refusal
 from access.authentication import certificate_principal
 from access.models import Principal, Role
@@ -57,4 +58,7 @@ class AdminByCertificateMiddleware:
                 record_refusal(request, 403, why, "admin.access", stage)
                 return HttpResponseForbidden(why + "\n", content_type="text/plain; charset=utf-8")
             request.user = staff_user_for(principal)
+            if request.method not in ("GET", "HEAD", "OPTIONS"):  # its writes are the principal's (access.writers)
+                with writers.acting(principal.name, f"admin {request.method} {request.path}"):
+                    return self.get_response(request)
         return self.get_response(request)

@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import time
+from contextlib import ExitStack
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -16,11 +17,12 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access import audit, redaction
+from access import audit, redaction, writers
 from access.models import AuditEvent, Principal, Role
 from access.permissions import require_scope, scoped_site_ids, visible
 from api import serializers as s
@@ -58,11 +60,24 @@ ERRORS = {status_code: ErrorSerializer for status_code in (400, 401, 403, 404, 4
 
 
 class AuditedView:
-    """Records every write and every refusal (see access.audit) once the response is final."""
+    """Records every write and every refusal (see access.audit) once the response is final; the rows a
+    write changes are recorded by the database's write trail under the request's principal
+    (access.writers)."""
 
     read_role = Role.VIEWER
     write_role = Role.ADMIN
     audit_noun = "resource"
+
+    def dispatch(self, request, *args, **kwargs):
+        self._acting = ExitStack()
+        with self._acting:
+            return super().dispatch(request, *args, **kwargs)
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        principal = getattr(request.user, "principal", None)
+        if request.method not in SAFE_METHODS and principal is not None:
+            self._acting.enter_context(writers.acting(principal.name, f"api {request.method} {request.path}"))
 
     def audit_action(self, request) -> str:
         action = getattr(self, "action", None) or request.method.lower()

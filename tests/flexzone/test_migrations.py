@@ -23,9 +23,12 @@ PREVIOUS_RELEASE = [("registry", "0011_router_session_budget"), ("operations", "
 THIS_RELEASE = [("access", "0001_initial"), ("operations", "0002_operation_principal"),
                 ("operations", "0003_lists_generation"), ("operations", "0004_lists_generation_per_list"),
                 ("operations", "0005_link_applied_values"), ("operations", "0006_in_use_rule"),
-                ("operations", "0007_unsharing_rule")]
+                ("operations", "0007_unsharing_rule"), ("operations", "0008_write_trail")]
 APPLIED = ("zone_number", "local_ip", "vsan")  # operations 0005's columns
 IN_USE_GUARDED = (Site, Router, Device, Zone, Host, Initiator)  # operations 0006's triggers
+# operations 0008's triggers
+WRITE_TRAIL = [model._meta.db_table for model in (*IN_USE_GUARDED, Principal, Grant, Link)] + [
+    Principal._meta.get_field(field).m2m_db_table() for field in ("sites", "zones")]
 
 
 def app_edges(graph) -> set[tuple[str, str]]:
@@ -75,11 +78,15 @@ def test_the_cycle_check_finds_a_planted_cycle():
 def _as_previous_release_left_it() -> None:
     """What the release before this one left in a database: the same tables, its migrations recorded
     instead of this release's, the audit trail's foreign key to the journal, the content types under
-    the registry, no lists' generation (operations 0003) and no `in_use` triggers (0006, 0007)."""
+    the registry, no lists' generation (operations 0003), no `in_use` triggers (0006, 0007) and no write
+    trail (0008)."""
     with connection.cursor() as cursor:
         for model in IN_USE_GUARDED:
             cursor.execute(f"DROP TRIGGER flexzone_in_use ON {model._meta.db_table}")
             cursor.execute(f"DROP TRIGGER flexzone_in_use_serialize ON {model._meta.db_table}")
+        for table in WRITE_TRAIL:
+            cursor.execute(f"DROP TRIGGER flexzone_write_trail ON {table}")
+        cursor.execute("DROP FUNCTION flexzone_record_write()")
         cursor.execute(f"DROP TRIGGER flexzone_unsharing ON {Device._meta.db_table}")
         cursor.execute("DROP FUNCTION flexzone_unsharing_guard()")
         cursor.execute("DROP FUNCTION flexzone_in_use_guard(), flexzone_in_use_serialize(), "
