@@ -448,7 +448,8 @@ def run_soak(seed: int, steps: int | None, seconds: float, out: Callable[[str], 
     started = time.monotonic()
     first_operation = (Operation.objects.order_by("-pk").values_list("pk", flat=True).first() or 0) + 1
     with tempfile.TemporaryDirectory(prefix="flexzone-soak-") as secrets_dir, \
-            override_settings(**SOAK_SETTINGS, FLEXZONE_SECRETS_DIR=Path(secrets_dir)):
+            override_settings(**SOAK_SETTINGS, FLEXZONE_SECRETS_DIR=Path(secrets_dir),
+                              FLEXZONE_LEDGER_KEY=Path(secrets_dir) / "ledger-ed25519.pem", FLEXZONE_LEDGER_WITNESS=""):
         cast = Cast(unused_prefix(), Path(secrets_dir))
         done, failed = 0, False
         try:

@@ -320,6 +320,9 @@ FLEXZONE_LEDGER_KEY = env_path("FLEXZONE_LEDGER_KEY", FLEXZONE_SECRETS_DIR / "le
 # Public keys (hex, comma-separated) whose signatures `manage.py audit verify` also accepts: the other
 # worker hosts' keys when each has its own, or keys retired by a rotation.
 FLEXZONE_LEDGER_TRUSTED_KEYS = env_list("FLEXZONE_LEDGER_TRUSTED_KEYS", "")
+# Where each signed head is also appended (operations/witness.py), out of the database's reach; by
+# default beside FLEXZONE_LEDGER_KEY (ledger-heads.jsonl).
+FLEXZONE_LEDGER_WITNESS = os.environ.get("FLEXZONE_LEDGER_WITNESS", "")
 # A record sealed after records written more than this many seconds later is reported as inserted.
 FLEXZONE_LEDGER_GRACE = env_int("FLEXZONE_LEDGER_GRACE", 300, minimum=1)
 

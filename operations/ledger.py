@@ -17,11 +17,12 @@ are handed out at insert, rows seen at commit. A record written more than `FLEXZ
 seconds before the previous seal is sealed `late` (later records went first), and verify reports it
 as inserted.
 
-What it cannot see: a record changed in the moments between its writing and the next seal, and
-entries after the last signed head rewritten by someone who can also write the database (`verify`
-says how many entries no signature covers yet). `manage.py audit checkpoint` exports a signed head
-to keep elsewhere; `manage.py audit verify --checkpoint FILE` then also proves that the chain up to
-it is the one that was signed, even if the signatures table itself was rewritten.
+Each signed head is also witnessed outside the database (operations/witness.py): `verify`, which only
+reads, checks the chain against every witnessed head, and the service signs a head only if the chain
+still holds the last one it witnessed (`refusal`). What it cannot see: a record changed in the moments
+between its writing and the next seal, and entries after the last witnessed head rewritten by someone
+who can also write the database (`verify` says how many entries no signature covers yet). `manage.py
+audit checkpoint` exports a signed head to keep elsewhere, for `verify --checkpoint FILE`.
 
 Left out of the digests: an audit event's links to its principal and operation (deleting a principal
 empties them; the principal's name and certificate fingerprint are kept and covered), and an
@@ -46,6 +47,8 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from access.models import AuditEvent
+from operations import witness
+from operations.metrics import ledger_signing_refused
 from operations.models import TERMINAL_STATES, LedgerEntry, LedgerSignature, Operation
 
 GENESIS = "0" * 64
@@ -123,6 +126,7 @@ class Sealed:
     operations: int = 0
     signed: LedgerSignature | None = None
     skipped: bool = False  # another process was sealing
+    refused: str = ""  # why the head was not signed: the chain no longer holds the last head witnessed
 
 
 def _grace() -> float:
@@ -161,7 +165,7 @@ def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
                     return sealed
         last = LedgerEntry.objects.order_by("-seq").first()
         seq, prev = (last.seq, last.hash) if last else (0, GENESIS)
-        cutoff = last.sealed_at - timedelta(seconds=_grace()) if last else None
+        cutoff = _sealed_by(last.sealed_at if last else None)
         entries = []
         for kind, row, written in _unsealed(limit):
             late = cutoff is not None and written is not None and written < cutoff
@@ -181,10 +185,62 @@ def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
         sign = seq > 0 and (newest is None or (newest[1] < seq and (timezone.now() - newest[0]).total_seconds()
                                                 >= settings.FLEXZONE_LEDGER_SIGN_EVERY))
     if sign and seq > 0:
+        if why := refusal(seq, prev):  # a chain rewritten under the service: it signs nothing, and says so
+            ledger_signing_refused.set(1)
+            witness.log.error("not signing the ledger's head at entry %s: %s", seq, why)
+            sealed.refused = why
+            return sealed
+        ledger_signing_refused.set(0)
         key = signing_key()
         sealed.signed = LedgerSignature.objects.create(
             seq=seq, hash=prev, public_key=public_hex(key), signature=key.sign(head_message(seq, prev)).hex())
+        witness.record(seq, prev, sealed.signed.public_key, sealed.signed.signature,
+                       sealed.signed.signed_at.isoformat())
     return sealed
+
+
+def _sealed_by(last_sealed: datetime | None) -> datetime | None:
+    """Records written before this time should be in the chain by now: FLEXZONE_LEDGER_GRACE seconds before
+    the later of the last seal (as the database says) and the last head witnessed outside it (which no
+    database writer can move back)."""
+    witnessed = witness.last()
+    times = [when for when in (last_sealed, _parsed(witnessed["signed_at"]) if witnessed else None) if when]
+    return max(times) - timedelta(seconds=_grace()) if times else None
+
+
+def _parsed(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def refusal(seq: int, head: str) -> str | None:
+    """Why the head (`seq`, `head`) must not be signed (None: it may): the chain no longer holds the last
+    head witnessed on this host (operations/witness.py), or does not lead from it, entry by entry, to
+    this head. A chain rewritten consistently by someone who can write the database fails here, so the
+    service never signs it."""
+    witnessed = witness.last()
+    if witnessed is None:
+        return None
+    since, when = witnessed["seq"], witnessed["signed_at"]
+    if seq < since:
+        return f"the chain ends at entry {seq}, but entry {since} was witnessed at {when}: its tail was deleted"
+    expected, prev = since, ""
+    for entry_seq, kind, ref, record_digest, entry_prev, entry_hash, late in LedgerEntry.objects.filter(
+            seq__gte=since, seq__lte=seq).order_by("seq").values_list("seq", "kind", "ref", "digest", "prev", "hash",
+                                                                       "late"):
+        follows = link_hash(entry_prev, entry_seq, kind, ref, record_digest, late) == entry_hash
+        if entry_seq != expected:
+            return f"entry {expected} is missing from the chain"
+        if entry_seq == since and (entry_hash != witnessed["hash"] or not follows):
+            return f"entry {since} differs from the head witnessed at {when}: the chain was rewritten"
+        if entry_seq > since and (entry_prev != prev or not follows):
+            return f"entry {entry_seq} does not follow from entry {entry_seq - 1}"
+        expected, prev = entry_seq + 1, entry_hash
+    if expected != seq + 1 or prev != head:
+        return f"the chain does not lead from the head witnessed at entry {since} to entry {seq}"
+    return None
 
 
 def checkpoint() -> dict[str, Any]:
@@ -241,8 +297,12 @@ def trusted_keys() -> set[str]:
     return keys
 
 
-def verify(checkpoint_doc: dict[str, Any] | None = None, *, chunk: int = 5000) -> Verdict:
-    """Walk the chain and the records it covers; name the first record or entry that is wrong."""
+def verify(checkpoint_doc: dict[str, Any] | None = None, *, witnessed: list[dict[str, Any]] | None = None,
+           chunk: int = 5000) -> Verdict:
+    """Walk the chain and the records it covers; name the first record or entry that is wrong. It only
+    reads: it seals and signs nothing. The chain must still hold every head witnessed outside the database
+    (`witnessed`, default this host's witness file; and `checkpoint_doc`), and no signature may lie beyond
+    its end."""
     verdict = Verdict()
     trusted = trusted_keys()
     hashes: dict[int, str] = {}
@@ -285,10 +345,31 @@ def verify(checkpoint_doc: dict[str, Any] | None = None, *, chunk: int = 5000) -
                                     "the chain was rewritten up to there")
         else:
             verdict.signed_seq = max(verdict.signed_seq, signature.seq)
+    beyond = LedgerSignature.objects.filter(seq__gt=verdict.entries).order_by("-seq").values_list("seq", flat=True)
+    if last_signed := beyond.first():
+        verdict.problems.append(f"a signature covers entry {last_signed}, but the chain ends at entry "
+                                f"{verdict.entries}: entries {verdict.entries + 1} to {last_signed} were deleted")
+    _check_heads(verdict, witness.heads() if witnessed is None else witnessed, hashes, trusted)
     if checkpoint_doc is not None:
         _check_checkpoint(verdict, checkpoint_doc, hashes, trusted)
     _check_unsigned(verdict)
+    _check_unsealed(verdict)
     return verdict
+
+
+def _check_unsealed(verdict: Verdict) -> None:
+    """A record written more than FLEXZONE_LEDGER_GRACE seconds before the last seal and not in the chain
+    (its transaction would have had to stay open that long): inserted afterwards. Younger records are
+    counted as not sealed yet."""
+    cutoff = _sealed_by(LedgerEntry.objects.order_by("-seq").values_list("sealed_at", flat=True).first())
+    if cutoff is None:
+        return
+    sealed = LedgerEntry.objects.values("ref")
+    inserted = (AuditEvent.objects.exclude(pk__in=sealed.filter(kind=LedgerEntry.Kind.AUDIT))
+                .filter(created_at__lt=cutoff).order_by("pk").values_list("pk", flat=True).first())
+    if inserted is not None:
+        verdict.problems.append(f"audit event {inserted} is dated before entry {verdict.entries} was sealed but is not "
+                                "in the chain: it was inserted afterwards")
 
 
 def _check_unsigned(verdict: Verdict) -> None:
@@ -311,12 +392,38 @@ def _check_checkpoint(verdict: Verdict, doc: dict[str, Any], hashes: dict[int, s
         verdict.problems.append("the checkpoint is not a flexzone ledger checkpoint (seq, hash, public_key, "
                                 "signature)")
         return
-    if key not in trusted or not _check_signature(key, seq, head, signature):
-        verdict.problems.append("the checkpoint's signature is not by a key this service trusts")
-    elif hashes.get(seq) != head:
-        verdict.problems.append(f"the ledger differs from the checkpoint at entry {seq}: it was rewritten up to there")
-    else:
-        verdict.signed_seq = max(verdict.signed_seq, seq)
+    _check_heads(verdict, [{"seq": seq, "hash": head, "public_key": key, "signature": signature,
+                            "signed_at": str(doc.get("signed_at", ""))}], hashes, trusted, "in the checkpoint")
+
+
+def _check_heads(verdict: Verdict, heads: list[dict[str, Any]], hashes: dict[int, str], trusted: set[str],
+                 where: str = "") -> None:
+    """Signed heads kept outside the database: the chain must still hold each, its signature must still be
+    in the database, and the entry it ends at must have been sealed before it was signed (the sealing
+    times decide what counts as inserted later)."""
+    seqs = {int(head["seq"]) for head in heads}
+    sealed = dict(LedgerEntry.objects.filter(seq__in=seqs).values_list("seq", "sealed_at"))
+    signed = set(LedgerSignature.objects.filter(seq__in=seqs).values_list("seq", "hash"))
+    for head in heads:
+        seq, when = int(head["seq"]), _parsed(str(head.get("signed_at", "")))
+        here = where or f"witnessed at {head.get('signed_at') or 'an unknown time'}"
+        if head["public_key"] not in trusted or not _check_signature(head["public_key"], seq, head["hash"],
+                                                                     head["signature"]):
+            verdict.problems.append(f"the head {here} (entry {seq}) is not signed by a key this service trusts")
+        elif seq > verdict.entries:
+            verdict.problems.append(f"entry {seq} was signed ({here}), but the chain ends at entry "
+                                    f"{verdict.entries}: entries {verdict.entries + 1} to {seq} were deleted")
+        elif hashes.get(seq) != head["hash"]:
+            verdict.problems.append(f"the ledger differs from the head {here} at entry {seq}: it was rewritten up to "
+                                    "there")
+        elif (seq, head["hash"]) not in signed:
+            verdict.problems.append(f"the signature of entry {seq} ({here}) is not in the database: the signatures "
+                                    "were deleted")
+        elif when is not None and sealed[seq] > when + timedelta(seconds=1):
+            verdict.problems.append(f"entry {seq} says it was sealed at {sealed[seq].isoformat()}, after its head was "
+                                    f"signed ({here}): its sealing time was moved")
+        else:
+            verdict.signed_seq = max(verdict.signed_seq, seq)
 
 
 def _noun(kind: str) -> str:

@@ -53,6 +53,12 @@ sessions_open = Gauge(
     ["platform"],
     multiprocess_mode="livesum",
 )
+ledger_signing_refused = Gauge(
+    "flexzone_ledger_signing_refused",
+    "1 while a process refuses to sign the ledger's head: the chain no longer holds the last head it witnessed "
+    "outside the database (operations/witness.py); manage.py audit verify says what changed.",
+    multiprocess_mode="livemax",
+)
 
 
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

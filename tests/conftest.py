@@ -74,6 +74,13 @@ def _flush_by_delete() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _ledger_witness(tmp_path_factory, settings) -> None:
+    """Each test's own witness of the ledger's signed heads (operations/witness.py): a head another test
+    signed over another chain in this database is not this test's."""
+    settings.FLEXZONE_LEDGER_WITNESS = str(tmp_path_factory.mktemp("witness") / "ledger-heads.jsonl")
+
+
 @pytest.fixture
 def secrets_dir(tmp_path, settings):
     """Router secrets for this test only (generated, never committed)."""

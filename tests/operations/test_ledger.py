@@ -13,7 +13,8 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from access.models import AuditEvent
-from operations import ledger
+from operations import ledger, witness
+from operations.metrics import ledger_signing_refused
 from operations.models import LedgerEntry, LedgerSignature, Operation
 
 AUDIT, LEDGER, SIGNATURES, OPERATION = (model._meta.db_table for model in (AuditEvent, LedgerEntry, LedgerSignature,
@@ -70,9 +71,10 @@ def test_an_untouched_ledger_is_whole_and_says_how_much_it_covers(sealed):
     assert (status, err) == (0, "")
     assert "ledger whole: 8 entries (5 audit events, 3 operations)" in out and "signed up to entry 8" in out
     later = event(99)
-    status, out, _err = audit("verify", "--no-seal")
+    status, out, _err = audit("verify")  # it only reads: the new event is not sealed by it
     assert status == 0 and "signed up to entry 8" in out and "9" not in out.split("entries")[0]
-    assert audit("verify")[0] == 0  # sealing first takes the new event in
+    assert not LedgerEntry.objects.filter(kind="audit", ref=later.pk).exists()
+    assert audit("seal")[0] == 0 and audit("verify")[0] == 0
     assert LedgerEntry.objects.filter(kind="audit", ref=later.pk).exists()
 
 
@@ -112,6 +114,11 @@ def test_an_audit_event_inserted_among_sealed_ones_is_named(sealed):
         "status_code, detail, target, remote_addr, created_at) VALUES ('mallory', '', '', 'site.delete', "
         "'DELETE', '/api/sites/1/', 'allowed', 204, '', 'site:1', '', now() - interval '1 hour')")
     forged = AuditEvent.objects.get(principal_name="mallory").pk
+    status, _out, err = audit("verify")  # not sealed: dated before the last seal, it was inserted afterwards
+    assert status == 1
+    assert err.splitlines()[0] == (f"audit event {forged} is dated before entry 8 was sealed but is not in the "
+                                   "chain: it was inserted afterwards")
+    ledger.seal()  # the workers' next seal takes it in, marked late
     status, _out, err = audit("verify")
     assert status == 1
     assert err.splitlines()[0] == (f"audit event {forged} (entry 9) appeared only after later records had been "
@@ -192,15 +199,17 @@ def test_a_checkpoint_kept_elsewhere_catches_a_rewrite_that_also_removed_the_sig
     sql(f"UPDATE {AUDIT} SET detail = 'quietly' WHERE id = %s", [events[4].pk])
     rewrite_chain_from(5)
     sql(f"DELETE FROM {SIGNATURES}")
-    assert audit("verify")[0] == 0  # without the checkpoint this rewrite cannot be told from the truth
+    assert ledger.verify(witnessed=[]).whole  # from the database alone, this rewrite cannot be told from the truth
+    witness.path().unlink()  # nor with this host's witness file gone: the checkpoint kept elsewhere tells it
     status, _out, err = audit("verify", "--checkpoint", str(kept))
     assert status == 1
-    assert err.splitlines()[0] == "the ledger differs from the checkpoint at entry 8: it was rewritten up to there"
+    assert err.splitlines()[0] == ("the ledger differs from the head in the checkpoint at entry 8: it was rewritten "
+                                   "up to there")
     # A checkpoint signed by another key is refused too.
     document["signature"] = "00" * 64
     kept.write_text(json.dumps(document))
     assert audit("verify", "--checkpoint", str(kept))[2].splitlines()[0] == (
-        "the checkpoint's signature is not by a key this service trusts")
+        "the head in the checkpoint (entry 8) is not signed by a key this service trusts")
 
 
 def test_an_operation_is_sealed_once_it_has_ended_whatever_runs_before_it(db, key):
@@ -227,9 +236,10 @@ def test_signatures_by_another_hosts_key_verify_once_it_is_trusted(sealed, setti
 
 def test_entries_that_should_be_signed_by_now_and_are_not_are_reported(sealed, settings):
     sql(f"DELETE FROM {SIGNATURES}")
-    assert audit("verify", "--no-seal")[0] == 0  # just sealed: a signature may still come
+    witness.path().unlink()  # with the witness file, the deleted signature is named at once (the matrix below)
+    assert audit("verify")[0] == 0  # just sealed: a signature may still come
     sql(f"UPDATE {LEDGER} SET sealed_at = sealed_at - interval '2 hours'")
-    status, _out, err = audit("verify", "--no-seal")
+    status, _out, err = audit("verify")
     assert status == 1 and err.splitlines()[0].startswith("entries 1 to 8 were sealed over 900 s ago and no signature "
                                                           "covers them")
 
@@ -278,3 +288,102 @@ def test_sealing_serializes_nothing_else(key):
         thread.join()
     done = ledger.seal()
     assert (done.skipped, done.audit, done.operations) == (False, 2, 1)
+
+
+# --- issue 46, item 1: the tampering matrix, against heads witnessed outside the database ---------------
+
+
+@pytest.fixture
+def signed_twice(db, key):
+    """Five audit events sealed and signed (entry 5), then three operations (entry 8): both heads witnessed."""
+    events = [event(n) for n in range(5)]
+    assert ledger.seal(sign=True).signed.seq == 5
+    operations = [ended(n) for n in range(3)]
+    assert ledger.seal(sign=True).signed.seq == 8
+    assert [head["seq"] for head in witness.heads()] == [5, 8]
+    return events, operations
+
+
+def first_problem() -> str:
+    status, _out, err = audit("verify")
+    assert status == 1, "verify called the ledger whole"
+    return err.splitlines()[0]
+
+
+def test_deleting_the_signed_tail_is_named(signed_twice):
+    """Defect 1: entries 6-8 and their records deleted; verify read only signatures up to the chain's end and
+    called the ledger whole, 5 entries."""
+    _events, operations = signed_twice
+    sql(f"DELETE FROM {LEDGER} WHERE seq > 5")
+    sql(f"DELETE FROM {OPERATION} WHERE id = ANY(%s)", [[op.pk for op in operations]])
+    assert first_problem() == "a signature covers entry 8, but the chain ends at entry 5: entries 6 to 8 were deleted"
+    sql(f"DELETE FROM {SIGNATURES} WHERE seq > 5")  # and its signature with it: the witness still has the head
+    assert first_problem().startswith("entry 8 was signed (witnessed at ")
+
+
+def test_truncate_and_rebuild_is_named_and_the_rebuilt_chain_is_never_signed(signed_twice):
+    """Defect 2: edit a sealed event, delete another, truncate the ledger: verify sealed first, rebuilt the
+    chain over the tampered rows, signed it and called it whole. Now it only reads, and the service will not
+    sign a chain that has lost the heads it witnessed."""
+    events, _operations = signed_twice
+    sql(f"UPDATE {AUDIT} SET principal_name = 'bob' WHERE id = %s", [events[1].pk])
+    sql(f"DELETE FROM {AUDIT} WHERE id = %s", [events[2].pk])
+    sql(f"TRUNCATE {LEDGER}, {SIGNATURES}")
+    assert first_problem().startswith("entry 5 was signed (witnessed at ")
+    assert not LedgerEntry.objects.exists() and not LedgerSignature.objects.exists()  # verify sealed nothing
+    done = ledger.seal(sign=True)  # a worker's next seal rebuilds a chain: it is not signed
+    assert done.signed is None and "its tail was deleted" in done.refused
+    assert not LedgerSignature.objects.exists() and ledger_signing_refused._value.get() == 1
+    assert first_problem().startswith("the ledger differs from the head witnessed at ")  # the rebuilt one
+
+
+def test_a_forged_head_is_never_signed_by_the_service(signed_twice):
+    """Defect 3: a consistent rewrite, the signatures deleted and sealed_at set to now: verify passed and the
+    workers' next seal signed the forged chain."""
+    events, _operations = signed_twice
+    sql(f"UPDATE {AUDIT} SET detail = 'quietly' WHERE id = %s", [events[3].pk])
+    rewrite_chain_from(4)
+    sql(f"DELETE FROM {SIGNATURES}")
+    sql(f"UPDATE {LEDGER} SET sealed_at = now()")
+    assert first_problem().startswith("the ledger differs from the head witnessed at ")
+    event(42)
+    done = ledger.seal(sign=True)
+    assert done.signed is None and done.refused.startswith("entry 8 differs from the head witnessed at ")
+    assert not LedgerSignature.objects.exists()
+
+
+def test_a_backdated_row_is_named_though_the_last_seal_time_was_moved_back(signed_twice):
+    """Defect 4: an event dated an hour ago inserted, and the last entry's sealed_at moved back: verify called
+    the ledger whole. The witnessed heads' times, out of the database's reach, decide what is late."""
+    sql(f"INSERT INTO {AUDIT} (principal_name, cert_sha256, cert_subject, action, method, path, outcome, "
+        "status_code, detail, target, remote_addr, created_at) VALUES ('mallory', '', '', 'site.delete', "
+        "'DELETE', '/api/sites/1/', 'allowed', 204, '', 'site:1', '', now() - interval '1 hour')")
+    sql(f"UPDATE {LEDGER} SET sealed_at = sealed_at - interval '2 hours' WHERE seq = 8")
+    forged = AuditEvent.objects.get(principal_name="mallory").pk
+    problems = ledger.verify().problems
+    assert f"audit event {forged} is dated before entry 8 was sealed but is not in the chain: it was inserted " \
+           "afterwards" in problems
+    ledger.seal()  # sealed now, it is marked late by the witnessed time, not the moved one
+    assert LedgerEntry.objects.get(kind="audit", ref=forged).late
+
+
+def test_a_moved_sealing_time_is_named(signed_twice):
+    sql(f"UPDATE {LEDGER} SET sealed_at = now() + interval '1 hour' WHERE seq = 5")
+    assert first_problem().startswith("entry 5 says it was sealed at ")
+
+
+def test_deleted_signatures_are_named_at_once(signed_twice):
+    sql(f"DELETE FROM {SIGNATURES} WHERE seq = 8")
+    assert first_problem().startswith("the signature of entry 8 (witnessed at ")
+
+
+def test_a_replaced_signing_key_is_named(signed_twice, key):
+    """Someone who replaces the key file on a worker host: the heads signed before are by a key this host no
+    longer holds, and verify names the first (a retired key is trusted only if FLEXZONE_LEDGER_TRUSTED_KEYS
+    names it)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key.write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    assert first_problem() == "the signature of entry 5 is by a key this service does not trust"

@@ -92,16 +92,18 @@ def flushing_by_delete() -> Iterator[None]:
     """
     from django.db.backends.postgresql.operations import DatabaseOperations
 
+    from access.models import AuditEvent
     from operations.models import Grant, Link
 
     truncating = DatabaseOperations.sql_flush
     # Grants and links go first: the registry's `in_use` trigger refuses deleting an initiator they name.
-    holds = (Link._meta.db_table, Grant._meta.db_table)
+    # The audit trail goes last: the write trail (operations migration 0008) records each row deleted before.
+    holds, trail = (Link._meta.db_table, Grant._meta.db_table), AuditEvent._meta.db_table
 
     def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
         if reset_sequences or not tables:
             return truncating(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
-        ordered = sorted(tables, key=lambda table: table not in holds)
+        ordered = sorted(tables, key=lambda table: (table == trail, table not in holds))
         return ["SET CONSTRAINTS ALL DEFERRED", *(f"DELETE FROM {self.quote_name(table)}" for table in ordered)]
 
     DatabaseOperations.sql_flush = sql_flush  # type: ignore[method-assign]

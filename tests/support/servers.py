@@ -123,6 +123,7 @@ def running_server(log: Path, **env_overrides: str) -> Iterator[tuple[subprocess
         FLEXZONE_DB_CONN_MAX_AGE="0",
         # gunicorn 27 opens a control socket under $HOME/.gunicorn: keep each server's apart.
         HOME=str(log.parent),
+        FLEXZONE_LEDGER_WITNESS=str(log.parent / "ledger-heads.jsonl"),  # its own: heads of this database only
         **env_overrides,
     )
     with open(log, "wb") as handle:

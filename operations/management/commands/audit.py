@@ -1,11 +1,12 @@
-"""manage.py audit seal | verify [--checkpoint FILE] | checkpoint [--output FILE]: the tamper-evident ledger."""
+"""manage.py audit seal | verify [--checkpoint FILE] [--witness FILE]... | checkpoint [--output FILE]: the
+tamper-evident ledger."""
 
 import json
 from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from operations import ledger
+from operations import ledger, witness
 from registry.readiness import DatabaseCommand
 
 
@@ -13,9 +14,10 @@ class Command(DatabaseCommand):
     help = (
         "The audit trail and the ended operations are hash-chained and the chain's head is signed with the "
         "service's Ed25519 key. 'seal' adds what was written since the last seal (the workers' chores do it every "
-        "FLEXZONE_LEDGER_SEAL_EVERY s); 'verify' walks the chain and names the first record that was edited, "
-        "deleted, inserted or reordered (exit status 1); 'checkpoint' signs the head now and prints it (or writes "
-        "it to --output) to keep outside this database, for 'verify --checkpoint FILE'."
+        "FLEXZONE_LEDGER_SEAL_EVERY s); 'verify' only reads: it walks the chain and names the first record that was "
+        "edited, deleted, inserted or reordered, and any signed head kept outside the database (this host's witness "
+        "file, --witness, --checkpoint) the chain no longer holds (exit status 1); 'checkpoint' signs the head now "
+        "and prints it (or writes it to --output) to keep outside this database, for 'verify --checkpoint FILE'."
     )
 
     def add_arguments(self, parser):
@@ -23,7 +25,10 @@ class Command(DatabaseCommand):
         actions.add_parser("seal", help="add new audit events and ended operations to the chain")
         check = actions.add_parser("verify", help="prove the ledger whole, or name what is wrong")
         check.add_argument("--checkpoint", type=Path, help="a file written by 'audit checkpoint'")
-        check.add_argument("--no-seal", action="store_true", help="verify the chain as it is, without sealing first")
+        check.add_argument("--witness", type=Path, action="append", default=[],
+                           help="a file of signed heads witnessed elsewhere (another host's ledger-heads.jsonl); "
+                                "this host's own is always read")
+        check.add_argument("--no-seal", action="store_true", help="(verify never seals: kept for old scripts)")
         export = actions.add_parser("checkpoint", help="sign the head now and print it as JSON")
         export.add_argument("--output", type=Path, help="write it to this file instead")
 
@@ -51,9 +56,11 @@ class Command(DatabaseCommand):
                     doc = json.loads(options["checkpoint"].read_text())
                 except (OSError, ValueError) as exc:
                     raise CommandError(f"--checkpoint: cannot read {options['checkpoint']}: {exc}") from None
-            if not options["no_seal"]:
-                ledger.seal()
-            verdict = ledger.verify(doc)
+            heads = witness.heads() + [head for source in options["witness"] for head in witness.heads(source)]
+            if any(not source.is_file() for source in options["witness"]):
+                raise CommandError("--witness: no such file: " + ", ".join(
+                    str(source) for source in options["witness"] if not source.is_file()))
+            verdict = ledger.verify(doc, witnessed=heads)
             for problem in verdict.problems:
                 self.stderr.write(problem)
             self.stdout.write(verdict.summary())
