@@ -4,7 +4,9 @@
   outage never makes a supervisor restart healthy API processes.
 - `/api/health/` (readiness): this process can serve: the database answers, every migration is
   applied (an upgraded process in front of a database not yet migrated is not ready), and the CRL is
-  present and current. 503 names what is failing.
+  present and current. 503 names what is failing. It also says whether the ledger still holds the last
+  head witnessed on this host (`ledger`: "ok" or what changed); a rewritten ledger is an alert
+  (FlexzoneLedgerRewritten), not a reason to stop serving.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.authentication import crl_cache
+from operations import ledger
 from registry.readiness import pending_migrations
 
-_READY_FIELDS = ("status", "database", "migrations", "crl")
+_READY_FIELDS = ("status", "database", "migrations", "crl", "ledger")
+_ALERTS = ("ledger",)  # said, but not a reason to stop serving
 _READY = inline_serializer("Health", {name: serializers.CharField() for name in _READY_FIELDS})
 # How long "every migration is applied" is trusted before the next probe looks again (reading the
 # migration graph takes tens of ms; a database restored from an older dump shows within this).
@@ -53,13 +57,14 @@ class HealthView(APIView):
             with connection.cursor() as cursor:
                 cursor.execute("SELECT 1")
             body["migrations"] = _migrations()
+            body["ledger"] = ledger.witnessed_head_problem() or "ok"
         except DatabaseError as exc:
-            body.update(database=f"unreachable: {exc.__class__.__name__}", migrations="unknown")
+            body.update(database=f"unreachable: {exc.__class__.__name__}", migrations="unknown", ledger="unknown")
         try:
             crl_cache()._current()
         except Exception as exc:
             body["crl"] = str(exc)
-        if any(value != "ok" for name, value in body.items() if name != "status"):
+        if any(value != "ok" for name, value in body.items() if name != "status" and name not in _ALERTS):
             body["status"] = "failing"
         return Response(body, status=200 if body["status"] == "ok" else 503)
 

@@ -199,6 +199,19 @@ def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
     return sealed
 
 
+def witnessed_head_problem() -> str | None:
+    """Cheaply, for the health check: why the chain no longer holds the last head witnessed on this host
+    (its entry gone, or another hash there); None when it holds it, or nothing was witnessed here."""
+    witnessed = witness.last()
+    if witnessed is None:
+        return None
+    found = LedgerEntry.objects.filter(seq=witnessed["seq"]).values_list("hash", flat=True).first()
+    if found == witnessed["hash"]:
+        return None
+    return (f"entry {witnessed['seq']} (witnessed at {witnessed['signed_at']}) is "
+            + ("gone" if found is None else "not the one signed") + ": manage.py audit verify")
+
+
 def _sealed_by(last_sealed: datetime | None) -> datetime | None:
     """Records written before this time should be in the chain by now: FLEXZONE_LEDGER_GRACE seconds before
     the later of the last seal (as the database says) and the last head witnessed outside it (which no

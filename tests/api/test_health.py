@@ -11,7 +11,7 @@ from api import health
 def test_ready_and_live_answer_without_a_principal(call, cast):
     ready = call("eve", "GET", "/api/health/")  # eve's certificate is trusted, but no principal's
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ok", "database": "ok", "migrations": "ok", "crl": "ok"}
+    assert ready.json() == {"status": "ok", "database": "ok", "migrations": "ok", "crl": "ok", "ledger": "ok"}
     live = call("eve", "GET", "/api/health/live/")
     assert live.status_code == 200 and live.json() == {"status": "ok"}
 
@@ -32,3 +32,22 @@ def test_a_database_missing_a_migration_is_not_ready_but_the_process_is_live(cli
     assert body["migrations"] == f"1 pending, first operations.{removed}: run manage.py migrate"
     live = client.get("/api/health/live/", secure=True)
     assert live.status_code == 200 and live.json() == {"status": "ok"}
+
+
+@pytest.mark.django_db
+def test_a_ledger_that_lost_its_witnessed_head_is_said_but_still_served(client, settings, tmp_path):
+    """Issue 46, item 1: the alert is raised in the health check (and a metric), not by refusing service."""
+    from access.models import AuditEvent
+    from operations import ledger
+    from operations.models import LedgerEntry
+
+    settings.FLEXZONE_LEDGER_KEY = tmp_path / "ledger-ed25519.pem"
+    AuditEvent.objects.create(action="site.update", method="PATCH", path="/api/sites/1/", outcome="allowed",
+                              status_code=200)
+    assert ledger.seal(sign=True).signed is not None
+    whole = client.get("/api/health/", secure=True)  # (no CRL here: not ready for that reason alone)
+    assert whole.json()["ledger"] == "ok"
+    LedgerEntry.objects.all().delete()
+    ready = client.get("/api/health/", secure=True)
+    assert (ready.status_code, ready.json()["status"]) == (whole.status_code, whole.json()["status"])
+    assert ready.json()["ledger"].startswith("entry 1 (witnessed at ") and "is gone" in ready.json()["ledger"]
