@@ -62,23 +62,23 @@ def record(request, response, action: str) -> AuditEvent:
         outcome = AuditOutcome.ALLOWED
     detail = ""
     if status_code >= 400 and isinstance(getattr(response, "data", None), dict):
-        detail = str(response.data.get("detail", ""))[:2000]
+        detail = str(response.data.get("detail", ""))
     event = AuditEvent.objects.create(
         principal=principal,
         principal_name=principal.name if principal else "",
         cert_sha256=identity.sha256 if identity else "",
-        cert_subject=storable(identity.subject[:500]) if identity else "",
-        action=action[:64],
-        method=storable(request.method[:8]),
-        path=storable(django_request.get_full_path()[:500]),
+        cert_subject=storable(identity.subject)[:500] if identity else "",
+        action=storable(action)[:64],
+        method=storable(request.method)[:8],
+        path=storable(django_request.get_full_path())[:500],
         outcome=outcome,
         status_code=status_code,
-        detail=storable(detail),
-        target=storable(extra.get("target", "")[:200]),
+        detail=storable(detail)[:2000],
+        target=storable(extra.get("target", ""))[:200],
         before=storable(extra.get("before")),
         after=storable(extra.get("after")),
         operation_id=extra.get("operation"),
-        remote_addr=storable(django_request.META.get("REMOTE_ADDR", "")[:64]),
+        remote_addr=storable(django_request.META.get("REMOTE_ADDR", ""))[:64],
     )
     log.info(
         "%s %s %s by %s -> %s %s",

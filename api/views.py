@@ -414,7 +414,7 @@ class ReconcileView(OperationView):
             if not sites:
                 raise exceptions.PermissionDenied(f"Principal {principal.name} is scoped to no site: it has no "
                                                   "router to reconcile.")
-            data = {**data, "sites": sorted(Site.objects.filter(pk__in=sites).values_list("name", flat=True))}
+            data = {**data, "sites": sorted(sites)}  # by id: a site renamed meanwhile keeps its routers in
         return OperationKind.RECONCILE, dict(data)
 
     def audit_action(self, request) -> str:
@@ -465,7 +465,14 @@ class PlanView(AuditedView, APIView):
             params["hosts"] = request.query_params.getlist("hosts")
         query = s.PlanQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
-        plan = with_delta(planner.plan_target(query.validated_data["action"], query.validated_data))
+        plan = planner.plan_target(query.validated_data["action"], query.validated_data)
+        try:
+            # The delta says who holds what there (the links recorded, and whose): it is shown to principals
+            # whose scope covers every site of the plan (the one scope rule); the commands are the registry's.
+            require_scope(request.user.principal, **_plan_scope(plan.as_dict()))
+            plan = with_delta(plan)
+        except exceptions.PermissionDenied:
+            pass
         return Response(redaction.for_request(request).redact(plan.as_dict()))
 
 

@@ -185,7 +185,13 @@ def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
         sign = seq > 0 and (newest is None or (newest[1] < seq and (timezone.now() - newest[0]).total_seconds()
                                                 >= settings.FLEXZONE_LEDGER_SIGN_EVERY))
     if sign and seq > 0:
-        if why := refusal(seq, prev):  # a chain rewritten under the service: it signs nothing, and says so
+        try:
+            why = refusal(seq, prev)
+        except witness.Unreadable as exc:
+            why = str(exc)
+        if why == SUPERSEDED:  # another process signed a longer head of this chain meanwhile: nothing to do
+            return sealed
+        if why:  # a chain rewritten under the service: it signs nothing, and says so
             ledger_signing_refused.set(1)
             witness.log.error("not signing the ledger's head at entry %s: %s", seq, why)
             sealed.refused = why
@@ -201,8 +207,12 @@ def seal(*, sign: bool | None = None, limit: int = 5000) -> Sealed:
 
 def witnessed_head_problem() -> str | None:
     """Cheaply, for the health check: why the chain no longer holds the last head witnessed on this host
-    (its entry gone, or another hash there); None when it holds it, or nothing was witnessed here."""
-    witnessed = witness.last()
+    (its entry gone, or another hash there), or the witness cannot be read; None when it holds it, or
+    nothing was witnessed here."""
+    try:
+        witnessed = witness.last()
+    except witness.Unreadable as exc:
+        return str(exc)
     if witnessed is None:
         return None
     found = LedgerEntry.objects.filter(seq=witnessed["seq"]).values_list("hash", flat=True).first()
@@ -216,16 +226,18 @@ def _sealed_by(last_sealed: datetime | None) -> datetime | None:
     """Records written before this time should be in the chain by now: FLEXZONE_LEDGER_GRACE seconds before
     the later of the last seal (as the database says) and the last head witnessed outside it (which no
     database writer can move back)."""
-    witnessed = witness.last()
-    times = [when for when in (last_sealed, _parsed(witnessed["signed_at"]) if witnessed else None) if when]
+    try:
+        witnessed = witness.last()
+    except witness.Unreadable:
+        witnessed = None  # the seal goes on; the signer refuses and says why
+    if witnessed is not None and LedgerEntry.objects.filter(seq=witnessed["seq"]).values_list(
+            "hash", flat=True).first() != witnessed["hash"]:
+        witnessed = None  # a chain that lost it (a database restored): its time says nothing of this one
+    times = [when for when in (last_sealed, witness.signed_time(witnessed) if witnessed else None) if when]
     return max(times) - timedelta(seconds=_grace()) if times else None
 
 
-def _parsed(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
+SUPERSEDED = "superseded"  # refusal(): the chain holds a longer head witnessed already: nothing to sign
 
 
 def refusal(seq: int, head: str) -> str | None:
@@ -238,6 +250,9 @@ def refusal(seq: int, head: str) -> str | None:
         return None
     since, when = witnessed["seq"], witnessed["signed_at"]
     if seq < since:
+        at_since = LedgerEntry.objects.filter(seq=since).values_list("hash", flat=True).first()
+        if at_since == witnessed["hash"]:
+            return SUPERSEDED  # a head read before another process sealed and signed further
         return f"the chain ends at entry {seq}, but entry {since} was witnessed at {when}: its tail was deleted"
     expected, prev = since, ""
     for entry_seq, kind, ref, record_digest, entry_prev, entry_hash, late in LedgerEntry.objects.filter(
@@ -311,11 +326,11 @@ def trusted_keys() -> set[str]:
 
 
 def verify(checkpoint_doc: dict[str, Any] | None = None, *, witnessed: list[dict[str, Any]] | None = None,
-           chunk: int = 5000) -> Verdict:
+           also: list[dict[str, Any]] = (), chunk: int = 5000) -> Verdict:  # type: ignore[assignment]
     """Walk the chain and the records it covers; name the first record or entry that is wrong. It only
     reads: it seals and signs nothing. The chain must still hold every head witnessed outside the database
-    (`witnessed`, default this host's witness file; and `checkpoint_doc`), and no signature may lie beyond
-    its end."""
+    (`witnessed`, default this host's witness file; `also`, heads witnessed elsewhere; and `checkpoint_doc`),
+    and no signature may lie beyond its end."""
     verdict = Verdict()
     trusted = trusted_keys()
     hashes: dict[int, str] = {}
@@ -362,7 +377,13 @@ def verify(checkpoint_doc: dict[str, Any] | None = None, *, witnessed: list[dict
     if last_signed := beyond.first():
         verdict.problems.append(f"a signature covers entry {last_signed}, but the chain ends at entry "
                                 f"{verdict.entries}: entries {verdict.entries + 1} to {last_signed} were deleted")
-    _check_heads(verdict, witness.heads() if witnessed is None else witnessed, hashes, trusted)
+    if witnessed is None:
+        try:
+            witnessed = witness.heads()
+        except witness.Unreadable as exc:
+            verdict.problems.append(str(exc))
+            witnessed = []
+    _check_heads(verdict, [*witnessed, *also], hashes, trusted)
     if checkpoint_doc is not None:
         _check_checkpoint(verdict, checkpoint_doc, hashes, trusted)
     _check_unsigned(verdict)
@@ -418,7 +439,7 @@ def _check_heads(verdict: Verdict, heads: list[dict[str, Any]], hashes: dict[int
     sealed = dict(LedgerEntry.objects.filter(seq__in=seqs).values_list("seq", "sealed_at"))
     signed = set(LedgerSignature.objects.filter(seq__in=seqs).values_list("seq", "hash"))
     for head in heads:
-        seq, when = int(head["seq"]), _parsed(str(head.get("signed_at", "")))
+        seq, when = int(head["seq"]), witness.signed_time(head)
         here = where or f"witnessed at {head.get('signed_at') or 'an unknown time'}"
         if head["public_key"] not in trusted or not _check_signature(head["public_key"], seq, head["hash"],
                                                                      head["signature"]):
@@ -432,7 +453,7 @@ def _check_heads(verdict: Verdict, heads: list[dict[str, Any]], hashes: dict[int
         elif (seq, head["hash"]) not in signed:
             verdict.problems.append(f"the signature of entry {seq} ({here}) is not in the database: the signatures "
                                     "were deleted")
-        elif when is not None and sealed[seq] > when + timedelta(seconds=1):
+        elif when is not None and sealed[seq] > when + timedelta(seconds=_grace()):  # clocks of two hosts
             verdict.problems.append(f"entry {seq} says it was sealed at {sealed[seq].isoformat()}, after its head was "
                                     f"signed ({here}): its sealing time was moved")
         else:

@@ -30,7 +30,7 @@ def execute_reconcile(run: Run) -> None:
         routers = [find_router(name)]
     else:  # every router, or (a principal scoped to some sites asked) every router of those sites
         everywhere = Router.objects.order_by("name")
-        routers = list(everywhere.filter(site__name__in=sites) if sites is not None else everywhere)
+        routers = list(everywhere.filter(site__in=sites) if sites is not None else everywhere)
     # Every router at once, each on a thread of its own holding it (operations.threads.at_once).
     reports = run.at_once([functools.partial(_reconcile_one, run, router, repair, policy, settle_only)
                            for router in routers], threads=ops_settings().worker_concurrency)

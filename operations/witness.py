@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,11 @@ def record(seq: int, head: str, public_key: str, signature: str, signed_at: str)
                        "signed_at": signed_at}, sort_keys=True) + "\n"
     target = path()
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    descriptor = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        size = os.fstat(descriptor).st_size
+        if size and os.pread(descriptor, 1, size - 1) != b"\n":
+            line = "\n" + line  # a line torn by a crash mid-write stays alone: this one is read whole
         os.write(descriptor, line.encode())
         os.fsync(descriptor)
     finally:
@@ -49,13 +53,19 @@ def record(seq: int, head: str, public_key: str, signature: str, signed_at: str)
     log.info("ledger head signed: entry %s hash %s key %s", seq, head, public_key)
 
 
+class Unreadable(Exception):
+    """The witness file exists but cannot be read (its permissions, not a file, not text)."""
+
+
 def heads(source: Path | None = None) -> list[dict[str, Any]]:
     """The heads witnessed in `source` (default: this host's file), in the order written; a line torn by
-    a crash mid-write, or not a head, is skipped."""
+    a crash mid-write, or not a head, is skipped. Unreadable when the file cannot be read."""
     try:
         text = (source or path()).read_text()
     except FileNotFoundError:
         return []
+    except (OSError, UnicodeError) as exc:
+        raise Unreadable(f"the ledger's witness file {source or path()} cannot be read: {exc}") from None
     found = []
     for line in text.splitlines():
         try:
@@ -68,6 +78,15 @@ def heads(source: Path | None = None) -> list[dict[str, Any]]:
 
 
 def last() -> dict[str, Any] | None:
-    """The longest head witnessed here (None: none yet)."""
+    """The longest head witnessed here (None: none yet). Unreadable when the file cannot be read."""
     witnessed = heads()
     return max(witnessed, key=lambda head: head["seq"]) if witnessed else None
+
+
+def signed_time(head: dict[str, Any]) -> datetime | None:
+    """When a head was signed (None: not said, or not a time with its offset)."""
+    try:
+        when = datetime.fromisoformat(str(head.get("signed_at", "")))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None

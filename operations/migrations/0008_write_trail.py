@@ -6,8 +6,11 @@ event per row inserted, updated or deleted, in the writer's transaction, with th
 after: through the API, the Django admin, a management command, the engine, the shell, a queryset
 `update()` or raw SQL alike. It is attributed to what the writer's connection says it is
 (access.writers: the principal of an API or admin request, the OS user and command line of a process)
-or, when it says nothing (someone at a `psql` prompt), to the database user. An update that changes
-nothing writes nothing.
+or, when it says nothing (someone at a `psql` prompt), to the database user. What a connection says of
+itself is a claim: every event also names the database user and client address the write came from
+(in `path`), which no session can set. An update that changes nothing writes nothing. Not seen: a
+`TRUNCATE` (statement-level, no rows), a table owner's `ALTER TABLE ... DISABLE TRIGGER`, and SQLite
+(no triggers: a development database only).
 
 Not recorded: the journal (`registry_operation`: each operation is itself an attributed record, chained
 whole in the ledger when it ends), the audit trail and the ledger themselves, the router sessions and
@@ -54,7 +57,9 @@ def _statements(apps, schema: str) -> list[str]:
               VALUES (left(coalesce(actor, 'db:' || session_user), 63), '', '',
                       left(TG_ARGV[0] || '.' || lower(TG_OP), 64), TG_OP,
                       left(coalesce(via, 'database session: ' || coalesce(nullif(current_setting(
-                        'application_name', true), ''), 'no application name')), 500),
+                        'application_name', true), ''), 'no application name'))
+                           || ' [database user ' || session_user
+                           || coalesce(' from ' || host(inet_client_addr()), '') || ']', 500),
                       'allowed', 0, '', left(TG_ARGV[0] || ':' || (coalesce(after, before) ->> 'id'), 200),
                       before, after, (coalesce(after, before) ->> 'operation_id')::bigint, '', clock_timestamp());
               RETURN NULL;

@@ -175,6 +175,9 @@ def test_the_plan_endpoint_answers_with_the_exact_router_commands(call, cast):
     assert plan["zone"] == 1 and plan["devices"] == ["XRAID1"]
     assert [step["router"] for step in plan["steps"]] == ["primary-rtr", "remote-rtr"]
     assert all(step["commands"] for step in plan["steps"])
+    # The delta (who holds what there) is for principals scoped to the plan's sites: not bob, alice.
+    assert all("delta" not in step for step in plan["steps"])
+    plan = call("alice", "GET", "/api/plan/", params={"site": "remote-site", "device_description": "XRAID1"}).json()
     assert [step["delta"] for step in plan["steps"]] == ["create", "create"]  # no link recorded yet
     unknown = call("bob", "GET", "/api/plan/", params={"site": "remote-site", "device_description": "XRAID9"})
     assert unknown.status_code == 400

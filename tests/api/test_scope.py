@@ -28,7 +28,8 @@ SHOWING = {"grant-list", "grant-detail", "link-list", "link-detail", "host-list"
 NOT_SHOWING = {
     "health": "the service's own state", "health-live": "the service's own state", "schema": "the API's schema",
     "docs": "the API's schema", "redoc": "the API's schema", "api-root": "the list of endpoints",
-    "metrics": "figures, for the scraper's certificate", "plan": "a plan the principal may make (require_scope)",
+    "metrics": "figures, for the scraper's certificate",
+    "plan": "the registry's plan; its delta only for a scope covering its sites (checked below)",
     "connect": "a write the principal may make (require_scope)", "disconnect": "a write (require_scope)",
     "reconcile": "a write (require_scope; checked below)", "invoke": "a write (require_scope)",
     "site-list": "the inventory", "site-detail": "the inventory", "zone-list": "the inventory",
@@ -40,7 +41,8 @@ NOT_SHOWING = {
     "zoning-history-list": "a router's zoning before and after each change (WWNs outside the scope redacted)",
     "zoning-history-detail": "a router's zoning (WWNs outside the scope redacted)",
     "operations": "the journal (not scoped yet)", "operation": "the journal (not scoped yet)",
-    "sites": "the inventory", "zones": "the inventory", "routers": "the inventory (a count of links)",
+    "sites": "the inventory", "zones": "the inventory",
+    "routers": "the inventory, with a count of each router's links (not who holds them)",
     "drift": "each router's reconcile report", "connect-page": "what the principal may act on (within_site_scope)",
 }
 
@@ -149,8 +151,21 @@ def test_a_scoped_operator_reconciles_only_its_sites_routers(call, holds):
     """Issue 46, defect 6: carol (primary-site) asked a reconcile of every router and got one."""
     answer = call("carol", "POST", "/api/reconcile/", json={})
     assert answer.status_code == 202, answer.text
-    assert Operation.objects.get(pk=answer.json()["id"]).request["sites"] == ["primary-site"]
+    primary = Site.objects.get(name="primary-site").pk
+    assert Operation.objects.get(pk=answer.json()["id"]).request["sites"] == [primary]
     everything = call("root", "POST", "/api/reconcile/", json={})
     assert "sites" not in Operation.objects.get(pk=everything.json()["id"]).request
-    refused = call("bob", "POST", "/api/reconcile/", json={})
-    assert refused.status_code == 403
+    Principal.objects.get(name="dave").sites.clear()  # an operator scoped to no site has no router to reconcile
+    refused = call("dave", "POST", "/api/reconcile/", json={})
+    assert refused.status_code == 403 and "scoped to no site" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize("name", PRINCIPALS)
+def test_a_plan_s_delta_says_who_holds_what_only_to_principals_scoped_to_its_sites(call, holds, name):
+    """The delta of a dry run names the holds the links serve ("already up for remote-site's hold of
+    XRAID1"): shown when the principal's scope covers the plan's sites, else the plan comes without it."""
+    plan = call(name, "GET", "/api/plan/", params={"site": "near-site", "device_description": "FAR-ARRAY"})
+    assert plan.status_code == 200
+    shown = any("delta" in step for step in plan.json()["steps"])
+    assert shown == (name == "root"), (name, plan.json())
+    assert ("hold of" in plan.text) == shown

@@ -387,3 +387,31 @@ def test_a_replaced_signing_key_is_named(signed_twice, key):
     key.write_bytes(Ed25519PrivateKey.generate().private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
     assert first_problem() == "the signature of entry 5 is by a key this service does not trust"
+
+
+def test_a_head_another_process_signed_meanwhile_is_no_rewrite(signed_twice):
+    """Two signers: one read head 5, another sealed and signed up to 8 meanwhile. The first signs nothing
+    and raises no alarm (the chain holds the longer head witnessed)."""
+    ledger_signing_refused.set(0)
+    assert ledger.refusal(5, LedgerEntry.objects.get(seq=5).hash) == ledger.SUPERSEDED
+    sql(f"UPDATE {LEDGER} SET hash = %s WHERE seq = 8", ["f" * 64])  # unless the longer head is not there any more
+    assert ledger.refusal(5, LedgerEntry.objects.get(seq=5).hash).startswith("the chain ends at entry 5")
+
+
+def test_a_witness_file_that_cannot_be_read_stops_signing_not_sealing(signed_twice):
+    path = witness.path()
+    path.unlink()
+    path.mkdir()  # not a file any more (a permission error reads the same)
+    event(9)
+    done = ledger.seal(sign=True)
+    assert done.audit == 1 and done.signed is None and "cannot be read" in done.refused
+    assert "cannot be read" in ledger.witnessed_head_problem()
+    assert any("cannot be read" in problem for problem in ledger.verify().problems)
+
+
+def test_a_line_torn_by_a_crash_loses_only_itself(signed_twice):
+    with open(witness.path(), "a") as witnessed:
+        witnessed.write('{"seq": 9, "hash": "ab')  # the crash came mid-write
+    event(9)
+    assert ledger.seal(sign=True).signed.seq == 9
+    assert [head["seq"] for head in witness.heads()] == [5, 8, 9]

@@ -324,6 +324,8 @@ class EngineModel(RuleBasedStateMachine):
         if name in self.down:
             return
         router = Router.objects.get(pk=self.pks[name])
+        assert reconcile(router=router.name).state == "succeeded"  # a report: its session stays in the pool, idle
+        assert list(self.sims[name].logged_in.values()).count(USERNAME) == 1
         pool.beat_once()  # a beat has seen the slot's row
         stale = timezone.now() - timedelta(seconds=ops_settings().stale_after + 1)
         RouterSession.objects.filter(router=router).update(heartbeat_at=stale)
@@ -334,6 +336,7 @@ class EngineModel(RuleBasedStateMachine):
                 lease.driver.list_links()
             pool.beat_once()  # this process's next beat
             self.sessions_within_budget()
+            assert RouterSession.objects.filter(router=router, holder=pool.holder).count() == 0
             EngineModel.tally["session slot taken as stale"] += 1
         finally:
             other.close_all()

@@ -27,6 +27,7 @@ class _ChangeForm(HTMLParser):
         self.fields: list[tuple[str, str]] = []
         self._inside = False
         self._select: str | None = None
+        self._multiple = False
         self._options: list[tuple[str, bool]] = []
         self._textarea: str | None = None
         self._text = ""
@@ -45,7 +46,7 @@ class _ChangeForm(HTMLParser):
                 return
             self.fields.append((attr["name"], attr.get("value", "on" if kind == "checkbox" else "")))
         elif tag == "select":
-            self._select, self._options = attr["name"], []
+            self._select, self._options, self._multiple = attr["name"], [], "multiple" in attr
         elif tag == "option" and self._select is not None:
             self._options.append((attr.get("value", ""), "selected" in attr))
         elif tag == "textarea":
@@ -59,9 +60,10 @@ class _ChangeForm(HTMLParser):
         if tag == "form":
             self._inside = False
         elif tag == "select" and self._select is not None:
-            # A select with nothing selected sends its first option, as a browser does.
+            # A single select with nothing selected sends its first option, as a browser does; a multiple one nothing.
             chosen = [value for value, selected in self._options if selected]
-            chosen = chosen or [value for value, _selected in self._options[:1]]
+            if not self._multiple:
+                chosen = chosen or [value for value, _selected in self._options[:1]]
             self.fields.extend((self._select, value) for value in chosen)
             self._select = None
         elif tag == "textarea" and self._textarea is not None:

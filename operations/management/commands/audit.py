@@ -56,11 +56,15 @@ class Command(DatabaseCommand):
                     doc = json.loads(options["checkpoint"].read_text())
                 except (OSError, ValueError) as exc:
                     raise CommandError(f"--checkpoint: cannot read {options['checkpoint']}: {exc}") from None
-            heads = witness.heads() + [head for source in options["witness"] for head in witness.heads(source)]
-            if any(not source.is_file() for source in options["witness"]):
-                raise CommandError("--witness: no such file: " + ", ".join(
-                    str(source) for source in options["witness"] if not source.is_file()))
-            verdict = ledger.verify(doc, witnessed=heads)
+            elsewhere = []
+            for source in options["witness"]:
+                if not source.is_file():
+                    raise CommandError(f"--witness: no such file: {source}")
+                try:
+                    elsewhere += witness.heads(source)
+                except witness.Unreadable as exc:
+                    raise CommandError(f"--witness: {exc}") from None
+            verdict = ledger.verify(doc, also=elsewhere)
             for problem in verdict.problems:
                 self.stderr.write(problem)
             self.stdout.write(verdict.summary())
