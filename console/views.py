@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
@@ -240,8 +241,10 @@ def device_page(request, pk: int):
 @require_safe
 @console_page()
 def routers_page(request):
-    routers = Router.objects.select_related("site").annotate(
-        active_links=Count("links", filter=Q(links__state__in=Link.ACTIVE_STATES)))
+    # Each router's active links the principal may see (`visible`): a count says who holds what too.
+    seen = visible(Link.objects.filter(router=OuterRef("pk"), state__in=Link.ACTIVE_STATES), request.principal)
+    routers = Router.objects.select_related("site").annotate(active_links=Coalesce(Subquery(
+        seen.order_by().values("router").annotate(count=Count("pk")).values("count")), 0))
     return _page(request, "routers.html", {"routers": routers.order_by("name"), "section": "routers"})
 
 

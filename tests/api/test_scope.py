@@ -11,6 +11,7 @@ Through the real mTLS server, as root (admin), alice (operator: primary-site and
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -23,7 +24,7 @@ from registry.models import Device, Host, Initiator, Router, Site
 PRINCIPALS = ("root", "alice", "carol", "bob")
 # The patterns that show rows belonging to sites, each checked below.
 SHOWING = {"grant-list", "grant-detail", "link-list", "link-detail", "host-list", "host-detail", "topology", "devices",
-           "device", "site", "link"}
+           "device", "site", "link", "routers"}
 # The patterns that show none, and why.
 NOT_SHOWING = {
     "health": "the service's own state", "health-live": "the service's own state", "schema": "the API's schema",
@@ -42,7 +43,6 @@ NOT_SHOWING = {
     "zoning-history-detail": "a router's zoning (WWNs outside the scope redacted)",
     "operations": "the journal (not scoped yet)", "operation": "the journal (not scoped yet)",
     "sites": "the inventory", "zones": "the inventory",
-    "routers": "the inventory, with a count of each router's links (not who holds them)",
     "drift": "each router's reconcile report", "connect-page": "what the principal may act on (within_site_scope)",
 }
 
@@ -145,6 +145,10 @@ def test_every_page_shows_what_the_one_rule_lets_the_principal_see(call, holds, 
     topology = call(name, "GET", "/").text
     connections = set(re.findall(r'data-site="([^"]+)" data-owner="[^"]+" data-device="([^"]+)"', topology))
     assert _shown_links(topology) == links and connections == grants
+    counts = dict(re.findall(r'data-router="([^"]+)">.*?data-active-links="(\d+)"', call(name, "GET", "/routers/").text,
+                             re.S))
+    assert {router: int(count) for router, count in counts.items() if int(count)} == dict(Counter(
+        Link.objects.filter(pk__in=links).values_list("router__name", flat=True)))
 
 
 def test_a_scoped_operator_reconciles_only_its_sites_routers(call, holds):
