@@ -110,20 +110,24 @@ def visible(queryset: QuerySet, principal: Principal | None) -> QuerySet:
     model's `SCOPE_SITES` lookups, to a site in its scope. Rows out of scope do not exist for the
     principal (a detail answers 404, not 403)."""
     lookups: tuple[str, ...] = getattr(queryset.model, "SCOPE_SITES", ())
-    sites = scoped_site_ids(principal) if lookups else None
+    return _in_scope(queryset, principal, lookups) if lookups else queryset
+
+
+def within_site_scope(queryset: QuerySet, principal: Principal | None, site_lookup: str) -> QuerySet:
+    """The rows whose site (reached by `site_lookup`) is in the principal's scope; all of them for an
+    admin or an `all_sites` principal. Rows out of scope do not exist for the principal (404, not 403)."""
+    return _in_scope(queryset, principal, (site_lookup,))
+
+
+def _in_scope(queryset: QuerySet, principal: Principal | None, lookups: Iterable[str]) -> QuerySet:
+    """The rows whose site, reached by any of `lookups`, is in the principal's scope (`scoped_site_ids`)."""
+    sites = scoped_site_ids(principal)
     if sites is None:
         return queryset
     belongs = Q()
     for lookup in lookups:
         belongs |= Q(**{f"{lookup}__in": sites})
     return queryset.filter(belongs)
-
-
-def within_site_scope(queryset: QuerySet, principal: Principal | None, site_lookup: str) -> QuerySet:
-    """The rows whose site (reached by `site_lookup`) is in the principal's scope; all of them for an
-    admin or an `all_sites` principal. Rows out of scope do not exist for the principal (404, not 403)."""
-    sites = scoped_site_ids(principal)
-    return queryset if sites is None else queryset.filter(**{f"{site_lookup}__in": sites})
 
 
 def within_zone_scope(queryset: QuerySet, principal: Principal | None, zone_lookup: str) -> QuerySet:
